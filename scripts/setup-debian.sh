@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what servesim needs to build and test on Debian 12 (CUDA stays optional).
+set -euo pipefail
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+export DEBIAN_FRONTEND=noninteractive
+sudo_if_needed apt-get update -qq
+sudo_if_needed apt-get install -y -qq --no-install-recommends \
+    build-essential cmake pkg-config libgsl-dev libinih-dev libcriterion-dev \
+    libopenblas-dev gnuplot-nox >/dev/null

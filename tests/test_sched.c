@@ -1,0 +1,387 @@
+/* Scheduler: every policy over hand-built and randomized workloads, driven with a constant
+ * step time. Invariants are checked at every step. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "engine/sched.h"
+
+typedef struct workload_t {
+    request *reqs;
+    int32_t **prompts;
+    int n;
+} workload_t;
+
+static workload_t make_workload(int n, const int *prompt_lens, const int *output_lens,
+                                const double *arrivals)
+{
+    workload_t w = {calloc(n, sizeof(request)), calloc(n, sizeof(int32_t *)), n};
+    for (int i = 0; i < n; i++) {
+        w.prompts[i] = malloc(prompt_lens[i] * sizeof(int32_t));
+        for (int j = 0; j < prompt_lens[i]; j++) w.prompts[i][j] = (i * 131 + j * 17) % 1000;
+        req_init(&w.reqs[i], i, arrivals ? arrivals[i] : 0, w.prompts[i], prompt_lens[i],
+                 output_lens[i]);
+    }
+    return w;
+}
+
+static void free_workload(workload_t *w)
+{
+    for (int i = 0; i < w->n; i++) free(w->prompts[i]);
+    free(w->prompts);
+    free(w->reqs);
+}
+
+typedef struct run_stats {
+    int steps, max_items, max_batched, max_running, finished, rejected;
+    int64_t preemptions, prefix_hits;
+    int chunks_of_req0;            /* steps that computed tokens of request 0 */
+    int naive_mismatch;            /* naive steps whose batched tokens != context length */
+} run_stats;
+
+/* Runs W to the end with STEP seconds per step, checking invariants after every call. */
+static run_stats drive(const sched_config *cfg, workload_t *w, double step)
+{
+    sched *s = sched_create(cfg);
+    cr_assert_not_null(s);
+    run_stats st = {0};
+    double now = 0;
+    int next = 0, ended = 0;
+    while (ended < w->n) {
+        cr_assert_lt(st.steps, 1000000, "scheduler does not make progress");
+        while (next < w->n && w->reqs[next].arrival_time <= now) {
+            if (!sched_add(s, &w->reqs[next], now)) {
+                st.rejected++;
+                ended++;
+            }
+            next++;
+        }
+        const sched_batch *b;
+        int k = sched_schedule(s, now, &b);
+        const char *bad = bm_check(sched_bm(s));
+        cr_assert_null(bad, "after schedule: %s", bad);
+        if (k == 0) {
+            cr_assert(next < w->n, "idle with requests left and none to arrive");
+            now = w->reqs[next].arrival_time;
+            continue;
+        }
+        st.steps++;
+        if (k > st.max_items) st.max_items = k;
+        if (b->num_batched_tokens > st.max_batched) st.max_batched = b->num_batched_tokens;
+        if (sched_num_running(s) > st.max_running) st.max_running = sched_num_running(s);
+        st.preemptions += b->num_preempted;
+        st.prefix_hits += b->prefix_hits;
+        for (int i = 0; i < k; i++) {
+            const sched_item *it = &b->items[i];
+            if (it->req == &w->reqs[0] && it->num_new_tokens > 0) st.chunks_of_req0++;
+            if (cfg->policy == POLICY_NAIVE && it->num_new_tokens != req_num_tokens(it->req))
+                st.naive_mismatch++;
+        }
+        now += step;
+        request **fin;
+        int nf = sched_complete(s, now, &fin);
+        st.finished += nf;
+        ended += nf;
+        bad = bm_check(sched_bm(s));
+        cr_assert_null(bad, "after complete: %s", bad);
+    }
+    cr_assert(sched_idle(s));
+    cr_assert_eq(bm_num_free(sched_bm(s)), cfg->num_blocks, "blocks leaked at the end");
+    sched_free(s);
+    for (int i = 0; i < w->n; i++) {
+        request *r = &w->reqs[i];
+        cr_assert_eq(r->state, REQ_FINISHED, "request %d not finished", i);
+        cr_assert_neq(r->stop, STOP_NONE);
+        if (r->stop == STOP_LENGTH) {
+            cr_assert_eq(r->num_generated, r->output_len, "request %d has the wrong length", i);
+            cr_assert(r->first_token_time <= r->finish_time);
+            cr_assert(r->scheduled_time >= r->arrival_time);
+        }
+    }
+    return st;
+}
+
+static sched_config base_config(sched_policy p)
+{
+    return (sched_config){.policy = p, .max_num_seqs = 8, .max_num_batched_tokens = 2048,
+                          .block_size = 16, .num_blocks = 512, .max_model_len = 2048};
+}
+
+Test(sched, single_request_constant_step_gives_exact_times)
+{
+    int pl[] = {100}, ol[] = {10};
+    workload_t w = make_workload(1, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    drive(&c, &w, 0.5);
+    cr_assert_float_eq(w.reqs[0].first_token_time, 0.5, 1e-12);
+    cr_assert_float_eq(w.reqs[0].finish_time, 5.0, 1e-12, "prefill + 9 decode steps");
+    free_workload(&w);
+}
+
+Test(sched, config_check_rejects_incompatible_settings)
+{
+    char err[256];
+    sched_config c = base_config(POLICY_STATIC);
+    c.prefix_caching = true;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "policy = paged"));
+    c = base_config(POLICY_PAGED);
+    c.max_num_batched_tokens = 512;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "chunked_prefill"));
+    c.chunked_prefill = true;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), 0);
+    c = base_config(POLICY_CONTINUOUS);
+    c.num_blocks = 100; /* 1600 slots < 2048 */
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "reserves"));
+}
+
+Test(sched, requests_that_can_never_fit_end_with_a_reason)
+{
+    int pl[] = {2000, 300, 50}, ol[] = {100, 10, 5};
+    workload_t w = make_workload(3, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_blocks = 16; /* 256 slots */
+    run_stats st = drive(&c, &w, 0.01);
+    cr_assert_eq(w.reqs[0].stop, STOP_TOO_LONG);
+    cr_assert_eq(w.reqs[1].stop, STOP_KV_CAPACITY);
+    cr_assert_eq(w.reqs[2].stop, STOP_LENGTH);
+    cr_assert_eq(st.rejected, 2);
+    free_workload(&w);
+}
+
+Test(sched, chunked_prefill_splits_a_10000_token_prompt)
+{
+    int pl[] = {10000}, ol[] = {1};
+    workload_t w = make_workload(1, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.chunked_prefill = true;
+    c.max_num_batched_tokens = 4096;
+    c.chunk_size = 768;
+    c.max_model_len = 16384;
+    c.num_blocks = 1024;
+    run_stats st = drive(&c, &w, 0.01);
+    cr_assert_eq(st.chunks_of_req0, (10000 + 767) / 768);
+    cr_assert_eq(st.steps, 14);
+    free_workload(&w);
+}
+
+Test(sched, budget_and_max_num_seqs_are_never_exceeded)
+{
+    enum { N = 200 };
+    int pl[N], ol[N];
+    double at[N];
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        pl[i] = 1 + rand() % 1500;
+        ol[i] = 1 + rand() % 200;
+        at[i] = i * 0.02;
+    }
+    for (int chunked = 0; chunked < 2; chunked++) {
+        workload_t w = make_workload(N, pl, ol, at);
+        sched_config c = base_config(POLICY_PAGED);
+        c.chunked_prefill = chunked;
+        c.max_num_seqs = 16;
+        c.max_num_batched_tokens = chunked ? 512 : 2048;
+        run_stats st = drive(&c, &w, 0.01);
+        cr_assert_leq(st.max_batched, c.max_num_batched_tokens);
+        cr_assert_leq(st.max_items, 16);
+        cr_assert_leq(st.max_running, 16);
+        cr_assert_eq(st.finished, N);
+        free_workload(&w);
+    }
+}
+
+Test(sched, static_batching_pads_prompts_and_finished_slots)
+{
+    int pl[] = {10, 30, 20}, ol[] = {2, 5, 3};
+    workload_t w = make_workload(3, pl, ol, NULL);
+    sched_config c = base_config(POLICY_STATIC);
+    sched *s = sched_create(&c);
+    for (int i = 0; i < 3; i++) sched_add(s, &w.reqs[i], 0);
+    const sched_batch *b;
+    cr_assert_eq(sched_schedule(s, 0, &b), 3);
+    cr_assert_eq(b->num_batched_tokens, 90, "three prompts padded to 30");
+    cr_assert_eq(b->num_padding_tokens, 30);
+    request **fin;
+    double now = 1;
+    sched_complete(s, now, &fin);
+    int padded_steps = 0, steps = 1;
+    while (!sched_idle(s)) {
+        cr_assert_eq(sched_schedule(s, now, &b), 3, "finished members stay as padding");
+        cr_assert_eq(b->num_batched_tokens, 3);
+        padded_steps += b->num_padding_tokens;
+        sched_complete(s, ++now, &fin);
+        steps++;
+    }
+    cr_assert_eq(steps, 5, "the batch runs until its longest output ends");
+    /* request 0 is padding for steps 3..5 (3 steps), request 2 for steps 4..5 (2 steps) */
+    cr_assert_eq(padded_steps, 5);
+    cr_assert_float_eq(w.reqs[0].finish_time, 2.0, 1e-12);
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks);
+    sched_free(s);
+    free_workload(&w);
+}
+
+Test(sched, naive_recomputes_the_whole_sequence_every_step)
+{
+    int pl[] = {40, 25}, ol[] = {6, 4};
+    workload_t w = make_workload(2, pl, ol, NULL);
+    sched_config c = base_config(POLICY_NAIVE);
+    run_stats st = drive(&c, &w, 0.01);
+    cr_assert_eq(st.naive_mismatch, 0);
+    cr_assert_eq(st.max_items, 1);
+    cr_assert_eq(st.steps, 10);
+    cr_assert_eq(st.max_batched, 40 + 5, "last step recomputes prompt + 5 generated tokens");
+    free_workload(&w);
+}
+
+Test(sched, kv_single_runs_one_request_at_a_time)
+{
+    int pl[] = {40, 25, 60}, ol[] = {6, 4, 3};
+    workload_t w = make_workload(3, pl, ol, NULL);
+    sched_config c = base_config(POLICY_KV_SINGLE);
+    run_stats st = drive(&c, &w, 0.01);
+    cr_assert_eq(st.max_items, 1);
+    cr_assert_eq(st.steps, 13);
+    cr_assert_eq(st.max_batched, 60);
+    cr_assert(w.reqs[1].scheduled_time >= w.reqs[0].finish_time);
+    free_workload(&w);
+}
+
+/* Two sequences of 20 and 33 tokens in 16-slot blocks: 2 + 3 blocks = 80 slots, of which
+ * 12 + 15 = 27 are unused: fragmentation 27/80. */
+Test(sched, fragmentation_on_a_hand_computed_example)
+{
+    int pl[] = {20, 33}, ol[] = {5, 5};
+    workload_t w = make_workload(2, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    sched *s = sched_create(&c);
+    sched_add(s, &w.reqs[0], 0);
+    sched_add(s, &w.reqs[1], 0);
+    const sched_batch *b;
+    sched_schedule(s, 0, &b);
+    step_record rec = {0};
+    sched_fill_step(s, b, &rec);
+    cr_assert_eq(rec.kv_allocated_slots, 80);
+    cr_assert_eq(rec.kv_unused_slots, 27);
+    cr_assert_eq(rec.num_free_blocks, 512 - 5);
+    cr_assert_eq(rec.running, 2);
+    cr_assert_eq(rec.num_prefill_tokens, 53);
+    request **fin;
+    sched_complete(s, 1, &fin);
+    sched_schedule(s, 1, &b); /* decode: 21 and 34 tokens in the same blocks */
+    sched_fill_step(s, b, &rec);
+    cr_assert_eq(rec.kv_unused_slots, 80 - 21 - 34);
+    cr_assert_eq(rec.num_decode_seqs, 2);
+    sched_free(s);
+    free_workload(&w);
+}
+
+Test(sched, contiguous_admits_fewer_concurrent_sequences_than_paged)
+{
+    enum { N = 40 };
+    int pl[N], ol[N];
+    for (int i = 0; i < N; i++) {
+        pl[i] = 100 + 3 * i;
+        ol[i] = 50;
+    }
+    int peak[2];
+    sched_policy pols[2] = {POLICY_CONTINUOUS, POLICY_PAGED};
+    for (int p = 0; p < 2; p++) {
+        workload_t w = make_workload(N, pl, ol, NULL);
+        sched_config c = base_config(pols[p]);
+        c.num_blocks = 256; /* 4096 slots: 2 reservations of 2048, or ~20 real sequences */
+        c.max_num_seqs = 64;
+        run_stats st = drive(&c, &w, 0.01);
+        peak[p] = st.max_running;
+        free_workload(&w);
+    }
+    cr_assert_eq(peak[0], 2);
+    cr_assert_gt(peak[1], 10);
+}
+
+Test(sched, overflowing_the_pool_preempts_and_still_finishes_exactly)
+{
+    enum { N = 30 };
+    int pl[N], ol[N];
+    for (int i = 0; i < N; i++) {
+        pl[i] = 50 + 10 * i;
+        ol[i] = 200 + 7 * i;
+    }
+    for (int chunked = 0; chunked < 2; chunked++) {
+        workload_t w = make_workload(N, pl, ol, NULL);
+        sched_config c = base_config(POLICY_PAGED);
+        c.num_blocks = 64; /* 1024 slots for 30 sequences that grow to 250..700 tokens */
+        c.max_num_seqs = 32;
+        c.chunked_prefill = chunked;
+        run_stats st = drive(&c, &w, 0.01);
+        cr_assert_gt(st.preemptions, 0);
+        int64_t counted = 0;
+        for (int i = 0; i < N; i++) counted += w.reqs[i].num_preemptions;
+        cr_assert_eq(counted, st.preemptions);
+        cr_assert_eq(st.finished, N);
+        free_workload(&w);
+    }
+}
+
+Test(sched, prefix_caching_hits_a_shared_prefix_across_requests)
+{
+    enum { N = 4 };
+    int pl[N] = {4096 + 64, 4096 + 10, 4096 + 33, 200}, ol[N] = {3, 3, 3, 3};
+    double at[N] = {0, 1, 2, 3};
+    workload_t w = make_workload(N, pl, ol, at);
+    for (int i = 1; i < 3; i++)
+        for (int j = 0; j < 4096; j++) w.prompts[i][j] = w.prompts[0][j];
+    sched_config c = base_config(POLICY_PAGED);
+    c.prefix_caching = true;
+    c.max_model_len = 8192;
+    c.max_num_batched_tokens = 8192;
+    c.num_blocks = 1024;
+    run_stats st = drive(&c, &w, 0.1);
+    cr_assert_eq(w.reqs[0].cached_prompt_len, 0);
+    cr_assert_eq(w.reqs[1].cached_prompt_len, 4096);
+    cr_assert_eq(w.reqs[2].cached_prompt_len, 4096);
+    cr_assert_eq(w.reqs[3].cached_prompt_len, 0);
+    cr_assert_eq(st.prefix_hits, 2 * 4096);
+    free_workload(&w);
+}
+
+/* Randomized mixed workloads under every policy: invariants hold at every step (drive checks
+ * bm_check after every call), nothing leaks, every request ends. */
+Test(sched, randomized_workloads_keep_every_invariant_under_every_policy)
+{
+    enum { N = 120 };
+    sched_policy pols[] = {POLICY_NAIVE, POLICY_KV_SINGLE, POLICY_STATIC, POLICY_CONTINUOUS,
+                           POLICY_PAGED, POLICY_PAGED, POLICY_PAGED, POLICY_PAGED};
+    bool prefix[] = {0, 0, 0, 0, 0, 1, 0, 1}, chunked[] = {0, 0, 0, 0, 0, 0, 1, 1};
+    for (int seed = 1; seed <= 3; seed++)
+        for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+            srand(seed * 100 + (int)p);
+            int pl[N], ol[N];
+            double at[N];
+            double t = 0;
+            for (int i = 0; i < N; i++) {
+                pl[i] = 1 + rand() % 900;
+                ol[i] = 1 + rand() % (pols[p] == POLICY_NAIVE ? 20 : 300);
+                t += (rand() % 100) * 0.001;
+                at[i] = t;
+            }
+            workload_t w = make_workload(N, pl, ol, at);
+            for (int i = 1; i < N; i += 2) /* half share a prefix with request 0 */
+                for (int j = 0; j < pl[i] && j < pl[0] && j < 256; j++) w.prompts[i][j] = w.prompts[0][j];
+            sched_config c = base_config(pols[p]);
+            c.prefix_caching = prefix[p];
+            c.chunked_prefill = chunked[p];
+            c.num_blocks = 160;
+            c.max_model_len = 1280;
+            c.max_num_batched_tokens = chunked[p] ? 256 : 1280;
+            c.chunk_size = chunked[p] ? 100 : 0;
+            c.max_num_seqs = 12;
+            cr_assert_eq(sched_config_check(&c, (char[128]){0}, 128), 0);
+            run_stats st = drive(&c, &w, 0.01);
+            cr_assert_eq(st.finished + st.rejected, N);
+            free_workload(&w);
+        }
+}
