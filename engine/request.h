@@ -30,6 +30,7 @@ typedef struct request {
     int num_preemptions;
     int cached_prompt_len;     /* prefix-cache hit at its first schedule, in tokens */
     stop_reason stop;
+    bool warmup;               /* left out of every statistic */
 
     /* Scheduler-private. */
     int seq_slot;              /* row of the block manager's block tables; -1 when none */

@@ -442,6 +442,7 @@ int sched_complete(sched *s, double now, request ***finished)
 
 /* ---- observation ---- */
 
+const sched_batch *sched_last_batch(const sched *s) { return &s->batch; }
 int sched_num_waiting(const sched *s) { return (int)s->waiting.len; }
 int sched_num_running(const sched *s) { return s->num_running - s->num_static_done; }
 int sched_peak_running(const sched *s) { return s->peak_running; }

@@ -72,6 +72,8 @@ int sched_schedule(sched *s, double now, const sched_batch **out);
  * blocks of finished requests. Returns how many finished; *FINISHED lists them. */
 int sched_complete(sched *s, double now, request ***finished);
 
+/* The batch of the last sched_schedule call: the step in flight. */
+const sched_batch *sched_last_batch(const sched *s);
 int sched_num_waiting(const sched *s);
 int sched_num_running(const sched *s);
 int sched_peak_running(const sched *s);

@@ -1,0 +1,129 @@
+/* `servesim bench`: how fast the simulator itself runs, on about a million requests whose
+ * lengths are drawn from the Azure conversation trace, at 80% of the replica's capacity. */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+
+static const char bench_usage[] =
+    "usage: servesim bench [--requests N] [--trace CSV] [--seed N]\n"
+    "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
+    "  trace (default traces/azure_llm_2023_conv.csv), Poisson arrivals at 80% of the\n"
+    "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
+    "  chunked prefill. Prints simulated requests and events per wall-clock second.\n";
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Requests whose lengths are rows of SOURCE drawn with replacement; Poisson arrivals at RATE
+ * (all at once when RATE is 0). */
+static int resample(const workload *source, size_t n, double rate, uint64_t seed, workload *out)
+{
+    out->reqs = calloc(n, sizeof *out->reqs);
+    if (!out->reqs) return -1;
+    out->n = n;
+    out->vocab_size = source->vocab_size;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        const wl_request *row = &source->reqs[gsl_rng_uniform_int(rng, source->n)];
+        out->reqs[i] = (wl_request){.id = (int64_t)i, .arrival_time = t, .prompt_len = row->prompt_len,
+                                    .output_len = row->output_len, .prefix_id = -1};
+        if (rate > 0) t += gsl_ran_exponential(rng, 1.0 / rate);
+    }
+    gsl_rng_free(rng);
+    return 0;
+}
+
+static double roofline(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
+
+static int simulate(const scenario_resolved *r, workload *w, wl_config *wc, summary *sum,
+                    sim_stats *stats, double *wall, char *err, size_t errlen)
+{
+    cost_model cost;
+    cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    sim_options o = {.sched = r->sched, .cost = {roofline, &cost}, .num_replicas = 1};
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    double t0 = now_s();
+    int status = sim_run(&o, w, wc, &rc, stats, err, errlen);
+    *wall = now_s() - t0;
+    if (status == 0) met_summarize(met, &r->slo, sum);
+    met_free(met);
+    return status;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(bench_usage, stdout);
+        return EXIT_OK;
+    }
+    long n = 1000000, seed = 0;
+    const char *trace = "traces/azure_llm_2023_conv.csv";
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
+        const char *opt = argv[i], *val = argv[++i];
+        char *end;
+        if (strcmp(opt, "--trace") == 0) trace = val;
+        else if (strcmp(opt, "--requests") == 0 && (n = strtol(val, &end, 10)) > 0 && !*end) continue;
+        else if (strcmp(opt, "--seed") == 0 && (seed = strtol(val, &end, 10)) >= 0 && !*end) continue;
+        else { fprintf(stderr, "servesim: bad option %s %s\n%s", opt, val, bench_usage); return EXIT_BAD_INPUT; }
+    }
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    const char *sets[] = {"scheduler.chunked_prefill=on", "workload.arrival=trace"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) scenario_set(&sc, sets[i], err, sizeof err);
+    char trace_set[1100];
+    snprintf(trace_set, sizeof trace_set, "workload.trace=%s", trace);
+    if (scenario_set(&sc, trace_set, err, sizeof err) < 0) { fprintf(stderr, "servesim: %s\n", err); return EXIT_BAD_INPUT; }
+    scenario_resolved r;
+    if (scenario_resolve(&sc, &r, err, sizeof err) < 0) { fprintf(stderr, "servesim: %s\n", err); return EXIT_BAD_INPUT; }
+    r.workload.num_requests = 0; /* every row */
+    workload rows;
+    if (wl_build(&r.workload, &rows, err, sizeof err) < 0) { fprintf(stderr, "servesim: %s\n", err); return EXIT_BAD_INPUT; }
+    for (size_t i = 0; i < rows.n; i++) /* the trace may exceed the model's context */
+        if (rows.reqs[i].prompt_len + rows.reqs[i].output_len > r.sched.max_model_len)
+            rows.reqs[i].prompt_len = r.sched.max_model_len - rows.reqs[i].output_len;
+    wl_config wc = r.workload;
+    wc.arrival = ARRIVAL_POISSON;
+    wc.max_concurrency = 0;
+
+    summary sum;
+    sim_stats st;
+    double wall;
+    workload probe;
+    int status = resample(&rows, 20000, 0, (uint64_t)seed + 1, &probe);
+    if (status == 0) status = simulate(&r, &probe, &wc, &sum, &st, &wall, err, sizeof err);
+    free(probe.reqs);
+    double rate = 0.8 * sum.request_throughput;
+    workload w;
+    if (status == 0) status = resample(&rows, (size_t)n, rate, (uint64_t)seed, &w);
+    if (status == 0) status = simulate(&r, &w, &wc, &sum, &st, &wall, err, sizeof err);
+    if (status == 0) free(w.reqs);
+    wl_free(&rows);
+    if (status != 0) { fprintf(stderr, "servesim: %s\n", err[0] ? err : "out of memory"); return EXIT_FAILURE_OTHER; }
+    printf("servesim bench: %ld requests, lengths from %s, Poisson at %.2f req/s (80%% of capacity)\n",
+           n, trace, rate);
+    printf("  model llama-3-8b, h200 roofline, paged + chunked prefill, max_num_seqs %d\n", r.sched.max_num_seqs);
+    printf("  simulated time        %12.1f s\n", st.end_time);
+    printf("  wall-clock time       %12.3f s\n", wall);
+    printf("  events                %12zu  (%.0f per second)\n", st.events, st.events / wall);
+    printf("  steps                 %12lld  (%.0f per second)\n", (long long)st.steps, st.steps / wall);
+    printf("  simulated requests/s  %12.0f\n", n / wall);
+    printf("  served: %d completed, mean TTFT %.1f ms, mean TPOT %.2f ms, output %.0f tok/s\n",
+           sum.completed, sum.ttft_ms.mean, sum.tpot_ms.mean, sum.output_throughput);
+    return EXIT_OK;
+}

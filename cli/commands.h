@@ -1,0 +1,24 @@
+/* The subcommands. Each takes its own argv (argv[0] is the command name) and returns an exit
+ * status: 0 success, 2 bad input or usage, 1 any other failure. */
+#ifndef SERVESIM_CLI_COMMANDS_H
+#define SERVESIM_CLI_COMMANDS_H
+
+#include "cli/scenario.h"
+#include "cli/simjob.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_keys(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... */
+typedef struct scenario_args {
+    const char *out_dir;
+    bool quiet;
+} scenario_args;
+
+/* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.
+ * Returns -1 after printing the problem and USAGE to stderr. */
+int parse_scenario_args(int argc, char **argv, const char *usage, scenario *sc, scenario_args *a);
+bool wants_help(int argc, char **argv);
+
+#endif

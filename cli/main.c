@@ -1,0 +1,35 @@
+/* servesim: one binary, one subcommand per job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: servesim COMMAND [ARGS]\n\n"
+            "commands:\n"
+            "  run [SCENARIO.ini]   simulate a scenario (a built-in default without one)\n"
+            "  keys                 list every scenario key with its type, default and meaning\n"
+            "  bench                measure the simulator's own speed\n\n"
+            "`servesim COMMAND --help` describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_BAD_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "servesim: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return EXIT_BAD_INPUT;
+}

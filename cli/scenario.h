@@ -1,0 +1,62 @@
+/* Scenarios: INI files read with inih, every key defined once in scenario_keys.h. */
+#ifndef SERVESIM_CLI_SCENARIO_H
+#define SERVESIM_CLI_SCENARIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bench/metrics.h"
+#include "bench/workload.h"
+#include "cli/scenario_keys.h"
+#include "engine/model.h"
+#include "engine/sched.h"
+#include "sim/cost.h"
+
+typedef enum scenario_key {
+#define X(sec, key, type, def, lo, hi, help) K_##sec##_##key,
+    SCENARIO_KEYS(X)
+#undef X
+    K_COUNT
+} scenario_key;
+
+typedef struct scenario_value {
+    long long i;
+    double d;
+    bool b;
+    char s[256];
+    char origin[300];   /* "file:line" or "--set" or "default": where the value came from */
+} scenario_value;
+
+typedef struct scenario {
+    char path[1024];    /* "" for the built-in default */
+    char dir[700];      /* relative paths in the file are taken from here */
+    scenario_value v[K_COUNT];
+} scenario;
+
+/* Everything a run needs, derived from a scenario. */
+typedef struct scenario_resolved {
+    model_shape model;
+    hw_spec hw;
+    roofline_params roofline;
+    int dtype_bytes;
+    sched_config sched;
+    wl_config workload;
+    slo_config slo;
+    char trace_path[1000];
+} scenario_resolved;
+
+void scenario_defaults(scenario *sc);
+/* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */
+int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
+/* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
+int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
+/* Checks the keys together and derives the run's settings. -1 with a reason naming the keys. */
+int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen);
+/* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */
+void scenario_write_json(const scenario *sc, FILE *f, const char *indent);
+/* The key table for `servesim keys`. */
+void scenario_print_keys(FILE *f);
+const char *scenario_name(const scenario *sc);
+
+#endif

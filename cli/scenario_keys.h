@@ -1,0 +1,50 @@
+/* Every scenario key, once: section, key, type, default, minimum, maximum, help.
+ * `servesim keys`, the defaults and the validation all read this table. Types: INT, NUM,
+ * BOOL, TEXT, DIST (a length distribution), CHOICE (the minimum column lists the choices),
+ * MODEL and HW (preset names), PATH (relative to the scenario file). */
+#define SCENARIO_KEYS(X) \
+    X(model, preset, MODEL, "llama-3-8b", "", "", "model shapes; see `servesim keys --presets`") \
+    X(model, num_layers, INT, "0", "0", "1000", "override the preset's layer count (0 = keep)") \
+    X(model, hidden, INT, "0", "0", "65536", "override the model dimension (0 = keep)") \
+    X(model, num_heads, INT, "0", "0", "1024", "override the query heads (0 = keep)") \
+    X(model, num_kv_heads, INT, "0", "0", "1024", "override the KV heads (0 = keep)") \
+    X(model, head_dim, INT, "0", "0", "1024", "override the head dimension (0 = keep)") \
+    X(model, intermediate, INT, "0", "0", "1000000", "override the MLP dimension (0 = keep)") \
+    X(model, vocab, INT, "0", "0", "4000000", "override the vocabulary size (0 = keep)") \
+    X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \
+    X(hardware, preset, HW, "h200", "", "", "accelerator datasheet: h200, h100, a100") \
+    X(hardware, peak_tflops, NUM, "0", "0", "100000", "dense bf16 TFLOP/s (0 = preset)") \
+    X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "memory bandwidth, GB/s (0 = preset)") \
+    X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \
+    X(hardware, compute_efficiency, NUM, "0.8", "0.01", "1", "fraction of peak FLOP/s GEMMs reach") \
+    X(hardware, memory_efficiency, NUM, "0.9", "0.01", "1", "fraction of peak bandwidth reads reach") \
+    X(hardware, attention_efficiency, NUM, "0.5", "0.01", "1", "fraction of peak FLOP/s prefill attention reaches") \
+    X(hardware, step_overhead_ms, NUM, "0.5", "0", "10000", "fixed cost of every step (scheduling, launches, sampling)") \
+    X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
+    X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
+    X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights)") \
+    X(scheduler, policy, CHOICE, "paged", "naive|kv_single|static|continuous|paged", "", "serving policy (DESIGN.md, Policies)") \
+    X(scheduler, prefix_caching, BOOL, "off", "", "", "share full prompt blocks by hash (paged only)") \
+    X(scheduler, chunked_prefill, BOOL, "off", "", "", "decodes first, prefill chunks fill the budget (paged only)") \
+    X(scheduler, max_num_seqs, INT, "256", "1", "65536", "most sequences in one step") \
+    X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = max_model_len, or 2048 with chunked prefill)") \
+    X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
+    X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
+    X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is cut to this many)") \
+    X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \
+    X(workload, rate, NUM, "10", "0.000001", "10000000", "requests/s for poisson, gamma, constant") \
+    X(workload, burstiness, NUM, "1", "0.001", "1000", "gamma shape: < 1 burstier than poisson, > 1 steadier") \
+    X(workload, concurrency, INT, "16", "1", "1000000", "clients of the closed loop") \
+    X(workload, max_concurrency, INT, "0", "0", "1000000", "cap on requests in flight for open-loop arrivals (0 = none)") \
+    X(workload, prompt_len, DIST, "lognormal:750:0.8:7000", "", "", "prompt tokens after any shared prefix") \
+    X(workload, output_len, DIST, "lognormal:150:0.8:1000", "", "", "output tokens, generated exactly (EOS ignored)") \
+    X(workload, shared_prefix_len, INT, "0", "0", "1000000", "tokens of each shared prefix") \
+    X(workload, num_prefixes, INT, "1", "1", "1000000", "distinct shared prefixes") \
+    X(workload, prefix_fraction, NUM, "1", "0", "1", "fraction of requests that start with a shared prefix") \
+    X(workload, trace, PATH, "", "", "", "CSV to replay (Azure or arrival_time,prompt_len,output_len)") \
+    X(workload, trace_time_scale, NUM, "1", "0", "1000000", "trace gaps are multiplied by this") \
+    X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
+    X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \
+    X(slo, e2el_ms, NUM, "0", "0", "1e9", "goodput objective on end-to-end latency (0 = none)") \
+    X(run, seed, INT, "0", "0", "2147483647", "seed of every random draw") \
+    X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics")

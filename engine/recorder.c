@@ -1,0 +1,54 @@
+#include "engine/recorder.h"
+
+void rec_init(recorder *rc, met_acc *met, res_dir *dir)
+{
+    rc->met = met;
+    rc->dir = dir;
+    rc->window_started = false;
+}
+
+void rec_sent(recorder *rc, const request *r)
+{
+    if (r->warmup || rc->window_started) return;
+    met_set_window_start(rc->met, r->arrival_time);
+    rc->window_started = true;
+}
+
+void rec_tokens(recorder *rc, const sched_batch *b, double now)
+{
+    for (int i = 0; i < b->num_items; i++) {
+        const request *r = b->items[i].req;
+        if (b->items[i].emits_token && r->num_generated > 0 && !r->warmup)
+            met_on_itl(rc->met, now - r->last_token_time);
+    }
+}
+
+void rec_step(recorder *rc, const step_record *s)
+{
+    met_on_step(rc->met, s);
+    if (rc->dir) res_write_step(rc->dir, s);
+}
+
+void req_to_record(const request *r, req_record *out)
+{
+    *out = (req_record){
+        .request_id = r->id,
+        .arrival_time = r->arrival_time,
+        .scheduled_prefill_time = r->scheduled_time,
+        .first_token_time = r->first_token_time,
+        .finish_time = r->finish_time,
+        .prompt_len = r->prompt_len,
+        .cached_prompt_len = r->cached_prompt_len,
+        .output_len = r->num_generated,
+        .num_preemptions = r->num_preemptions,
+        .stop = r->stop,
+        .warmup = r->warmup,
+    };
+}
+
+void rec_ended(recorder *rc, const request *r)
+{
+    req_record rr;
+    req_to_record(r, &rr);
+    met_on_request(rc->met, &rr);
+}

@@ -1,0 +1,54 @@
+#include "sim/cost.h"
+
+/* Roofline step time (docs/cost-model.md has the derivation):
+ *   linear  = max(2 P T / (F e_c), P d / (B e_m))        P linear params, T batched tokens
+ *   lm_head = max(2 V h R / (F e_c), V h d / (B e_m))    R rows sampled (outputs)
+ *   prefill attention, per sequence with n new tokens after c cached:
+ *             max(4 L H D (n c + n (n+1)/2) / (F e_a), (c + n) k / (B e_m))
+ *   decode attention, all decodes together:
+ *             max(4 L H D S / (F e_a), S k / (B e_m))    S = sum of context lengths
+ *   step    = linear + lm_head + attention + overhead
+ * with F peak FLOP/s, B bandwidth, d bytes per element, k KV bytes per token. */
+
+void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
+                        const roofline_params *p, int dtype_bytes)
+{
+    c->model = *m;
+    c->hw = *hw;
+    c->p = *p;
+    c->dtype_bytes = dtype_bytes;
+    double linear = (double)model_linear_params(m);
+    c->linear_flops_per_token = 2.0 * linear;
+    c->linear_bytes = linear * dtype_bytes;
+    c->lm_head_flops_per_row = 2.0 * m->vocab * m->hidden;
+    c->lm_head_bytes = (double)m->vocab * m->hidden * dtype_bytes;
+    c->attn_flops_per_pair = 4.0 * m->num_layers * m->num_heads * m->head_dim;
+    c->kv_bytes_per_token = (double)model_kv_bytes_per_token(m, dtype_bytes);
+    c->flops_rate = hw->peak_tflops * 1e12 * p->compute_efficiency;
+    c->attn_rate = hw->peak_tflops * 1e12 * p->attention_efficiency;
+    c->byte_rate = hw->mem_bandwidth_gbs * 1e9 * p->memory_efficiency;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+double cost_step_time(const cost_model *c, const sched_batch *b)
+{
+    double tokens = b->num_batched_tokens;
+    double t = max2(c->linear_flops_per_token * tokens / c->flops_rate, c->linear_bytes / c->byte_rate);
+    if (b->num_outputs > 0)
+        t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
+    double decode_ctx = 0;
+    for (int i = 0; i < b->num_items; i++) {
+        const sched_item *it = &b->items[i];
+        double n = it->num_new_tokens + it->num_pad_tokens, ctx = it->context_len;
+        if (n == 1) {
+            decode_ctx += ctx + 1;
+            continue;
+        }
+        double pairs = n * ctx + n * (n + 1) / 2;
+        t += max2(c->attn_flops_per_pair * pairs / c->attn_rate, (ctx + n) * c->kv_bytes_per_token / c->byte_rate);
+    }
+    if (decode_ctx > 0)
+        t += max2(c->attn_flops_per_pair * decode_ctx / c->attn_rate, decode_ctx * c->kv_bytes_per_token / c->byte_rate);
+    return t + c->p.step_overhead_s;
+}

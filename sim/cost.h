@@ -1,0 +1,35 @@
+/* Cost models: how long a scheduled batch takes. The roofline model needs only datasheet
+ * figures; calibrated tables (measured on the real engine) come later. */
+#ifndef SERVESIM_SIM_COST_H
+#define SERVESIM_SIM_COST_H
+
+#include "engine/model.h"
+#include "engine/sched.h"
+#include "sim/hardware.h"
+
+typedef struct roofline_params {
+    double compute_efficiency;    /* fraction of peak FLOP/s GEMMs reach */
+    double memory_efficiency;     /* fraction of peak bandwidth streaming reaches */
+    double attention_efficiency;  /* fraction of peak FLOP/s prefill attention reaches */
+    double step_overhead_s;       /* scheduling, launch and sampling cost per step */
+} roofline_params;
+
+typedef struct cost_model {
+    model_shape model;
+    hw_spec hw;
+    roofline_params p;
+    int dtype_bytes;
+    /* derived once */
+    double linear_flops_per_token, linear_bytes;
+    double lm_head_flops_per_row, lm_head_bytes;
+    double attn_flops_per_pair;   /* per (query token, context token) pair, all layers */
+    double kv_bytes_per_token;
+    double flops_rate, attn_rate, byte_rate;
+} cost_model;
+
+void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
+                        const roofline_params *p, int dtype_bytes);
+/* Seconds the batch takes. */
+double cost_step_time(const cost_model *c, const sched_batch *b);
+
+#endif

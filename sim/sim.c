@@ -1,0 +1,186 @@
+#include "sim/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench/driver.h"
+#include "sim/heap.h"
+
+typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE } ev_kind;
+
+typedef struct sim_event {
+    heap_node node;          /* first: a heap_node* is a sim_event* */
+    ev_kind kind;
+    int replica;
+} sim_event;
+
+typedef struct replica {
+    sched *s;
+    sim_event done;
+    bool busy;
+    step_record step;        /* the step in flight */
+    int64_t next_step_id;
+} replica;
+
+typedef struct sim {
+    const sim_options *o;
+    workload *w;
+    recorder *rc;
+    heap events;
+    driver drv;
+    sim_event arrival;
+    bool arrival_pending;
+    request *reqs;
+    bool keep_prompts;       /* prefix caching needs the token ids */
+    replica *reps;
+    size_t ended;
+    sim_stats stats;
+} sim;
+
+static void arm_arrival(sim *m)
+{
+    double t = drv_next_time(&m->drv);
+    if (m->arrival_pending || isinf(t)) return;
+    heap_push(&m->events, &m->arrival.node, t);
+    m->arrival_pending = true;
+}
+
+static void request_ended(sim *m, request *r, double now)
+{
+    rec_ended(m->rc, r);
+    drv_on_done(&m->drv, now);
+    free((void *)r->prompt);
+    r->prompt = NULL;
+    m->ended++;
+    if (m->o->progress && (m->ended & 0xffff) == 0) m->o->progress(m->o->progress_ctx, m->ended, m->w->n);
+}
+
+static replica *route(sim *m)
+{
+    replica *best = &m->reps[0];
+    for (int i = 1; i < m->o->num_replicas; i++) {
+        replica *r = &m->reps[i];
+        if (sched_num_waiting(r->s) + sched_num_running(r->s) <
+            sched_num_waiting(best->s) + sched_num_running(best->s))
+            best = r;
+    }
+    return best;
+}
+
+static int send_due_requests(sim *m, double now)
+{
+    wl_request *wr;
+    while ((wr = drv_release(&m->drv, now))) {
+        request *r = &m->reqs[wr->id];
+        int32_t *prompt = NULL;
+        if (m->keep_prompts) {
+            prompt = malloc((size_t)wr->prompt_len * sizeof *prompt);
+            if (!prompt) return -1;
+            wl_fill_prompt(m->w, wr, prompt);
+        }
+        req_init(r, wr->id, wr->arrival_time, prompt, wr->prompt_len, wr->output_len);
+        r->warmup = wr->warmup;
+        rec_sent(m->rc, r);
+        if (!sched_add(route(m)->s, r, now)) request_ended(m, r, now);
+    }
+    return 0;
+}
+
+static void start_step(sim *m, replica *rep, double now)
+{
+    const sched_batch *b;
+    if (sched_schedule(rep->s, now, &b) == 0) return;
+    double dt = m->o->cost.step_time(m->o->cost.ctx, b);
+    step_record *st = &rep->step;
+    *st = (step_record){.step_id = rep->next_step_id++, .start_time = now, .end_time = now + dt,
+                        .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
+                        .sample_time = NAN};
+    sched_fill_step(rep->s, b, st);
+    rep->busy = true;
+    heap_push(&m->events, &rep->done.node, now + dt);
+}
+
+static void finish_step(sim *m, replica *rep, double now)
+{
+    request **fin;
+    rep->busy = false;
+    rec_tokens(m->rc, sched_last_batch(rep->s), now);
+    int nf = sched_complete(rep->s, now, &fin);
+    rec_step(m->rc, &rep->step);
+    m->stats.steps++;
+    for (int i = 0; i < nf; i++) request_ended(m, fin[i], now);
+}
+
+static int handle(sim *m, sim_event *ev, double now)
+{
+    if (ev->kind == EV_ARRIVAL) {
+        m->arrival_pending = false;
+        if (send_due_requests(m, now) < 0) return -1;
+    } else {
+        finish_step(m, &m->reps[ev->replica], now);
+    }
+    arm_arrival(m);
+    return 0;
+}
+
+static int loop(sim *m)
+{
+    arm_arrival(m);
+    while (!heap_empty(&m->events)) {
+        sim_event *ev = (sim_event *)heap_pop(&m->events);
+        double now = ev->node.time;
+        m->stats.events++;
+        m->stats.end_time = now;
+        if (handle(m, ev, now) < 0) return -1;
+        /* Start steps only once every event of this instant is handled, so requests that
+         * arrive as a step ends join the next batch. */
+        heap_node *next = heap_peek(&m->events);
+        if (next && next->time == now) continue;
+        for (int i = 0; i < m->o->num_replicas; i++)
+            if (!m->reps[i].busy) start_step(m, &m->reps[i], now);
+    }
+    return 0;
+}
+
+static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg, recorder *rc)
+{
+    *m = (sim){.o = o, .w = w, .rc = rc, .keep_prompts = o->sched.prefix_caching};
+    heap_init(&m->events);
+    drv_init(&m->drv, w, cfg);
+    m->arrival.kind = EV_ARRIVAL;
+    m->reqs = calloc(w->n ? w->n : 1, sizeof *m->reqs);
+    m->reps = calloc(o->num_replicas, sizeof *m->reps);
+    if (!m->reqs || !m->reps) return -1;
+    for (int i = 0; i < o->num_replicas; i++) {
+        m->reps[i].s = sched_create(&o->sched);
+        m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
+        if (!m->reps[i].s) return -1;
+    }
+    return 0;
+}
+
+static void teardown(sim *m)
+{
+    for (size_t i = 0; m->reqs && i < m->w->n; i++) free((void *)m->reqs[i].prompt);
+    for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
+    free(m->reps);
+    free(m->reqs);
+    heap_free(&m->events);
+}
+
+int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *rc,
+            sim_stats *stats, char *err, size_t errlen)
+{
+    sim m;
+    int rc_code = setup(&m, o, w, cfg, rc);
+    if (rc_code == 0) rc_code = loop(&m);
+    if (rc_code < 0) snprintf(err, errlen, "out of memory while simulating %zu requests", w->n);
+    else if (m.ended != w->n) {
+        snprintf(err, errlen, "internal error: %zu of %zu requests ended", m.ended, w->n);
+        rc_code = -1;
+    }
+    if (stats) *stats = m.stats;
+    teardown(&m);
+    return rc_code;
+}

@@ -1,0 +1,37 @@
+/* The discrete-event simulator: the shared scheduler, driven in virtual time, with step times
+ * from a cost model. Same scenario and seed, same records, byte for byte. */
+#ifndef SERVESIM_SIM_SIM_H
+#define SERVESIM_SIM_SIM_H
+
+#include <stddef.h>
+#include "bench/workload.h"
+#include "engine/recorder.h"
+#include "engine/sched.h"
+
+/* How long a batch takes, in seconds: a roofline, or a calibrated table. */
+typedef struct step_cost {
+    double (*step_time)(const void *ctx, const sched_batch *b);
+    const void *ctx;
+} step_cost;
+
+typedef struct sim_options {
+    sched_config sched;
+    step_cost cost;
+    int num_replicas;          /* requests go to the least-loaded replica */
+    /* Called now and then with the requests ended so far; may be NULL. */
+    void (*progress)(void *ctx, size_t ended, size_t total);
+    void *progress_ctx;
+} sim_options;
+
+typedef struct sim_stats {
+    size_t events;
+    int64_t steps;
+    double end_time;
+} sim_stats;
+
+/* Runs every request of W (sent as CFG's arrival settings say) to its end. Returns 0, or -1
+ * with a reason in ERR (out of memory). */
+int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *rc,
+            sim_stats *stats, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,178 @@
+/* Scenarios and the run command: every key from one table, every bad input a clear message
+ * with file and line (or flag), exit status 2, and no output directory. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+
+static char path[256];
+
+static const char *write_ini(const char *text)
+{
+    snprintf(path, sizeof path, "/tmp/servesim-test-%d.ini", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void expect_load_error(const char *text, const char *fragment, int line)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024], where[300];
+    const char *p = write_ini(text);
+    cr_assert_eq(scenario_load(&sc, p, err, sizeof err), -1, "accepted: %s", text);
+    snprintf(where, sizeof where, "%s:%d: ", p, line);
+    cr_assert(strstr(err, where) == err, "message \"%s\" does not start with \"%s\"", err, where);
+    cr_assert(strstr(err, fragment), "message \"%s\" lacks \"%s\"", err, fragment);
+    unlink(p);
+}
+
+Test(scenario, bad_files_name_the_line)
+{
+    expect_load_error("[model]\npreset = tiny\n[nonsense]\nx = 1\n", "unknown section [nonsense]", 3);
+    expect_load_error("[model]\npreset = tiny\nlayers = 3\n", "unknown key model.layers", 3);
+    expect_load_error("[kv]\n\nblock_size = sixteen\n", "expected a int", 3);
+    expect_load_error("[kv]\nblock_size = 0\n", "out of range [1, 1024]", 2);
+    expect_load_error("[kv]\nblock_size = 16 # slots\n", "only ';' starts a comment", 2);
+    expect_load_error("[scheduler]\npolicy = fifo\n", "not one of naive|kv_single", 2);
+    expect_load_error("[scheduler]\nprefix_caching = maybe\n", "expected true/false", 2);
+    expect_load_error("[workload]\nprompt_len = uniform:5\n", "workload.prompt_len", 2);
+    expect_load_error("[model]\npreset = gpt-9\n", "unknown model", 2);
+    expect_load_error("[kv]\nblock_size = 16\nblock_size = 32\n", "set twice", 3);
+    char longline[400];
+    snprintf(longline, sizeof longline, "[run]\n; %0250d\nseed = 1\n", 0);
+    expect_load_error(longline, "longer than 200", 2);
+    expect_load_error("[kv\nblock_size = 16\n", "", 1);
+}
+
+Test(scenario, unreadable_file_is_named)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    cr_assert_eq(scenario_load(&sc, "/nonexistent/x.ini", err, sizeof err), -1);
+    cr_assert(strstr(err, "/nonexistent/x.ini: cannot open"), "%s", err);
+}
+
+Test(scenario, values_and_booleans_parse_in_every_spelling)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    const char *p = write_ini("; comment\n[scheduler]\nprefix_caching = yes ; inline\nchunked_prefill = 1\n"
+                              "[kv]\nblock_size = 32\n");
+    cr_assert_eq(scenario_load(&sc, p, err, sizeof err), 0, "%s", err);
+    cr_assert(sc.v[K_scheduler_prefix_caching].b);
+    cr_assert(sc.v[K_scheduler_chunked_prefill].b);
+    cr_assert_eq(sc.v[K_kv_block_size].i, 32);
+    cr_assert_str_eq(sc.v[K_kv_block_size].origin, (snprintf(err, sizeof err, "%s:6", p), err));
+    const char *offs[] = {"off", "false", "no", "0", "OFF"};
+    for (int i = 0; i < 5; i++) {
+        char set[100];
+        snprintf(set, sizeof set, "scheduler.prefix_caching=%s", offs[i]);
+        cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0);
+        cr_assert_not(sc.v[K_scheduler_prefix_caching].b);
+    }
+    cr_assert_eq(scenario_set(&sc, "kv.nope=1", err, sizeof err), -1);
+    cr_assert(strstr(err, "--set kv.nope=1: unknown key"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "block_size=1", err, sizeof err), -1);
+    cr_assert(strstr(err, "SECTION.KEY=VALUE"), "%s", err);
+    unlink(p);
+}
+
+/* llama-3-8b: 8,030,261,248 parameters, 16,060,522,496 bf16 bytes; an H200 reports
+ * 143,771 MiB, 90% of which is 135,679,588,761.6 bytes; a block of 16 tokens holds
+ * 16 x 2 x 32 layers x 8 heads x 128 x 2 bytes = 2,097,152 bytes: 57,038 blocks. */
+Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_num_params(&r.model), 8030261248LL);
+    cr_assert_eq(r.sched.num_blocks, 57038);
+    cr_assert_eq(r.sched.max_model_len, 8192);
+    cr_assert_eq(r.sched.max_num_batched_tokens, 8192);
+    cr_assert_eq(scenario_set(&sc, "hardware.preset=h100", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
+    cr_assert_eq(r.sched.num_blocks, 29043);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3-70b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "leave no room"), "%s", err);
+}
+
+Test(scenario, incompatible_keys_are_named)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    scenario_set(&sc, "scheduler.policy=static", err, sizeof err);
+    scenario_set(&sc, "scheduler.prefix_caching=on", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "prefix_caching needs scheduler.policy = paged"), "%s", err);
+    scenario_defaults(&sc);
+    scenario_set(&sc, "workload.arrival=trace", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "needs workload.trace"), "%s", err);
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static int run_cli(const char **args, int n)
+{
+    char *argv[16];
+    for (int i = 0; i < n; i++) argv[i] = (char *)args[i];
+    return cmd_run(n, argv);
+}
+
+Test(run_command, bad_input_exits_2_and_writes_nothing)
+{
+    const char *out = "/tmp/servesim-test-noout";
+    system("rm -rf /tmp/servesim-test-noout*");
+    const char *p = write_ini("[workload]\narrival = trace\ntrace = /nonexistent.csv\n");
+    const char *a1[] = {"run", p, "--out", out, "--quiet"};
+    cr_assert_eq(run_cli(a1, 5), 2);
+    cr_assert_not(exists(out));
+    p = write_ini("[workload]\narrival = trace\ntrace = bad.csv\n");
+    FILE *f = fopen("/tmp/bad.csv", "w");
+    fputs("arrival_time,prompt_len,output_len\n0,10,5\n0.5,x,5\n", f);
+    fclose(f);
+    const char *a2[] = {"run", p, "--out", out, "--quiet"};
+    cr_assert_eq(run_cli(a2, 5), 2);
+    cr_assert_not(exists(out));
+    const char *a3[] = {"run", "--set", "kv.block_size=-1", "--out", out};
+    cr_assert_eq(run_cli(a3, 5), 2);
+    const char *a4[] = {"run", "--seed", "abc", "--out", out};
+    cr_assert_eq(run_cli(a4, 5), 2);
+    const char *a5[] = {"run", "--bogus", "1"};
+    cr_assert_eq(run_cli(a5, 3), 2);
+    const char *a6[] = {"run", "/nonexistent.ini"};
+    cr_assert_eq(run_cli(a6, 2), 2);
+    cr_assert_not(exists(out));
+    unlink("/tmp/bad.csv");
+    unlink(p);
+}
+
+Test(run_command, a_good_run_writes_three_files_and_no_temporary)
+{
+    const char *out = "/tmp/servesim-test-goodout";
+    system("rm -rf /tmp/servesim-test-goodout*");
+    const char *a[] = {"run", "--set", "workload.num_requests=50", "--out", out, "--quiet"};
+    cr_assert_eq(run_cli(a, 6), 0);
+    cr_assert(exists("/tmp/servesim-test-goodout/summary.json"));
+    cr_assert(exists("/tmp/servesim-test-goodout/requests.csv"));
+    cr_assert(exists("/tmp/servesim-test-goodout/steps.csv"));
+    cr_assert_eq(system("ls -d /tmp/servesim-test-goodout.* >/dev/null 2>&1"), 512 /* exit 2: none */);
+}

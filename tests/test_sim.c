@@ -1,0 +1,165 @@
+/* Simulator: event order, exact times under a constant step cost, Little's law, determinism. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/simjob.h"
+#include "sim/heap.h"
+#include "sim/sim.h"
+
+Test(heap, pops_by_time_then_insertion_order)
+{
+    heap h;
+    heap_init(&h);
+    heap_node n[6];
+    double times[6] = {3, 1, 2, 1, 3, 0.5};
+    for (int i = 0; i < 6; i++) cr_assert(heap_push(&h, &n[i], times[i]));
+    heap_remove(&h, &n[2]);
+    int expect[] = {5, 1, 3, 0, 4};
+    for (int i = 0; i < 5; i++) cr_assert_eq(heap_pop(&h), &n[expect[i]], "pop %d", i);
+    cr_assert(heap_empty(&h));
+    heap_free(&h);
+}
+
+static double constant_cost(const void *ctx, const sched_batch *b)
+{
+    (void)b;
+    return *(const double *)ctx;
+}
+
+static sched_config small_sched(void)
+{
+    return (sched_config){.policy = POLICY_PAGED, .max_num_seqs = 64, .max_num_batched_tokens = 4096,
+                          .block_size = 16, .num_blocks = 4096, .max_model_len = 4096};
+}
+
+static wl_config constant_workload(int n, double rate)
+{
+    wl_config c = {.num_requests = n, .arrival = ARRIVAL_POISSON, .rate = rate, .burstiness = 1,
+                   .num_prefixes = 1, .trace_time_scale = 1, .vocab_size = 1000, .seed = 3};
+    char err[200];
+    cr_assert_eq(dist_parse("uniform:50:300", &c.prompt_len, err, sizeof err), 0);
+    cr_assert_eq(dist_parse("uniform:20:200", &c.output_len, err, sizeof err), 0);
+    return c;
+}
+
+static int run_sim(const sim_options *o, wl_config *wc, summary *sum, sim_stats *st)
+{
+    workload w;
+    char err[512];
+    cr_assert_eq(wl_build(wc, &w, err, sizeof err), 0, "%s", err);
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    int status = sim_run(o, &w, wc, &rc, st, err, sizeof err);
+    cr_assert_eq(status, 0, "%s", err);
+    slo_config slo = {0};
+    int s = met_summarize(met, &slo, sum);
+    met_free(met);
+    wl_free(&w);
+    return s;
+}
+
+Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
+{
+    double step = 0.025;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
+    wl_config wc = constant_workload(1, 1);
+    char err[200];
+    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
+    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 25.0, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
+    cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
+    cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
+    cr_assert_eq(st.steps, 11);
+}
+
+/* L = lambda W: the time-average number of requests in the system equals the arrival rate
+ * times the mean time in the system. Steps see the queue at their start; idle time holds
+ * no request, so the busy-time average is scaled by the busy fraction. */
+Test(sim, littles_law_holds_in_steady_state)
+{
+    double step = 0.02;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
+    wl_config wc = constant_workload(20000, 40);
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    double busy = sum.num_steps * sum.mean_step_time_ms / 1000;
+    double in_system = (sum.mean_waiting + sum.mean_running) * busy / sum.duration;
+    double lambda_w = sum.request_throughput * sum.e2el_ms.mean / 1000;
+    cr_assert_gt(in_system, 5, "the test needs a loaded system (got %.2f)", in_system);
+    cr_assert_lt(fabs(in_system - lambda_w) / lambda_w, 0.03, "L = %.3f, lambda W = %.3f", in_system, lambda_w);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    char *buf = malloc(*len + 1);
+    cr_assert_eq(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+Test(sim, same_scenario_and_seed_give_byte_identical_files)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_set(&sc, "workload.num_requests=300", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.prefix_caching=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "workload.shared_prefix_len=256", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "workload.prefix_fraction=0.5", err, sizeof err), 0);
+    const char *dirs[2] = {"/tmp/servesim-test-det-a", "/tmp/servesim-test-det-b"};
+    for (int i = 0; i < 2; i++) {
+        simjob j = {.sc = &sc, .out_dir = dirs[i]};
+        cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK, "%s", err);
+        cr_assert(j.have_summary);
+        cr_assert_gt(j.sum.prefix_hits, 0);
+    }
+    const char *files[] = {"summary.json", "requests.csv", "steps.csv"};
+    for (int f = 0; f < 3; f++) {
+        char pa[300], pb[300];
+        snprintf(pa, sizeof pa, "%s/%s", dirs[0], files[f]);
+        snprintf(pb, sizeof pb, "%s/%s", dirs[1], files[f]);
+        size_t la, lb;
+        char *a = slurp(pa, &la), *b = slurp(pb, &lb);
+        cr_assert_eq(la, lb, "%s differs in length", files[f]);
+        cr_assert_eq(memcmp(a, b, la), 0, "%s differs", files[f]);
+        free(a);
+        free(b);
+    }
+    scenario other = sc;
+    cr_assert_eq(scenario_set(&other, "run.seed=9", err, sizeof err), 0);
+    simjob j = {.sc = &other};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK);
+    simjob again = {.sc = &sc};
+    cr_assert_eq(simjob_run(&again, err, sizeof err), EXIT_OK);
+    cr_assert_neq(j.sum.ttft_ms.mean, again.sum.ttft_ms.mean, "another seed draws other requests");
+}
+
+Test(sim, every_request_of_the_azure_conversation_trace_finishes)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    const char *sets[] = {"workload.arrival=trace", "workload.trace=" SERVESIM_SOURCE_DIR "/traces/azure_llm_2023_conv.csv",
+                          "workload.num_requests=100000000", "scheduler.chunked_prefill=on",
+                          "scheduler.max_model_len=16384"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    simjob j = {.sc = &sc};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK, "%s", err);
+    cr_assert_eq(j.sum.completed, 19366);
+    cr_assert_eq(j.sum.rejected, 0);
+    cr_assert_eq(j.sum.total_output_tokens, 4088665);
+}
