@@ -83,5 +83,7 @@ int kb_forward(kb_backend *b, const kb_batch *batch, kb_timing *t);
 int kb_get_logits(kb_backend *b, float *out);
 /* Samples one token per sequence of the last forward, from the backend's seeded generator. */
 int kb_sample(kb_backend *b, const kb_sampling *p, int32_t *out, kb_timing *t);
+/* Why the last call on B that returned non-zero failed (a bad batch, bad sampling settings). */
+const char *kb_error(const kb_backend *b);
 
 #endif
