@@ -1,0 +1,273 @@
+/* Metrics: numpy-equal percentiles, a hand-computed run of four requests, warm-up
+ * exclusion, the step window and the step internals. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "bench/metrics.h"
+
+#define EPS 1e-9
+
+Test(metrics, percentile_matches_numpy)
+{
+    /* numpy.percentile([1, 2, 3, 4, 10], q): pos = q/100 * 4.
+     * q=50: pos 2 -> 3; q=90: pos 3.6 -> 4 + 0.6*6 = 7.6; q=99: pos 3.96 -> 4 + 0.96*6 = 9.76 */
+    const double v[] = {1, 2, 3, 4, 10};
+    cr_assert_float_eq(met_percentile_sorted(v, 5, 50), 3.0, EPS);
+    cr_assert_float_eq(met_percentile_sorted(v, 5, 90), 7.6, EPS);
+    cr_assert_float_eq(met_percentile_sorted(v, 5, 99), 9.76, EPS);
+    cr_assert_eq(met_percentile_sorted(v, 5, 0), 1.0);
+    cr_assert_eq(met_percentile_sorted(v, 5, 100), 10.0);
+    cr_assert_float_eq(met_percentile_sorted(v, 5, 25), 2.0, EPS);
+    const double one = 7;
+    cr_assert_eq(met_percentile_sorted(&one, 1, 99), 7.0);
+    /* Even count: [1, 2, 3, 4], q=50 -> pos 1.5 -> 2.5 */
+    cr_assert_float_eq(met_percentile_sorted(v, 4, 50), 2.5, EPS);
+}
+
+Test(metrics, weighted_percentile_equals_expanded_array)
+{
+    /* [1, 2, 2, 2, 5, 9, 9] as runs. */
+    const double v[] = {1, 2, 5, 9};
+    const int64_t w[] = {1, 3, 1, 2};
+    const double expanded[] = {1, 2, 2, 2, 5, 9, 9};
+    for (double q = 0; q <= 100; q += 0.5) {
+        double a = met_percentile_weighted(v, w, 4, q), b = met_percentile_sorted(expanded, 7, q);
+        cr_assert_eq(a, b, "q=%g: weighted %.17g, expanded %.17g", q, a, b);
+    }
+    /* numpy.percentile(expanded, 90) = pos 5.4 -> 9; q=60: pos 3.6 -> 2 + 0.6*3 = 3.8 */
+    cr_assert_float_eq(met_percentile_weighted(v, w, 4, 60), 3.8, EPS);
+    const double u[] = {1, 2, 3, 4, 10};
+    const int64_t ones[] = {1, 1, 1, 1, 1};
+    cr_assert_float_eq(met_percentile_weighted(u, ones, 5, 99), 9.76, EPS);
+}
+
+static req_record req(int64_t id, double arrival, double first, double finish, int prompt,
+                      int output, stop_reason stop, bool warmup)
+{
+    return (req_record){.request_id = id, .arrival_time = arrival, .scheduled_prefill_time = arrival,
+                        .first_token_time = first, .finish_time = finish, .prompt_len = prompt,
+                        .output_len = output, .stop = stop, .warmup = warmup};
+}
+
+/* Measured requests (times in s):
+ *   A: arrival 1.0, first 1.2, finish 2.2, prompt 100, output 11 -> TTFT 0.2, E2EL 1.2, TPOT 0.1
+ *   B: arrival 1.5, first 1.9, finish 2.9, prompt 200, output 6  -> TTFT 0.4, E2EL 1.4, TPOT 0.2
+ *   C: arrival 2.0, first 2.1, finish 2.1, prompt 50,  output 1  -> TTFT 0.1, E2EL 0.1, no TPOT
+ *   D: arrival 2.5, rejected (kv_capacity) at 3.0
+ * plus a warm-up request W with absurd values that must not count.
+ * completed 3, rejected 1; duration = max finish 3.0 - min arrival 1.0 = 2.0 s.
+ * input 350, output 18 tokens -> 1.5 req/s, 9 tok/s, 184 tok/s.
+ * TTFT {0.1, 0.2, 0.4} s: mean 233.33 ms, median 200, std = sqrt((133.33^2 + 33.33^2 +
+ *   166.67^2)/3) = 124.72 ms, p90 = 200 + 0.8*200 = 360, p99 = 200 + 0.98*200 = 396.
+ * E2EL {0.1, 1.2, 1.4}: mean 900 ms, median 1200, p90 = 1200 + 0.8*200 = 1360.
+ * TPOT {0.1, 0.2}: mean 150 ms, median 150, std 50, p90 = 100 + 0.9*100 = 190.
+ * Goodput with TTFT <= 300 ms and TPOT <= 150 ms: A passes (0.2, 0.1), B fails TTFT, C passes
+ *   (0.1, no TPOT): 2 / 2.0 s = 1.0 req/s. */
+static met_acc *four_requests(void)
+{
+    met_acc *m = met_create();
+    cr_assert_not_null(m);
+    req_record w = req(0, 0.0, 50.0, 100.0, 99999, 999, STOP_LENGTH, true);
+    req_record a = req(1, 1.0, 1.2, 2.2, 100, 11, STOP_LENGTH, false);
+    req_record b = req(2, 1.5, 1.9, 2.9, 200, 6, STOP_LENGTH, false);
+    req_record c = req(3, 2.0, 2.1, 2.1, 50, 1, STOP_LENGTH, false);
+    req_record d = req(4, 2.5, NAN, 3.0, 300, 0, STOP_KV_CAPACITY, false);
+    d.scheduled_prefill_time = NAN;
+    const req_record all[] = {w, a, b, c, d};
+    for (size_t i = 0; i < 5; i++)
+        met_on_request(m, &all[i]);
+    return m;
+}
+
+Test(metrics, hand_computed_requests)
+{
+    met_acc *m = four_requests();
+    summary s;
+    slo_config slo = {.ttft_ms = 300, .tpot_ms = 150};
+    cr_assert_eq(met_summarize(m, &slo, &s), 0);
+    cr_assert_eq(s.completed, 3);
+    cr_assert_eq(s.rejected, 1);
+    cr_assert_float_eq(s.duration, 2.0, EPS);
+    cr_assert_eq(s.total_input_tokens, 350);
+    cr_assert_eq(s.total_output_tokens, 18);
+    cr_assert_float_eq(s.request_throughput, 1.5, EPS);
+    cr_assert_float_eq(s.output_throughput, 9.0, EPS);
+    cr_assert_float_eq(s.total_token_throughput, 184.0, EPS);
+    cr_assert_float_eq(s.request_goodput, 1.0, EPS);
+
+    cr_assert_float_eq(s.ttft_ms.mean, 700.0 / 3, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.median, 200.0, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.std, sqrt((pow(400.0 / 3, 2) + pow(100.0 / 3, 2) +
+                                            pow(500.0 / 3, 2)) / 3), 1e-6);
+    cr_assert_float_eq(s.ttft_ms.p50, 200.0, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.p90, 360.0, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.p99, 396.0, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.min, 100.0, 1e-6);
+    cr_assert_float_eq(s.ttft_ms.max, 400.0, 1e-6);
+
+    cr_assert_float_eq(s.e2el_ms.mean, 900.0, 1e-6);
+    cr_assert_float_eq(s.e2el_ms.median, 1200.0, 1e-6);
+    cr_assert_float_eq(s.e2el_ms.p90, 1360.0, 1e-6);
+
+    cr_assert_float_eq(s.tpot_ms.mean, 150.0, 1e-6);
+    cr_assert_float_eq(s.tpot_ms.median, 150.0, 1e-6);
+    cr_assert_float_eq(s.tpot_ms.std, 50.0, 1e-6);
+    cr_assert_float_eq(s.tpot_ms.p90, 190.0, 1e-6);
+
+    /* Without SLOs every completed request is good. */
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_float_eq(s.request_goodput, 1.5, EPS);
+    slo_config e2el_only = {.e2el_ms = 1300};
+    met_summarize(m, &e2el_only, &s);
+    cr_assert_float_eq(s.request_goodput, 1.0, EPS, "A and C end within 1.3 s, B does not");
+
+    size_t n;
+    const req_record *r = met_requests(m, &n);
+    cr_assert_eq(n, 5, "warm-up records are kept for requests.csv");
+    cr_assert(r[0].warmup && r[0].request_id == 0 && r[4].request_id == 4);
+    met_free(m);
+}
+
+Test(metrics, itl_runs_are_merged_and_weighted)
+{
+    met_acc *m = met_create();
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.1,
+                                    .finish_time = 1, .output_len = 8, .stop = STOP_LENGTH});
+    /* Gaps (s): 0.02 x3, 0.05, 0.02 x2, 0.01 -> sorted ms [10, 20 x5, 50]
+     * mean = (10 + 100 + 50)/7 = 22.857; median = 20; p90: pos 5.4 -> 20 + 0.4*30 = 32;
+     * p99: pos 5.94 -> 20 + 0.94*30 = 48.2; std = sqrt((12.857^2 + 5*2.857^2 + 27.143^2)/7) */
+    const double gaps[] = {0.02, 0.02, 0.02, 0.05, 0.02, 0.02, 0.01};
+    for (size_t i = 0; i < 7; i++)
+        met_on_itl(m, gaps[i]);
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    double mean = 160.0 / 7;
+    cr_assert_float_eq(s.itl_ms.mean, mean, 1e-6);
+    cr_assert_float_eq(s.itl_ms.median, 20.0, 1e-6);
+    cr_assert_float_eq(s.itl_ms.p90, 32.0, 1e-6);
+    cr_assert_float_eq(s.itl_ms.p99, 48.2, 1e-6);
+    cr_assert_float_eq(s.itl_ms.std, sqrt((pow(10 - mean, 2) + 5 * pow(20 - mean, 2) +
+                                           pow(50 - mean, 2)) / 7), 1e-6);
+    cr_assert_float_eq(s.itl_ms.min, 10.0, 1e-6);
+    cr_assert_float_eq(s.itl_ms.max, 50.0, 1e-6);
+    /* More gaps after a summary still count, and a second summary sees all of them:
+     * [10, 20 x5, 50, 50] -> median = 20, max 50, mean = 210/8 */
+    met_on_itl(m, 0.05);
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_float_eq(s.itl_ms.mean, 210.0 / 8, 1e-6);
+    cr_assert_float_eq(s.itl_ms.median, 20.0, 1e-6);
+    met_free(m);
+}
+
+Test(metrics, even_count_median_is_mean_of_middle_values)
+{
+    met_acc *m = met_create();
+    /* TTFTs 0.1 and 0.4 s: median 250 ms */
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.1,
+                                    .finish_time = 1, .output_len = 2, .stop = STOP_LENGTH});
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.4,
+                                    .finish_time = 1, .output_len = 2, .stop = STOP_LENGTH});
+    summary s;
+    met_summarize(m, NULL, &s);
+    cr_assert_float_eq(s.ttft_ms.median, 250.0, 1e-9);
+    met_free(m);
+}
+
+Test(metrics, warmup_only_or_nothing_completed_returns_minus_one)
+{
+    met_acc *m = met_create();
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), -1);
+    cr_assert_eq(s.completed, 0);
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.1,
+                                    .finish_time = 1, .output_len = 2, .stop = STOP_LENGTH,
+                                    .warmup = true});
+    met_on_request(m, &(req_record){.arrival_time = 1, .first_token_time = NAN,
+                                    .finish_time = 1.5, .stop = STOP_TOO_LONG});
+    cr_assert_eq(met_summarize(m, NULL, &s), -1);
+    cr_assert_eq(s.completed, 0);
+    cr_assert_eq(s.rejected, 1);
+    cr_assert_float_eq(s.duration, 0.5, EPS, "the warm-up request's times do not count");
+    cr_assert_eq(s.request_throughput, 0.0);
+    cr_assert_eq(s.ttft_ms.mean, 0.0, "no samples: zeros, as vLLM reports");
+    met_free(m);
+}
+
+static step_record step(double start, double end, int waiting, int running, int free_blocks)
+{
+    return (step_record){.start_time = start, .end_time = end, .waiting = waiting,
+                         .running = running, .num_free_blocks = free_blocks};
+}
+
+/* Steps from t = 0.5 are measured (window start); the one at 0 is warm-up.
+ *   s1: [0.5, 0.6) waiting 4, running 2, free 100, batched 300, decode 2, prefill 256,
+ *       hits 64 / queries 256, kv 512 allocated / 20 unused, padding 0
+ *   s2: [0.6, 0.9) waiting 0, running 6, free 40,  batched 6,   decode 6, prefill 0,
+ *       kv 768 / 44, 1 preempted, padding 2
+ * durations 0.1 and 0.3 (total 0.4):
+ *   mean_waiting = (4*0.1 + 0*0.3)/0.4 = 1.0; mean_running = (0.2 + 1.8)/0.4 = 5.0
+ *   mean_free_blocks = (10 + 12)/0.4 = 55; min_free_blocks 40
+ *   mean_batched_tokens 153, mean_decode_seqs 4, mean_prefill_tokens 128
+ *   mean_step_time_ms 200; hit rate 0.25; fragmentation 64/1280 = 0.05; peak_running 6 */
+Test(metrics, step_internals_in_window)
+{
+    met_acc *m = met_create();
+    met_set_window_start(m, 0.5);
+    step_record warm = step(0.0, 0.5, 1000, 1000, 0);
+    warm.num_preempted = 50;
+    warm.prefix_queries = 1000;
+    met_on_step(m, &warm);
+    step_record s1 = step(0.5, 0.6, 4, 2, 100);
+    s1.num_batched_tokens = 300;
+    s1.num_decode_seqs = 2;
+    s1.num_prefill_tokens = 256;
+    s1.prefix_hits = 64;
+    s1.prefix_queries = 256;
+    s1.kv_allocated_slots = 512;
+    s1.kv_unused_slots = 20;
+    step_record s2 = step(0.6, 0.9, 0, 6, 40);
+    s2.num_batched_tokens = 6;
+    s2.num_decode_seqs = 6;
+    s2.kv_allocated_slots = 768;
+    s2.kv_unused_slots = 44;
+    s2.num_preempted = 1;
+    s2.num_padding_tokens = 2;
+    met_on_step(m, &s1);
+    met_on_step(m, &s2);
+    met_on_request(m, &(req_record){.arrival_time = 0.5, .first_token_time = 0.6,
+                                    .finish_time = 0.9, .output_len = 4, .stop = STOP_LENGTH});
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_eq(s.num_steps, 2);
+    cr_assert_float_eq(s.mean_waiting, 1.0, EPS);
+    cr_assert_float_eq(s.mean_running, 5.0, EPS);
+    cr_assert_float_eq(s.mean_free_blocks, 55.0, EPS);
+    cr_assert_eq(s.min_free_blocks, 40);
+    cr_assert_float_eq(s.mean_batched_tokens, 153.0, EPS);
+    cr_assert_float_eq(s.mean_decode_seqs, 4.0, EPS);
+    cr_assert_float_eq(s.mean_prefill_tokens, 128.0, EPS);
+    cr_assert_float_eq(s.mean_step_time_ms, 200.0, 1e-6);
+    cr_assert_eq(s.prefix_hits, 64);
+    cr_assert_eq(s.prefix_queries, 256);
+    cr_assert_float_eq(s.prefix_hit_rate, 0.25, EPS);
+    cr_assert_float_eq(s.kv_fragmentation, 0.05, EPS);
+    cr_assert_eq(s.peak_running, 6);
+    cr_assert_eq(s.num_preemptions, 1);
+    cr_assert_eq(s.total_prefill_tokens, 256);
+    cr_assert_eq(s.total_padding_tokens, 2);
+    met_free(m);
+}
+
+Test(metrics, no_steps_gives_zero_internals)
+{
+    met_acc *m = met_create();
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.1,
+                                    .finish_time = 1, .output_len = 2, .stop = STOP_LENGTH});
+    summary s;
+    met_summarize(m, NULL, &s);
+    cr_assert_eq(s.num_steps, 0);
+    cr_assert_eq(s.min_free_blocks, 0);
+    cr_assert_eq(s.prefix_hit_rate, 0.0);
+    cr_assert_eq(s.kv_fragmentation, 0.0);
+    met_free(m);
+}
