@@ -57,7 +57,17 @@ typedef struct workload {
 } workload;
 
 /* Builds the request list; on bad input (e.g. a malformed trace row) returns -1 with
- * "file:line: reason" in ERR and allocates nothing. */
+ * "file:line: reason" in ERR and allocates nothing.
+ * Open-loop arrivals start at 0: request 0 is sent at time 0 and each later one a gap after
+ * the one before (poisson: exponential gaps of mean 1/rate; gamma: shape burstiness, scale
+ * 1/(rate*burstiness); constant: request i at i/rate). Warm-up requests are the first
+ * warmup_requests of that one arrival process.
+ * Trace replay (bench/trace.h has the formats): arrival = (t - t_first) * trace_time_scale,
+ * lengths as in the file; a length < 1 is an error (the Azure traces have none). With
+ * num_requests > 0 only the first warmup_requests + num_requests rows are read, and a shorter
+ * trace gives what it has (n may then be smaller; warm-up ones still come first). A request
+ * chosen for a shared prefix shares the first min(shared_prefix_len, prompt_len) tokens of
+ * its trace-given prompt. */
 int wl_build(const wl_config *cfg, workload *out, char *err, size_t errlen);
 void wl_free(workload *w);
 

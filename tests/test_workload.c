@@ -1,0 +1,404 @@
+/* Workloads: determinism, arrival processes, lengths, shared prefixes, trace replay. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/workload.h"
+
+#define CONV_TRACE SERVESIM_SOURCE_DIR "/traces/azure_llm_2023_conv.csv"
+
+static wl_config base_config(void)
+{
+    wl_config c = {.num_requests = 200, .arrival = ARRIVAL_POISSON, .rate = 10,
+                   .burstiness = 1, .vocab_size = 32000, .trace_time_scale = 1, .seed = 42};
+    char err[256];
+    cr_assert_eq(dist_parse("uniform:16:256", &c.prompt_len, err, sizeof err), 0);
+    cr_assert_eq(dist_parse("lognormal:64:0.7:512", &c.output_len, err, sizeof err), 0);
+    return c;
+}
+
+static workload build_ok(const wl_config *c)
+{
+    workload w;
+    char err[512] = "";
+    cr_assert_eq(wl_build(c, &w, err, sizeof err), 0, "wl_build failed: %s", err);
+    return w;
+}
+
+static void build_fails(const wl_config *c, const char *expected)
+{
+    workload w = {0};
+    char err[512] = "";
+    cr_assert_eq(wl_build(c, &w, err, sizeof err), -1, "accepted, expected \"%s\"", expected);
+    cr_assert(strstr(err, expected), "error \"%s\" lacks \"%s\"", err, expected);
+    cr_assert_null(w.reqs);
+}
+
+static int same_requests(const workload *a, const workload *b)
+{
+    return a->n == b->n && a->prefix_seed == b->prefix_seed &&
+           memcmp(a->reqs, b->reqs, a->n * sizeof *a->reqs) == 0;
+}
+
+Test(workload, arrival_names_round_trip)
+{
+    for (int a = ARRIVAL_ALL_AT_ONCE; a <= ARRIVAL_CLOSED; a++) {
+        wl_arrival back;
+        cr_assert_eq(wl_arrival_parse(wl_arrival_name((wl_arrival)a), &back), 0);
+        cr_assert_eq(back, a);
+    }
+    wl_arrival x;
+    cr_assert_eq(wl_arrival_parse("bursty", &x), -1);
+    cr_assert_str_eq(wl_arrival_name(ARRIVAL_POISSON), "poisson");
+}
+
+Test(workload, same_seed_same_list_other_seed_differs)
+{
+    wl_config c = base_config();
+    c.warmup_requests = 5;
+    workload a = build_ok(&c), b = build_ok(&c);
+    cr_assert(same_requests(&a, &b));
+    c.seed = 43;
+    workload d = build_ok(&c);
+    cr_assert_not(same_requests(&a, &d));
+    cr_assert_eq(a.n, 205);
+    for (size_t i = 0; i < a.n; i++) {
+        cr_assert_eq(a.reqs[i].id, (int64_t)i);
+        cr_assert_eq(a.reqs[i].warmup, i < 5);
+        cr_assert(a.reqs[i].prompt_len >= 16 && a.reqs[i].prompt_len <= 256);
+        cr_assert(a.reqs[i].output_len >= 1 && a.reqs[i].output_len <= 512);
+        cr_assert_eq(a.reqs[i].prefix_id, -1);
+    }
+    cr_assert_eq(a.reqs[0].arrival_time, 0.0, "the first request is sent at time 0");
+    wl_free(&a);
+    wl_free(&b);
+    wl_free(&d);
+}
+
+Test(workload, streams_are_independent)
+{
+    wl_config c = base_config();
+    workload a = build_ok(&c);
+    c.prefix_fraction = 0.5;
+    c.num_prefixes = 3;
+    c.shared_prefix_len = 100;
+    c.output_len.kind = DIST_FIXED;
+    c.output_len.a = 9;
+    workload b = build_ok(&c);
+    for (size_t i = 0; i < a.n; i++) {
+        cr_assert_eq(a.reqs[i].arrival_time, b.reqs[i].arrival_time);
+        cr_assert_eq(a.reqs[i].prompt_len + b.reqs[i].prefix_len, b.reqs[i].prompt_len,
+                     "own prompt lengths stay; the prefix comes on top");
+        cr_assert_eq(b.reqs[i].output_len, 9);
+    }
+    wl_free(&a);
+    wl_free(&b);
+}
+
+static double mean_gap(const workload *w)
+{
+    return w->reqs[w->n - 1].arrival_time / (double)(w->n - 1);
+}
+
+/* Squared coefficient of variation of the gaps: 1 for exponential, 1/shape for gamma. */
+static double gap_cv2(const workload *w)
+{
+    double m = mean_gap(w), sq = 0;
+    for (size_t i = 1; i < w->n; i++) {
+        double g = w->reqs[i].arrival_time - w->reqs[i - 1].arrival_time;
+        cr_assert(g >= 0);
+        sq += (g - m) * (g - m);
+    }
+    return sq / (double)(w->n - 1) / (m * m);
+}
+
+Test(workload, poisson_and_gamma_gaps)
+{
+    wl_config c = base_config();
+    c.num_requests = 20000;
+    c.rate = 4;
+    workload p = build_ok(&c);
+    cr_assert_float_eq(mean_gap(&p), 0.25, 0.25 * 0.03);
+    cr_assert_float_eq(gap_cv2(&p), 1.0, 0.08);
+    c.arrival = ARRIVAL_GAMMA;
+    c.burstiness = 0.25;   /* bursty: CV^2 = 4 */
+    workload g = build_ok(&c);
+    cr_assert_float_eq(mean_gap(&g), 0.25, 0.25 * 0.05);
+    cr_assert_float_eq(gap_cv2(&g), 4.0, 0.5);
+    c.burstiness = 4;      /* smoother than poisson: CV^2 = 0.25 */
+    workload s = build_ok(&c);
+    cr_assert_float_eq(mean_gap(&s), 0.25, 0.25 * 0.03);
+    cr_assert_float_eq(gap_cv2(&s), 0.25, 0.03);
+    wl_free(&p);
+    wl_free(&g);
+    wl_free(&s);
+}
+
+Test(workload, constant_all_at_once_and_closed)
+{
+    wl_config c = base_config();
+    c.arrival = ARRIVAL_CONSTANT;
+    c.rate = 8;
+    workload w = build_ok(&c);
+    for (size_t i = 0; i < w.n; i++)
+        cr_assert_float_eq(w.reqs[i].arrival_time, i / 8.0, 1e-12);
+    wl_free(&w);
+    c.arrival = ARRIVAL_ALL_AT_ONCE;
+    w = build_ok(&c);
+    for (size_t i = 0; i < w.n; i++)
+        cr_assert_eq(w.reqs[i].arrival_time, 0.0);
+    wl_free(&w);
+    c.arrival = ARRIVAL_CLOSED;
+    c.concurrency = 4;
+    w = build_ok(&c);
+    cr_assert_eq(w.reqs[w.n - 1].arrival_time, 0.0);
+    wl_free(&w);
+}
+
+Test(workload, bad_configs_are_rejected)
+{
+    wl_config c = base_config();
+    c.rate = 0;
+    build_fails(&c, "rate must be");
+    c = base_config();
+    c.arrival = ARRIVAL_GAMMA;
+    c.burstiness = 0;
+    build_fails(&c, "burstiness");
+    c = base_config();
+    c.arrival = ARRIVAL_CLOSED;
+    build_fails(&c, "concurrency");
+    c = base_config();
+    c.num_requests = 0;
+    build_fails(&c, "num_requests");
+    c = base_config();
+    c.prefix_fraction = 0.5;
+    c.shared_prefix_len = 10;
+    build_fails(&c, "num_prefixes");
+    c = base_config();
+    c.vocab_size = 0;
+    build_fails(&c, "vocab_size");
+}
+
+Test(workload, shared_prefixes)
+{
+    wl_config c = base_config();
+    c.num_requests = 400;
+    c.shared_prefix_len = 128;
+    c.num_prefixes = 4;
+    c.prefix_fraction = 0.5;
+    c.vocab_size = 1000;
+    workload w = build_ok(&c);
+    int with = 0, per_id[4] = {0};
+    const wl_request *first[4] = {NULL};
+    int32_t a[128 + 256], b[128 + 256];
+    for (size_t i = 0; i < w.n; i++) {
+        const wl_request *r = &w.reqs[i];
+        if (r->prefix_id < 0) {
+            cr_assert_eq(r->prefix_len, 0);
+            continue;
+        }
+        with++;
+        cr_assert(r->prefix_id < 4);
+        cr_assert_eq(r->prefix_len, 128);
+        per_id[r->prefix_id]++;
+        if (!first[r->prefix_id]) {
+            first[r->prefix_id] = r;
+            continue;
+        }
+        const wl_request *f = first[r->prefix_id];
+        wl_fill_prompt(&w, f, a);
+        wl_fill_prompt(&w, r, b);
+        cr_assert(memcmp(a, b, 128 * sizeof *a) == 0, "same prefix id, same prefix tokens");
+        int min_len = f->prompt_len < r->prompt_len ? f->prompt_len : r->prompt_len;
+        cr_assert(memcmp(a + 128, b + 128, (size_t)(min_len - 128) * sizeof *a) != 0,
+                  "suffixes differ");
+    }
+    /* 400 draws at p = 0.5: sd 10. */
+    cr_assert(with > 170 && with < 230, "%d requests with a prefix", with);
+    for (int p = 0; p < 4; p++)
+        cr_assert(per_id[p] > 20, "prefix %d used %d times", p, per_id[p]);
+    wl_fill_prompt(&w, first[0], a);
+    wl_fill_prompt(&w, first[1], b);
+    cr_assert(memcmp(a, b, 128 * sizeof *a) != 0, "different prefix ids, different prefixes");
+    for (size_t i = 0; i < w.n; i++) {
+        int32_t buf[128 + 256];
+        wl_fill_prompt(&w, &w.reqs[i], buf);
+        for (int k = 0; k < w.reqs[i].prompt_len; k++)
+            cr_assert(buf[k] >= 0 && buf[k] < 1000);
+    }
+    wl_free(&w);
+}
+
+Test(workload, token_ids_spread_over_the_vocabulary)
+{
+    wl_config c = base_config();
+    c.vocab_size = 10;
+    workload w = build_ok(&c);
+    int counts[10] = {0}, total = 0;
+    int32_t buf[256];
+    for (size_t i = 0; i < w.n; i++) {
+        wl_fill_prompt(&w, &w.reqs[i], buf);
+        for (int k = 0; k < w.reqs[i].prompt_len; k++, total++)
+            counts[buf[k]]++;
+    }
+    for (int t = 0; t < 10; t++)
+        cr_assert_float_eq((double)counts[t] / total, 0.1, 0.01, "token %d", t);
+    wl_free(&w);
+}
+
+static wl_config trace_config(const char *path, int num)
+{
+    wl_config c = base_config();
+    c.arrival = ARRIVAL_TRACE;
+    c.trace_path = path;
+    c.num_requests = num;
+    return c;
+}
+
+/* Row i of the conversation trace, straight from the file. */
+static void trace_row(int index, char *stamp, int *prompt, int *output)
+{
+    FILE *f = fopen(CONV_TRACE, "r");
+    cr_assert_not_null(f);
+    char line[256];
+    for (int i = 0; i <= index + 1; i++)
+        cr_assert_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    cr_assert_eq(sscanf(line, "%27[^,],%d,%d", stamp, prompt, output), 3);
+}
+
+Test(workload, replays_the_azure_conversation_trace)
+{
+    wl_config c = trace_config(CONV_TRACE, 0);
+    workload w = build_ok(&c);
+    cr_assert_eq(w.n, 19366, "every row of the trace");
+    cr_assert_eq(w.reqs[0].arrival_time, 0.0);
+    char stamp[32];
+    int prompt, output;
+    trace_row(0, stamp, &prompt, &output);
+    cr_assert_str_eq(stamp, "2023-11-16 18:15:46.6805900");
+    cr_assert(w.reqs[0].prompt_len == prompt && w.reqs[0].output_len == output);
+    /* Row 1: 18:15:50.9951690 -> 4.3145790 s after row 0. */
+    trace_row(1, stamp, &prompt, &output);
+    cr_assert_float_eq(w.reqs[1].arrival_time, 4.314579, 1e-9);
+    cr_assert(w.reqs[1].prompt_len == prompt && w.reqs[1].output_len == output);
+    /* Last row: 19:14:08.4025270 -> 58 min 21.7219370 s = 3501.721937 s. */
+    trace_row(19365, stamp, &prompt, &output);
+    cr_assert_float_eq(w.reqs[19365].arrival_time, 3501.721937, 1e-9);
+    cr_assert_eq(w.reqs[19365].prompt_len, 197);
+    cr_assert_eq(w.reqs[19365].output_len, 183);
+    FILE *f = fopen(CONV_TRACE, "r");
+    char line[256];
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    for (size_t i = 0; i < w.n; i++) {
+        cr_assert_not_null(fgets(line, sizeof line, f));
+        cr_assert_eq(sscanf(line, "%27[^,],%d,%d", stamp, &prompt, &output), 3);
+        cr_assert(w.reqs[i].prompt_len == prompt && w.reqs[i].output_len == output,
+                  "row %zu: %d,%d in the file, %d,%d replayed", i, prompt, output,
+                  w.reqs[i].prompt_len, w.reqs[i].output_len);
+        cr_assert(i == 0 || w.reqs[i].arrival_time >= w.reqs[i - 1].arrival_time);
+    }
+    fclose(f);
+    wl_free(&w);
+}
+
+Test(workload, trace_cut_scaled_and_warmed_up)
+{
+    wl_config c = trace_config(CONV_TRACE, 100);
+    c.warmup_requests = 10;
+    c.trace_time_scale = 0.5;
+    workload w = build_ok(&c);
+    cr_assert_eq(w.n, 110);
+    cr_assert(w.reqs[9].warmup && !w.reqs[10].warmup);
+    cr_assert_float_eq(w.reqs[1].arrival_time, 4.314579 * 0.5, 1e-9);
+    wl_free(&w);
+}
+
+/* Writes TEXT to a fresh temporary file; PATH receives its name. */
+static void temp_trace(char *path, const char *text)
+{
+    strcpy(path, "/tmp/servesim_trace_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static void trace_fails(const char *text, int line, const char *reason)
+{
+    char path[64], expected[128];
+    temp_trace(path, text);
+    wl_config c = trace_config(path, 0);
+    snprintf(expected, sizeof expected, "%s:%d: %s", path, line, reason);
+    build_fails(&c, expected);
+    unlink(path);
+}
+
+Test(workload, plain_trace_format)
+{
+    char path[64];
+    temp_trace(path, "arrival_time,prompt_len,output_len\r\n10.5,100,20\r\n11.0,50,1\n\n"
+                     "13.25,7,300\n");
+    wl_config c = trace_config(path, 0);
+    c.trace_time_scale = 2;
+    workload w = build_ok(&c);
+    unlink(path);
+    cr_assert_eq(w.n, 3, "blank lines are skipped");
+    cr_assert_eq(w.reqs[0].arrival_time, 0.0);
+    cr_assert_float_eq(w.reqs[1].arrival_time, 1.0, 1e-12);
+    cr_assert_float_eq(w.reqs[2].arrival_time, 5.5, 1e-12);
+    cr_assert(w.reqs[2].prompt_len == 7 && w.reqs[2].output_len == 300);
+    wl_free(&w);
+}
+
+Test(workload, trace_longer_than_a_day_boundary)
+{
+    char path[64];
+    temp_trace(path, "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     "2023-12-31 23:59:59.9,10,5\n2024-01-01 00:00:00.15,10,5\n");
+    wl_config c = trace_config(path, 0);
+    workload w = build_ok(&c);
+    unlink(path);
+    cr_assert_float_eq(w.reqs[1].arrival_time, 0.25, 1e-12);
+    wl_free(&w);
+}
+
+Test(workload, malformed_traces_name_the_line)
+{
+    const char *az = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+    char text[512];
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,0,9\n", az);
+    trace_fails(text, 3, "bad ContextTokens \"0\"");
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,3,x\n", az);
+    trace_fails(text, 3, "bad GeneratedTokens \"x\"");
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46.68,374,44\n\n2023-11-16 18:15:47,3\n", az);
+    trace_fails(text, 4, "expected 3 comma-separated fields, got 2");
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46,1,1\n2023-11-16 18:15:45.9,1,1\n", az);
+    trace_fails(text, 3, "time goes backwards");
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46.123456789,1,1\n", az);
+    trace_fails(text, 2, "bad TIMESTAMP");
+    snprintf(text, sizeof text, "%s2023-11-16T18:15:46,1,1\n", az);
+    trace_fails(text, 2, "bad TIMESTAMP");
+    trace_fails("arrival_time,prompt_len,output_len\n0,1,1\nsoon,1,1\n", 3,
+                "bad arrival_time \"soon\"");
+    trace_fails("arrival_time,prompt_len,output_len\n0,1,1,4\n", 2,
+                "expected 3 comma-separated fields, got 4");
+    trace_fails("time,in,out\n0,1,1\n", 1, "unknown trace header \"time,in,out\"");
+    trace_fails("", 1, "empty trace");
+}
+
+Test(workload, header_only_trace_and_unreadable_file)
+{
+    char path[64];
+    temp_trace(path, "arrival_time,prompt_len,output_len\n");
+    wl_config c = trace_config(path, 0);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s: the trace has no requests", path);
+    build_fails(&c, expected);
+    unlink(path);
+    c.trace_path = "/nonexistent/servesim/trace.csv";
+    build_fails(&c, "/nonexistent/servesim/trace.csv: cannot open: No such file or directory");
+}
