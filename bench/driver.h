@@ -21,7 +21,8 @@ double drv_next_time(const driver *d);
 /* Sends the next request if it is due at NOW; sets its arrival_time to the send time.
  * Returns NULL when nothing is due. */
 wl_request *drv_release(driver *d, double now);
-/* A request ended (finished or rejected) at NOW: frees its slot. */
+/* A request ended (finished or rejected) at NOW: frees its slot. A request held back by the
+ * cap is sent at the time a slot frees, so call drv_release right after this. */
 void drv_on_done(driver *d, double now);
 int drv_all_sent(const driver *d);
 
