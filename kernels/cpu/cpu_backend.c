@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cblas.h> /* openblas_set_num_threads */
+#include <cblas.h> /* openblas_set_num_threads, openblas_get_corename */
 
 typedef struct layer_weights {
     float *attn_norm, *wqkv, *wo, *mlp_norm, *w_gate_up, *w_down;
@@ -165,7 +165,9 @@ static void carve_activations(cpu_backend *b)
     b->scores = p += seqs * s->vocab;
 }
 
-/* The CPU's model name, for records. */
+/* The CPU's model name and the kernels OpenBLAS picked, for records: on a VM whose CPUID
+ * OpenBLAS does not recognize it falls back to "Prescott" (SSE3) kernels, several times
+ * slower than its AVX2/AVX-512 ones; OPENBLAS_CORETYPE=Haswell or SkylakeX overrides that. */
 static void describe_cpu(char *out, size_t len, int threads)
 {
     char model[128] = "unknown CPU", line[256];
@@ -176,7 +178,8 @@ static void describe_cpu(char *out, size_t len, int threads)
                 break;
         fclose(f);
     }
-    snprintf(out, len, "cpu: %s (%d threads, fp32, OpenBLAS)", model, threads);
+    snprintf(out, len, "cpu: %s (%d threads, fp32, OpenBLAS %s kernels)", model, threads,
+             openblas_get_corename());
 }
 
 static const kb_ops cpu_ops;
@@ -291,8 +294,10 @@ static void attention_forward(cpu_backend *b, const kb_batch *bt, const float *k
 static int cpu_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
 {
     cpu_backend *b = (cpu_backend *)base;
-    if (check_batch(b, bt))
+    if (check_batch(b, bt)) {
+        b->num_logit_rows = 0;
         return -1;
+    }
     const kb_shape *s = &b->opt.shape;
     int n = bt->num_tokens, d = s->hidden, inter = s->intermediate;
     int q_dim = s->num_heads * s->head_dim;

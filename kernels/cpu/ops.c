@@ -116,6 +116,7 @@ static void attend_paged(float *out, const float *q, const float *k_cache, const
             for (int o = 0; o < m; o++) {
                 const float *k = kb + (size_t)o * slot_dim;
                 float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
                 for (int d = 0; d < head_dim; d++)
                     dot += qh[d] * k[d];
                 dot *= scale;
@@ -137,6 +138,7 @@ static void attend_paged(float *out, const float *q, const float *k_cache, const
             for (int o = 0; o < m; o++) {
                 const float *v = vb + (size_t)o * slot_dim;
                 float w = scores[j + o];
+#pragma omp simd
                 for (int d = 0; d < head_dim; d++)
                     oh[d] += w * v[d];
             }
