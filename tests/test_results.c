@@ -1,0 +1,257 @@
+/* Result files: temporary directory, commit and abort, exact CSV and JSON text. */
+#define _XOPEN_SOURCE 700   /* nftw */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/results.h"
+
+static char root[64];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void make_root(void)
+{
+    strcpy(root, "/tmp/servesim_results_XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+}
+
+static void remove_root(void)
+{
+    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(results, .init = make_root, .fini = remove_root);
+
+static char *slurp(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s missing", path);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strdup(buf);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Names in DIR, sorted, joined by spaces. */
+static void list_dir(const char *dir, char *out, size_t len)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    cr_assert(n >= 0);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            strncat(out, names[i]->d_name, len - strlen(out) - 2);
+            strcat(out, " ");
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+static const step_record step1 = {
+    .step_id = 0, .start_time = 0.5, .end_time = 0.625, .num_prefill_tokens = 300,
+    .num_prefill_seqs = 2, .num_decode_seqs = 3, .num_outputs = 4, .num_batched_tokens = 303,
+    .num_padding_tokens = 0, .chunked = true, .num_free_blocks = 90,
+    .num_prefix_cached_blocks = 5, .waiting = 7, .running = 5, .prefilling = 2,
+    .prefix_hits = 32, .prefix_queries = 332, .kv_allocated_slots = 640, .kv_unused_slots = 17,
+    .num_preempted = 1, .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
+    .sample_time = NAN};
+
+static summary sample_summary(void)
+{
+    summary s = {.completed = 3, .rejected = 1, .duration = 2.0, .total_input_tokens = 350,
+                 .total_output_tokens = 18, .request_throughput = 1.5, .request_goodput = 1.0,
+                 .output_throughput = 9, .total_token_throughput = 184, .num_steps = 2,
+                 .mean_free_blocks = 55, .min_free_blocks = 40, .prefix_hit_rate = 0.25};
+    s.ttft_ms = (latency_stats){.mean = 700.0 / 3, .median = 200, .std = 124.72, .p50 = 200,
+                                .p90 = 360, .p99 = 396, .min = 100, .max = 400};
+    s.tpot_ms.mean = INFINITY;
+    return s;
+}
+
+static void write_run(const char *dir, const char *extra)
+{
+    int existed = exists(dir);
+    res_dir d;
+    char err[512] = "";
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), 0, "%s", err);
+    res_write_step(&d, &step1);
+    step_record s2 = step1;
+    s2.step_id = 1;
+    s2.start_time = 0.625;
+    s2.end_time = 1.0 / 3;
+    s2.chunked = false;
+    s2.forward_time = 0.0123;
+    res_write_step(&d, &s2);
+    req_record r[2] = {
+        {.request_id = 0, .arrival_time = 0, .scheduled_prefill_time = 0.1,
+         .first_token_time = 0.25, .finish_time = 1.5, .prompt_len = 100,
+         .cached_prompt_len = 32, .output_len = 11, .num_preemptions = 1, .stop = STOP_LENGTH,
+         .warmup = true},
+        {.request_id = 1, .arrival_time = 0.5, .scheduled_prefill_time = NAN,
+         .first_token_time = NAN, .finish_time = 0.5, .prompt_len = 99999,
+         .stop = STOP_TOO_LONG},
+    };
+    cr_assert_eq(res_write_requests(&d, r, 2, err, sizeof err), 0, "%s", err);
+    summary s = sample_summary();
+    cr_assert_eq(res_write_summary(&d, &s, extra, err, sizeof err), 0, "%s", err);
+    cr_assert(exists(d.tmp_path));
+    cr_assert_eq(exists(dir), existed, "DIR untouched before the commit");
+    cr_assert_eq(res_commit(&d, err, sizeof err), 0, "%s", err);
+}
+
+Test(results, commit_creates_dir_with_three_files_and_exact_csv)
+{
+    char dir[128], listing[512];
+    snprintf(dir, sizeof dir, "%s/a/b/run", root);
+    write_run(dir, NULL);
+    list_dir(dir, listing, sizeof listing);
+    cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
+    char parent[128];
+    snprintf(parent, sizeof parent, "%s/a/b", root);
+    list_dir(parent, listing, sizeof listing);
+    cr_assert_str_eq(listing, "run ", "no temporary directory left: %s", listing);
+
+    char *steps = slurp(dir, "steps.csv");
+    cr_assert_str_eq(steps,
+        "step_id,start_time,end_time,num_prefill_tokens,num_prefill_seqs,num_decode_seqs,"
+        "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"
+        "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"
+        "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"
+        "forward_time,sample_time\n"
+        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,\n"
+        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,\n");
+    char *reqs = slurp(dir, "requests.csv");
+    cr_assert_str_eq(reqs,
+        "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"
+        "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n"
+        "0,0.000000000,0.100000000,0.250000000,1.500000000,100,32,11,1,length,1\n"
+        "1,0.500000000,,,0.500000000,99999,0,0,0,too_long,0\n");
+    free(steps);
+    free(reqs);
+}
+
+Test(results, summary_json_order_format_and_determinism)
+{
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/one", root);
+    snprintf(b, sizeof b, "%s/two", root);
+    const char *extra = "\"scenario\": {\"name\": \"demo\"}";
+    write_run(a, extra);
+    write_run(b, extra);
+    char *ja = slurp(a, "summary.json"), *jb = slurp(b, "summary.json");
+    cr_assert_str_eq(ja, jb, "identical inputs, identical bytes");
+    const char *head = "{\n  \"completed\": 3,\n  \"rejected\": 1,\n  \"duration\": 2,\n"
+                       "  \"total_input_tokens\": 350,\n  \"total_output_tokens\": 18,\n"
+                       "  \"request_throughput\": 1.5,\n  \"request_goodput\": 1,\n"
+                       "  \"output_throughput\": 9,\n  \"total_token_throughput\": 184,\n"
+                       "  \"mean_ttft_ms\": 233.3333333,\n  \"median_ttft_ms\": 200,\n"
+                       "  \"std_ttft_ms\": 124.72,\n  \"p50_ttft_ms\": 200,\n"
+                       "  \"p90_ttft_ms\": 360,\n  \"p99_ttft_ms\": 396,\n";
+    cr_assert(strncmp(ja, head, strlen(head)) == 0, "summary.json starts:\n%s", ja);
+    cr_assert_not_null(strstr(ja, "  \"mean_tpot_ms\": null,\n"), "non-finite is null");
+    const char *order[] = {"\"p99_e2el_ms\"", "\"num_steps\": 2", "\"mean_free_blocks\": 55",
+                           "\"min_free_blocks\": 40", "\"prefix_hit_rate\": 0.25",
+                           "\"total_padding_tokens\": 0"};
+    const char *at = ja;
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        const char *p = strstr(at, order[i]);
+        cr_assert_not_null(p, "%s missing or out of order", order[i]);
+        at = p;
+    }
+    const char *tail = "  \"total_padding_tokens\": 0,\n  \"scenario\": {\"name\": \"demo\"}\n}\n";
+    cr_assert_str_eq(ja + strlen(ja) - strlen(tail), tail);
+    free(ja);
+    free(jb);
+}
+
+Test(results, commit_replaces_an_existing_dir)
+{
+    char dir[128], stale[192], listing[512];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    mkdir(dir, 0777);
+    snprintf(stale, sizeof stale, "%s/stale.txt", dir);
+    FILE *f = fopen(stale, "w");
+    fputs("old run\n", f);
+    fclose(f);
+    write_run(dir, NULL);
+    list_dir(dir, listing, sizeof listing);
+    cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "run ", "no old copy left aside: %s", listing);
+}
+
+Test(results, abort_leaves_nothing)
+{
+    char dir[128], listing[512];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    res_dir d;
+    char err[512];
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), 0, "%s", err);
+    res_write_step(&d, &step1);
+    summary s = sample_summary();
+    cr_assert_eq(res_write_summary(&d, &s, NULL, err, sizeof err), 0);
+    res_abort(&d);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "left behind: %s", listing);
+    res_abort(&d);   /* a second abort is harmless */
+}
+
+Test(results, errors_name_the_path)
+{
+    char file[128], dir[192];
+    snprintf(file, sizeof file, "%s/plain_file", root);
+    FILE *f = fopen(file, "w");
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/sub/run", file);
+    res_dir d;
+    char err[512] = "";
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
+    char expected[256];
+    snprintf(expected, sizeof expected, "%s/sub: Not a directory", file);
+    cr_assert_str_eq(err, expected);
+}
+
+Test(results, printed_table)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    summary s = sample_summary();
+    res_print_summary(f, &s);
+    fclose(f);
+    const char *head = "============ Serving Benchmark Result ============\n"
+                       "Successful requests:                     3\n";
+    cr_assert(strncmp(text, head, strlen(head)) == 0, "%s", text);
+    cr_assert_not_null(strstr(text, "Benchmark duration (s):                  2.00\n"));
+    cr_assert_not_null(strstr(text, "---------------Time to First Token----------------\n"
+                                    "Mean TTFT (ms):                          233.33\n"
+                                    "Median TTFT (ms):                        200.00\n"
+                                    "P90 TTFT (ms):                           360.00\n"
+                                    "P99 TTFT (ms):                           396.00\n"));
+    cr_assert_not_null(strstr(text, "-----Time per Output Token (excl. 1st token)------\n"));
+    cr_assert_not_null(strstr(text, "Mean E2EL (ms):"));
+    cr_assert_str_eq(text + len - 51, "==================================================\n");
+    free(text);
+}
