@@ -67,6 +67,28 @@ static size_t cpu_workspace_bytes(const kb_options *o)
     return activation_floats(o) * sizeof(float) + (size_t)o->shape.vocab * sizeof(logit_pair);
 }
 
+/* A container's cgroup (v2) limit can be far below what the host has free. */
+static void apply_cgroup_limit(size_t *bytes)
+{
+    unsigned long long max, cur = 0;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (!f)
+        return;
+    int limited = fscanf(f, "%llu", &max) == 1; /* "max" means no limit */
+    fclose(f);
+    if (!limited)
+        return;
+    f = fopen("/sys/fs/cgroup/memory.current", "r");
+    if (f) {
+        if (fscanf(f, "%llu", &cur) != 1)
+            cur = 0;
+        fclose(f);
+    }
+    size_t left = max > cur ? (size_t)(max - cur) : 0;
+    if (left < *bytes)
+        *bytes = left;
+}
+
 static int cpu_memory_available(size_t *bytes, char *err, size_t errlen)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -85,6 +107,7 @@ static int cpu_memory_available(size_t *bytes, char *err, size_t errlen)
         return -1;
     }
     *bytes = (size_t)kib * 1024;
+    apply_cgroup_limit(bytes);
     return 0;
 }
 
