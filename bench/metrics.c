@@ -223,6 +223,8 @@ static latency_stats sorted_stats_ms(double *v, size_t n)
 /* Sorts the ITL runs by gap and merges equal gaps: later summaries start from fewer runs. */
 static latency_stats itl_stats_ms(met_acc *m)
 {
+    if (m->num_itl == 0)
+        return (latency_stats){0};
     qsort(m->itl, m->num_itl, sizeof *m->itl, cmp_run);
     size_t n = 0;
     for (size_t i = 0; i < m->num_itl; i++) {
@@ -232,8 +234,8 @@ static latency_stats itl_stats_ms(met_acc *m)
             m->itl[n++] = m->itl[i];
     }
     m->num_itl = n;
-    double *v = checked(malloc((n ? n : 1) * sizeof *v));
-    int64_t *w = checked(malloc((n ? n : 1) * sizeof *w));
+    double *v = checked(malloc(n * sizeof *v));
+    int64_t *w = checked(malloc(n * sizeof *w));
     for (size_t i = 0; i < n; i++) {
         v[i] = m->itl[i].gap;
         w[i] = m->itl[i].count;
