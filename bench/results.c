@@ -119,9 +119,8 @@ static int open_steps(res_dir *d, char *err, size_t errlen)
     return 0;
 }
 
-int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
+static int open_dirs(res_dir *d, const char *dir, char *err, size_t errlen)
 {
-    memset(d, 0, sizeof *d);
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         len--;
@@ -144,6 +143,16 @@ int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    if (open_dirs(d, dir, err, errlen) == 0)
+        return 0;
+    /* Nothing of ours is left to abort: a res_abort after this must remove nothing. */
+    d->tmp_path[0] = '\0';
+    return -1;
 }
 
 void res_write_step(res_dir *d, const step_record *s)

@@ -231,6 +231,8 @@ Test(results, errors_name_the_path)
     char expected[256];
     snprintf(expected, sizeof expected, "%s/sub: Not a directory", file);
     cr_assert_str_eq(err, expected);
+    res_abort(&d);
+    cr_assert(exists(file), "an abort after a failed open removes nothing");
 }
 
 Test(results, printed_table)
