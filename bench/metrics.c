@@ -147,16 +147,18 @@ void met_on_step(met_acc *m, const step_record *s)
     m->preemptions += s->num_preempted;
 }
 
-void met_on_itl(met_acc *m, double gap)
+void met_on_itl_n(met_acc *m, double gap, int64_t count)
 {
     if (m->num_itl > 0 && m->itl[m->num_itl - 1].gap == gap) {
-        m->itl[m->num_itl - 1].count++;
+        m->itl[m->num_itl - 1].count += count;
         return;
     }
     if (m->num_itl == m->itl_cap)
         m->itl = grow(m->itl, &m->itl_cap, sizeof *m->itl);
-    m->itl[m->num_itl++] = (itl_run){gap, 1};
+    m->itl[m->num_itl++] = (itl_run){gap, count};
 }
+
+void met_on_itl(met_acc *m, double gap) { met_on_itl_n(m, gap, 1); }
 
 void met_on_request(met_acc *m, const req_record *r)
 {

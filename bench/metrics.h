@@ -53,6 +53,8 @@ void met_on_step(met_acc *m, const step_record *s);
 /* One inter-token gap of a measured request; equal consecutive gaps are run-length merged,
  * so memory grows with steps, never with tokens. */
 void met_on_itl(met_acc *m, double gap);
+/* COUNT gaps of the same length. */
+void met_on_itl_n(met_acc *m, double gap, int64_t count);
 void met_on_request(met_acc *m, const req_record *r);
 /* Fills OUT from everything seen. Returns 0, or -1 when no measured request finished. */
 int met_summarize(met_acc *m, const slo_config *slo, summary *out);

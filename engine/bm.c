@@ -3,10 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A block with ref_count 0 sits in the free queue, a doubly linked list threaded through the
- * prev/next arrays: allocation takes the head, release appends to the tail, so a cached block
- * that has been free longest is evicted first (LRU). A prefix-cache hit on a free block pulls
- * it out of the queue. */
+/* A block with ref_count 0 sits in the free pool. With a prefix cache the pool is a queue, a
+ * doubly linked list threaded through the prev/next arrays: allocation takes the head,
+ * release appends to the tail, so a cached block that has been free longest is evicted first
+ * (LRU), and a hit on a free block pulls it out. Without one, order does not matter and the
+ * pool is a stack in the prev array, which keeps the simulator's hot path cache-friendly. */
 #define NIL (-1)
 
 typedef struct cache_entry {
@@ -33,6 +34,7 @@ struct bm {
     int32_t *free_slots;
     int num_free_slots;
     int32_t *slot_len;      /* blocks in each open row; -1 = row closed */
+    int64_t table_entries;  /* blocks in all open rows, shared ones counted per row */
 };
 
 static void queue_remove(bm *m, int b)
@@ -105,6 +107,12 @@ static void table_delete(bm *m, uint64_t h, int b)
     }
 }
 
+static void pool_put(bm *m, int b)
+{
+    if (m->cfg.prefix_caching) queue_append(m, b);
+    else m->prev[m->num_free++] = b;
+}
+
 static void uncache(bm *m, int b)
 {
     table_delete(m, m->hash[b], b);
@@ -142,7 +150,7 @@ bm *bm_create(const bm_config *cfg)
         return NULL;
     }
     m->head = m->tail = NIL;
-    for (int b = 0; b < nb; b++) queue_append(m, b);
+    for (int b = 0; b < nb; b++) pool_put(m, m->cfg.prefix_caching ? b : nb - 1 - b);
     for (int s = 0; s < cfg->max_seqs; s++) {
         m->free_slots[s] = cfg->max_seqs - 1 - s;
         m->slot_len[s] = -1;
@@ -162,7 +170,9 @@ void bm_free(bm *m)
 int bm_num_free(const bm *m) { return m->num_free; }
 int bm_num_cached(const bm *m) { return m->num_cached; }
 int bm_num_blocks(const bm *m) { return m->cfg.num_blocks; }
+int64_t bm_table_entries(const bm *m) { return m->table_entries; }
 int bm_block_size(const bm *m) { return m->cfg.block_size; }
+bool bm_prefix_caching(const bm *m) { return m->cfg.prefix_caching; }
 int bm_max_blocks_per_seq(const bm *m) { return m->cfg.max_blocks_per_seq; }
 int bm_ref_count(const bm *m, int b) { return m->ref[b]; }
 
@@ -237,9 +247,14 @@ static int free_hit_blocks(const bm *m, const request *r, int num_hit_blocks)
 
 static int take_free_block(bm *m)
 {
-    int b = m->head;
-    queue_remove(m, b);
-    if (m->cfg.prefix_caching && m->has_hash[b]) uncache(m, b);
+    int b;
+    if (m->cfg.prefix_caching) {
+        b = m->head;
+        queue_remove(m, b);
+        if (m->has_hash[b]) uncache(m, b);
+    } else {
+        b = m->prev[--m->num_free];
+    }
     m->ref[b] = 1;
     return b;
 }
@@ -263,12 +278,12 @@ static void share_hits(bm *m, request *r, int num_hit_blocks)
 
 /* Registers R's full prompt blocks up to NUM_TOKENS. A block whose hash is already cached
  * (another sequence computed the same prefix concurrently) stays private. */
-static void register_blocks(bm *m, request *r, int num_tokens)
+void bm_register_blocks(bm *m, request *r, int num_tokens)
 {
     int bs = m->cfg.block_size;
-    int full = (num_tokens < r->prompt_len ? num_tokens : r->prompt_len) / bs;
+    int filled = num_tokens < r->prompt_len ? num_tokens : r->prompt_len;
     const int32_t *t = row(m, r);
-    while (r->num_hashed_blocks < full) {
+    while ((r->num_hashed_blocks + 1) * bs <= filled) {
         int i = r->num_hashed_blocks;
         const int32_t *tok = r->prompt + (size_t)i * bs;
         uint64_t h = block_hash(r->last_hash, tok, bs);
@@ -286,12 +301,12 @@ static void register_blocks(bm *m, request *r, int num_tokens)
     }
 }
 
-bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_tokens)
+bool bm_allocate_blocks(bm *m, request *r, int num_hit_blocks, int num_tokens)
 {
     if (r->num_blocks > 0) num_hit_blocks = 0;
     int fresh = blocks_needed(m, r, num_hit_blocks, num_tokens);
     if (fresh == 0 && num_hit_blocks == 0) {
-        if (m->cfg.prefix_caching && r->prompt) register_blocks(m, r, num_tokens);
+        if (m->cfg.prefix_caching && r->prompt) bm_register_blocks(m, r, num_tokens);
         return true;
     }
     int usable = m->num_free - (num_hit_blocks ? free_hit_blocks(m, r, num_hit_blocks) : 0);
@@ -300,8 +315,9 @@ bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_tokens)
     if (num_hit_blocks) share_hits(m, r, num_hit_blocks);
     int32_t *t = row(m, r);
     for (int i = 0; i < fresh; i++) t[r->num_blocks++] = take_free_block(m);
+    m->table_entries += r->num_blocks - m->slot_len[r->seq_slot];
     m->slot_len[r->seq_slot] = r->num_blocks;
-    if (m->cfg.prefix_caching && r->prompt) register_blocks(m, r, num_tokens);
+    if (m->cfg.prefix_caching && r->prompt) bm_register_blocks(m, r, num_tokens);
     return true;
 }
 
@@ -312,7 +328,8 @@ void bm_release(bm *m, request *r)
     if (r->seq_slot < 0) return;
     const int32_t *t = row(m, r);
     for (int i = r->num_blocks - 1; i >= 0; i--)
-        if (--m->ref[t[i]] == 0) queue_append(m, t[i]);
+        if (--m->ref[t[i]] == 0) pool_put(m, t[i]);
+    m->table_entries -= r->num_blocks;
     r->num_blocks = 0;
     r->num_hashed_blocks = 0;
     r->last_hash = 0;
@@ -339,15 +356,26 @@ static const char *check_references(const bm *m)
     return bad;
 }
 
-const char *bm_check(const bm *m)
+static const char *check_pool(const bm *m)
 {
+    if (!m->cfg.prefix_caching) {
+        for (int i = 0; i < m->num_free; i++)
+            if (m->ref[m->prev[i]] != 0) return "a block in the free stack has a nonzero reference count";
+        return NULL;
+    }
     int queued = 0;
     for (int b = m->head, prev = NIL; b != NIL; prev = b, b = m->next[b]) {
         if (m->ref[b] != 0) return "a block in the free queue has a nonzero reference count";
         if (m->prev[b] != prev) return "free queue links are inconsistent";
         if (++queued > m->cfg.num_blocks) return "free queue has a cycle";
     }
-    if (queued != m->num_free) return "free block count differs from the free queue length";
+    return queued == m->num_free ? NULL : "free block count differs from the free queue length";
+}
+
+const char *bm_check(const bm *m)
+{
+    const char *bad = check_pool(m);
+    if (bad) return bad;
     int unreferenced = 0, cached = 0;
     for (int b = 0; b < m->cfg.num_blocks; b++) {
         if (m->ref[b] < 0) return "a block has a negative reference count";
@@ -359,5 +387,8 @@ const char *bm_check(const bm *m)
     }
     if (unreferenced != m->num_free) return "blocks with no reference are not all free";
     if (cached != m->num_cached) return "cached block count is wrong";
+    int64_t entries = 0;
+    for (int sl = 0; sl < m->cfg.max_seqs; sl++) entries += m->slot_len[sl] > 0 ? m->slot_len[sl] : 0;
+    if (entries != m->table_entries) return "block table entry count is wrong";
     return check_references(m);
 }

@@ -25,6 +25,7 @@ void bm_free(bm *m);
 int bm_num_free(const bm *m);       /* blocks no sequence holds (cached ones included) */
 int bm_num_cached(const bm *m);     /* blocks carrying a prefix-cache hash */
 int bm_num_blocks(const bm *m);
+int64_t bm_table_entries(const bm *m);  /* blocks in all block tables (shared counted per table) */
 int bm_block_size(const bm *m);
 static inline int bm_blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
 
@@ -36,7 +37,19 @@ int bm_count_hits(bm *m, const request *r);
 /* Makes R's table cover NUM_TOKENS slots, first sharing NUM_HIT_BLOCKS cached blocks (found by
  * bm_count_hits just before) when R holds none. Registers the prompt blocks that these tokens
  * fill in the prefix cache. False, changing nothing, when the pool is short. */
-bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_tokens);
+bool bm_allocate_blocks(bm *m, request *r, int num_hit_blocks, int num_tokens);
+void bm_register_blocks(bm *m, request *r, int num_tokens);
+bool bm_prefix_caching(const bm *m);
+static inline bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_tokens)
+{
+    /* the common case, a decode inside its last block: no call, no division */
+    if (r->num_blocks > 0 && num_tokens <= r->num_blocks * bm_block_size(m)) {
+        if (r->num_computed < r->prompt_len && r->prompt && bm_prefix_caching(m))
+            bm_register_blocks(m, r, num_tokens);
+        return true;
+    }
+    return bm_allocate_blocks(m, r, num_hit_blocks, num_tokens);
+}
 /* Drops every block of R (finish or preemption) and frees its row. */
 void bm_release(bm *m, request *r);
 const int32_t *bm_block_table(const bm *m, const request *r);

@@ -1,5 +1,7 @@
 #include "engine/recorder.h"
 
+#include <math.h>
+
 void rec_init(recorder *rc, met_acc *met, res_dir *dir)
 {
     rc->met = met;
@@ -14,13 +16,23 @@ void rec_sent(recorder *rc, const request *r)
     rc->window_started = true;
 }
 
+/* Requests that decoded in the previous step share one gap: count runs here, hand them over
+ * once per run. */
 void rec_tokens(recorder *rc, const sched_batch *b, double now)
 {
+    double last = NAN;
+    int64_t run = 0;
     for (int i = 0; i < b->num_items; i++) {
         const request *r = b->items[i].req;
-        if (b->items[i].emits_token && r->num_generated > 0 && !r->warmup)
-            met_on_itl(rc->met, now - r->last_token_time);
+        if (!b->items[i].emits_token || r->num_generated == 0 || r->warmup) continue;
+        if (r->last_token_time != last) {
+            if (run) met_on_itl_n(rc->met, now - last, run);
+            last = r->last_token_time;
+            run = 0;
+        }
+        run++;
     }
+    if (run) met_on_itl_n(rc->met, now - last, run);
 }
 
 void rec_step(recorder *rc, const step_record *s)

@@ -19,6 +19,8 @@ struct sched {
     request **running;       /* sorted by (arrival_time, id): the tail is preempted first */
     int num_running;
     int num_static_done;     /* static: finished requests still holding a padding slot */
+    int num_prefilling;      /* running requests whose prefill (or recompute) is not done */
+    int64_t computed_tokens; /* sum of num_computed over running requests */
     bool static_active;
     sched_batch batch;
     request **finished;
@@ -200,6 +202,18 @@ bool sched_add(sched *s, request *r, double now)
 
 /* ---- running set ---- */
 
+static void set_computed(sched *s, request *r, int tokens)
+{
+    s->computed_tokens += tokens - r->num_computed;
+    r->num_computed = tokens;
+}
+
+static void set_prefilling(sched *s, request *r, bool on)
+{
+    s->num_prefilling += (int)on - (int)r->prefilling;
+    r->prefilling = on;
+}
+
 static bool runs_before(const request *a, const request *b)
 {
     return a->arrival_time < b->arrival_time || (a->arrival_time == b->arrival_time && a->id < b->id);
@@ -223,7 +237,8 @@ static request *preempt_last(sched *s)
 {
     request *v = s->running[--s->num_running];
     bm_release(s->bm, v);
-    v->num_computed = 0;
+    set_computed(s, v, 0);
+    set_prefilling(s, v, false);
     v->num_preemptions++;
     v->state = REQ_WAITING;
     deque_push_front(&s->waiting, v);
@@ -243,7 +258,7 @@ static void batch_reset(sched_batch *b)
     b->preempted = preempted;
 }
 
-static void add_item(sched *s, request *r, int n, int pad, double now)
+static inline void add_item(sched *s, request *r, int n, int pad, double now)
 {
     sched_batch *b = &s->batch;
     sched_item *it = &b->items[b->num_items++];
@@ -261,6 +276,8 @@ static void add_item(sched *s, request *r, int n, int pad, double now)
         b->num_prefill_tokens += n;
         b->chunked |= !it->emits_token;
     }
+    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1;
+    else b->num_multi_token_items++;
     b->num_batched_tokens += n + pad;
     b->num_padding_tokens += pad;
     b->num_outputs += it->emits_token;
@@ -269,6 +286,7 @@ static void add_item(sched *s, request *r, int n, int pad, double now)
 
 static int prefill_chunk(const sched *s, int remaining, int budget)
 {
+    if (remaining == 1) return budget > 0; /* a decode */
     int n = remaining;
     if (s->cfg.chunk_size > 0 && n > s->cfg.chunk_size) n = s->cfg.chunk_size;
     return n < budget ? n : budget;
@@ -291,7 +309,8 @@ static int admit_head(sched *s, int budget, double now)
         return 0;
     }
     if (r->num_preemptions == 0) r->cached_prompt_len = cached;
-    r->num_computed = cached;
+    set_computed(s, r, cached);
+    set_prefilling(s, r, true);
     s->batch.prefix_queries += req_num_tokens(r);
     s->batch.prefix_hits += cached;
     deque_pop_front(&s->waiting);
@@ -312,7 +331,7 @@ static int admit_waiting(sched *s, int budget, double now)
 
 /* Gives running request I its next N tokens, preempting from the tail when blocks run out.
  * Returns false when I itself was preempted. */
-static bool grow_or_preempt(sched *s, int i, int n)
+static inline bool grow_or_preempt(sched *s, int i, int n)
 {
     request *r = s->running[i];
     while (!bm_allocate(s->bm, r, 0, r->num_computed + n))
@@ -328,7 +347,7 @@ static void schedule_prefill_first(sched *s, double now)
     if (s->batch.num_items > 0) return;
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        if (s->cfg.policy == POLICY_NAIVE) r->num_computed = 0;
+        if (s->cfg.policy == POLICY_NAIVE) set_computed(s, r, 0);
         int n = req_num_tokens(r) - r->num_computed;
         if (!grow_or_preempt(s, i, n)) break;
         add_item(s, r, n, 0, now);
@@ -367,6 +386,7 @@ static void form_static_batch(sched *s, double now)
         }
         deque_pop_front(&s->waiting);
         running_insert(s, r);
+        set_prefilling(s, r, true);
         longest = next_longest;
         count++;
     }
@@ -405,7 +425,10 @@ int sched_schedule(sched *s, double now, const sched_batch **out)
 
 static void end_static_batch(sched *s)
 {
-    for (int i = 0; i < s->num_running; i++) bm_release(s->bm, s->running[i]);
+    for (int i = 0; i < s->num_running; i++) {
+        s->computed_tokens -= s->running[i]->num_computed;
+        bm_release(s->bm, s->running[i]);
+    }
     s->num_running = 0;
     s->num_static_done = 0;
     s->static_active = false;
@@ -415,18 +438,24 @@ int sched_complete(sched *s, double now, request ***finished)
 {
     int num_finished = 0;
     const sched_batch *b = &s->batch;
+    s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
     for (int k = 0; k < b->num_items; k++) {
         const sched_item *it = &b->items[k];
         request *r = it->req;
         r->num_computed += it->num_new_tokens;
         if (!it->emits_token) continue;
+        if (r->prefilling) set_prefilling(s, r, false);
         if (r->num_generated++ == 0) r->first_token_time = now;
         r->last_token_time = now;
         if (r->num_generated < r->output_len) continue;
         end_request(r, now, STOP_LENGTH);
         s->finished[num_finished++] = r;
-        if (s->cfg.policy == POLICY_STATIC) s->num_static_done++;
-        else bm_release(s->bm, r);
+        if (s->cfg.policy == POLICY_STATIC) {
+            s->num_static_done++;
+        } else {
+            s->computed_tokens -= r->num_computed;
+            bm_release(s->bm, r);
+        }
     }
     if (s->cfg.policy == POLICY_STATIC) {
         if (s->static_active && s->num_static_done == s->num_running) end_static_batch(s);
@@ -467,16 +496,24 @@ void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec)
     rec->num_prefix_cached_blocks = bm_num_cached(s->bm);
     rec->waiting = sched_num_waiting(s);
     rec->running = sched_num_running(s);
-    int64_t allocated = 0, used = 0;
-    int prefilling = 0;
-    for (int i = 0; i < s->num_running; i++) {
-        const request *r = s->running[i];
-        allocated += (int64_t)r->num_blocks * s->cfg.block_size;
-        used += r->num_computed;
-        prefilling += !req_is_finished(r) && r->num_computed < req_num_tokens(r) - 1;
-    }
-    for (int k = 0; k < b->num_items; k++) used += b->items[k].num_new_tokens;
-    rec->prefilling = prefilling;
+    int64_t allocated = bm_table_entries(s->bm) * s->cfg.block_size;
+    int64_t used = s->computed_tokens + b->num_batched_tokens - b->num_padding_tokens;
+    rec->prefilling = s->num_prefilling;
     rec->kv_allocated_slots = allocated;
     rec->kv_unused_slots = allocated - used;
+}
+
+const char *sched_check(const sched *s)
+{
+    int64_t computed = 0;
+    int prefilling = 0;
+    for (int i = 0; i < s->num_running; i++) {
+        computed += s->running[i]->num_computed;
+        prefilling += s->running[i]->prefilling;
+        if (i > 0 && runs_before(s->running[i], s->running[i - 1])) return "running set is out of order";
+    }
+    if (computed != s->computed_tokens) return "computed token count differs from the running set";
+    if (prefilling != s->num_prefilling) return "prefilling count differs from the running set";
+    if (s->num_running > s->max_seqs) return "more running requests than max_num_seqs";
+    return bm_check(s->bm);
 }

@@ -51,6 +51,8 @@ typedef struct sched_batch {
     int num_items;
     int num_prefill_tokens, num_prefill_seqs, num_decode_seqs;
     int num_batched_tokens, num_padding_tokens, num_outputs;
+    int64_t decode_context_sum;   /* sum over one-token items of the tokens they attend to */
+    int num_multi_token_items;    /* items computing more than one token (padding included) */
     bool chunked;
     request **preempted;
     int num_preempted;
@@ -81,6 +83,8 @@ int64_t sched_num_preemptions(const sched *s);
 bool sched_idle(const sched *s);      /* nothing waiting, nothing running */
 const bm *sched_bm(const sched *s);
 const sched_config *sched_cfg(const sched *s);
+/* Recounts every incrementally kept total and checks the block manager; NULL when all agree. */
+const char *sched_check(const sched *s);
 /* Fills the scheduling fields of a step record (times are the caller's). */
 void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec);
 

@@ -37,17 +37,15 @@ double cost_step_time(const cost_model *c, const sched_batch *b)
     double t = max2(c->linear_flops_per_token * tokens / c->flops_rate, c->linear_bytes / c->byte_rate);
     if (b->num_outputs > 0)
         t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
-    double decode_ctx = 0;
-    for (int i = 0; i < b->num_items; i++) {
+    for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];
         double n = it->num_new_tokens + it->num_pad_tokens, ctx = it->context_len;
-        if (n == 1) {
-            decode_ctx += ctx + 1;
-            continue;
-        }
+        if (n == 1) continue;
+        left--;
         double pairs = n * ctx + n * (n + 1) / 2;
         t += max2(c->attn_flops_per_pair * pairs / c->attn_rate, (ctx + n) * c->kv_bytes_per_token / c->byte_rate);
     }
+    double decode_ctx = (double)b->decode_context_sum;
     if (decode_ctx > 0)
         t += max2(c->attn_flops_per_pair * decode_ctx / c->attn_rate, decode_ctx * c->kv_bytes_per_token / c->byte_rate);
     return t + c->p.step_overhead_s;

@@ -58,7 +58,7 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
         }
         const sched_batch *b;
         int k = sched_schedule(s, now, &b);
-        const char *bad = bm_check(sched_bm(s));
+        const char *bad = sched_check(s);
         cr_assert_null(bad, "after schedule: %s", bad);
         if (k == 0) {
             cr_assert(next < w->n, "idle with requests left and none to arrive");
@@ -82,7 +82,7 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
         int nf = sched_complete(s, now, &fin);
         st.finished += nf;
         ended += nf;
-        bad = bm_check(sched_bm(s));
+        bad = sched_check(s);
         cr_assert_null(bad, "after complete: %s", bad);
     }
     cr_assert(sched_idle(s));
