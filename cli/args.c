@@ -48,9 +48,10 @@ int parse_scenario_args(int argc, char **argv, const char *usage, scenario *sc, 
         const char *val = argv[++i];
         if (strcmp(opt, "--out") == 0) {
             a->out_dir = val;
-        } else if (strcmp(opt, "--seed") == 0 || strcmp(opt, "--set") == 0) {
+        } else if (strcmp(opt, "--seed") == 0 || strcmp(opt, "--set") == 0 || strcmp(opt, "--backend") == 0) {
             char assignment[512];
             if (strcmp(opt, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", val);
+            else if (strcmp(opt, "--backend") == 0) snprintf(assignment, sizeof assignment, "engine.backend=%s", val);
             else snprintf(assignment, sizeof assignment, "%s", val);
             if (scenario_set(sc, assignment, err, sizeof err) < 0) {
                 const char *why = strstr(err, ": ");

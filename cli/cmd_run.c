@@ -20,15 +20,10 @@ int cmd_run(int argc, char **argv)
     scenario sc;
     scenario_args a;
     if (parse_scenario_args(argc, argv, run_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
-    char out[1200];
+    char out[1200], stem[300];
+    scenario_stem_into(&sc, stem, sizeof stem);
     if (a.out_dir) snprintf(out, sizeof out, "%s", a.out_dir);
-    else {
-        char name[300];
-        snprintf(name, sizeof name, "%s", scenario_name(&sc));
-        char *dot = strrchr(name, '.');
-        if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
-        snprintf(out, sizeof out, "results/runs/%s-seed%lld", name, sc.v[K_run_seed].i);
-    }
+    else snprintf(out, sizeof out, "results/runs/%s-seed%lld", stem, sc.v[K_run_seed].i);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
     char err[1024];
     struct timespec t0, t1;

@@ -7,6 +7,7 @@
 #include "cli/simjob.h"
 
 int cmd_run(int argc, char **argv);
+int cmd_engine(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

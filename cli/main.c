@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/environment.h"
 
 static void usage(FILE *f)
 {
@@ -10,6 +11,7 @@ static void usage(FILE *f)
             "usage: servesim COMMAND [ARGS]\n\n"
             "commands:\n"
             "  run [SCENARIO.ini]   simulate a scenario (a built-in default without one)\n"
+            "  engine [SCENARIO.ini] serve a scenario in real time on the real engine (CPU backend)\n"
             "  keys                 list every scenario key with its type, default and meaning\n"
             "  bench                measure the simulator's own speed\n\n"
             "`servesim COMMAND --help` describes each command.\n");
@@ -23,6 +25,10 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "engine") == 0) {
+        env_fix_blas_core(argv);
+        return cmd_engine(argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {

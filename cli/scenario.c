@@ -280,6 +280,13 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
     return 0;
 }
 
+void scenario_stem_into(const scenario *sc, char *out, size_t len)
+{
+    snprintf(out, len, "%s", scenario_name(sc));
+    char *dot = strrchr(out, '.');
+    if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
+}
+
 const char *scenario_name(const scenario *sc)
 {
     if (!sc->path[0]) return "default";
@@ -448,5 +455,32 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
         return -1;
     }
     out->slo = (slo_config){V(slo, ttft_ms).d, V(slo, tpot_ms).d, V(slo, e2el_ms).d};
+    return 0;
+}
+
+int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
+                            char *err, size_t errlen)
+{
+    const model_shape *m = &r->model;
+    memset(kb, 0, sizeof *kb);
+    kb->kind = strcmp(V(engine, backend).s, "cuda") == 0 ? KB_CUDA : KB_CPU;
+    kb->shape = (kb_shape){m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                           m->intermediate, m->vocab, m->rope_theta, m->rms_eps};
+    kb->weight_seed = (uint64_t)V(engine, weight_seed).i;
+    kb->sample_seed = (uint64_t)V(run, seed).i;
+    kb->threads = (int)V(engine, threads).i;
+    *sp = (kb_sampling){(float)V(engine, temperature).d, (int)V(engine, top_k).i, (float)V(engine, top_p).d};
+    if (V(kv, num_blocks).i == 0) {
+        int elem = kb->kind == KB_CUDA ? 2 : 4;
+        double block = (double)model_kv_bytes_per_token(m, elem) * r->sched.block_size;
+        double blocks = floor(V(engine, kv_gib).d * (1 << 30) / block);
+        r->sched.num_blocks = blocks < 1 ? 1 : blocks > 1e9 ? 1000000000 : (int)blocks;
+        char why[512];
+        if (sched_config_check(&r->sched, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s: engine.kv_gib = %g gives %d KV blocks: %s",
+                     sc->path[0] ? sc->path : "built-in scenario", V(engine, kv_gib).d, r->sched.num_blocks, why);
+            return -1;
+        }
+    }
     return 0;
 }

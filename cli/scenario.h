@@ -11,6 +11,7 @@
 #include "cli/scenario_keys.h"
 #include "engine/model.h"
 #include "engine/sched.h"
+#include "kernels/backend.h"
 #include "sim/cost.h"
 
 typedef enum scenario_key {
@@ -53,10 +54,17 @@ int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
 /* Checks the keys together and derives the run's settings. -1 with a reason naming the keys. */
 int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen);
+/* The real engine's settings: backend options and sampling; when kv.num_blocks is 0 the pool
+ * is engine.kv_gib of the backend's KV precision (its own memory, not hardware.*), and
+ * R->sched.num_blocks is updated to match. -1 with a reason. */
+int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
+                            char *err, size_t errlen);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */
 void scenario_write_json(const scenario *sc, FILE *f, const char *indent);
 /* The key table for `servesim keys`. */
 void scenario_print_keys(FILE *f);
 const char *scenario_name(const scenario *sc);
+/* The file name without its .ini ending ("default" for the built-in scenario). */
+void scenario_stem_into(const scenario *sc, char *out, size_t len);
 
 #endif

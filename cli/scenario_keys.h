@@ -46,5 +46,12 @@
     X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
     X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \
     X(slo, e2el_ms, NUM, "0", "0", "1e9", "goodput objective on end-to-end latency (0 = none)") \
+    X(engine, backend, CHOICE, "cpu", "cpu|cuda", "", "device the real engine runs on") \
+    X(engine, threads, INT, "0", "0", "1024", "CPU backend threads (0 = all cores)") \
+    X(engine, kv_gib, NUM, "1", "0.0001", "100000", "real engine's KV pool when kv.num_blocks = 0") \
+    X(engine, weight_seed, INT, "1", "0", "2147483647", "seed of the model's random weights") \
+    X(engine, temperature, NUM, "0", "0", "100", "sampling temperature (0 = greedy)") \
+    X(engine, top_k, INT, "0", "0", "10000000", "sample among the k most likely tokens (0 = all)") \
+    X(engine, top_p, NUM, "1", "0.000001", "1", "sample within this probability mass (1 = all)") \
     X(run, seed, INT, "0", "0", "2147483647", "seed of every random draw") \
     X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics")

@@ -6,29 +6,7 @@
 #include <unistd.h>
 
 #include "bench/results.h"
-
-typedef struct progress_state {
-    struct timespec start;
-    bool shown;
-} progress_state;
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
-/* Shown only on a terminal, and only once the run has taken a second. */
-static void show_progress(void *ctx, size_t ended, size_t total)
-{
-    progress_state *p = ctx;
-    double t = seconds_since(&p->start);
-    if (t < 1.0) return;
-    fprintf(stderr, "\rsimulating: %zu/%zu requests ended (%.0f%%), %.1f s", ended, total,
-            100.0 * ended / total, t);
-    p->shown = true;
-}
+#include "cli/job.h"
 
 static double roofline_step_time(const void *ctx, const sched_batch *b)
 {
@@ -43,24 +21,20 @@ static char *summary_extra_json(const simjob *j, uint64_t seed)
     if (!f) return NULL;
     fprintf(f, "  \"executor\": \"simulator\",\n  \"seed\": %llu,\n", (unsigned long long)seed);
     fprintf(f, "  \"sim_events\": %zu,\n  \"sim_steps\": %lld,\n", j->stats.events, (long long)j->stats.steps);
-    fprintf(f, "  \"scenario_file\": \"%s\",\n  \"scenario\": {\n", j->sc->path);
-    scenario_write_json(j->sc, f, "    ");
-    fprintf(f, "  }");
+    job_scenario_json(f, j->sc);
     fclose(f);
     return buf;
 }
 
 static int write_results(simjob *j, res_dir *dir, met_acc *met, uint64_t seed, char *err, size_t errlen)
 {
-    size_t n;
-    const req_record *recs = met_requests(met, &n);
     char *extra = summary_extra_json(j, seed);
-    int rc = extra ? 0 : -1;
-    if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
-    if (rc == 0) rc = res_write_requests(dir, recs, n, err, errlen);
-    if (rc == 0) rc = res_write_summary(dir, &j->sum, extra, err, errlen);
+    if (!extra) {
+        snprintf(err, errlen, "out of memory while writing summary.json");
+        return -1;
+    }
+    int rc = job_write_results(dir, met, &j->sum, extra, err, errlen);
     free(extra);
-    if (rc == 0) rc = res_commit(dir, err, errlen);
     return rc;
 }
 
@@ -68,20 +42,20 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
 {
     cost_model cost;
     cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
-    progress_state ps = {0};
-    clock_gettime(CLOCK_MONOTONIC, &ps.start);
+    job_progress ps;
+    job_progress_start(&ps, "simulating");
     sim_options o = {
         .sched = r->sched,
         .cost = {roofline_step_time, &cost},
         .num_replicas = 1,
-        .progress = j->progress && isatty(2) ? show_progress : NULL,
+        .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
     };
     met_acc *met = met_create();
     recorder rc;
     rec_init(&rc, met, dir);
     int status = met ? sim_run(&o, w, &r->workload, &rc, &j->stats, err, errlen) : -1;
-    if (ps.shown) fputc('\n', stderr);
+    job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
     if (status == 0 && dir) status = write_results(j, dir, met, r->workload.seed, err, errlen);

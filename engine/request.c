@@ -20,3 +20,9 @@ void req_init(request *r, int64_t id, double arrival, const int32_t *prompt, int
     r->stop = STOP_NONE;
     r->seq_slot = -1;
 }
+
+void req_from_workload(request *r, const wl_request *wr, const int32_t *prompt)
+{
+    req_init(r, wr->id, wr->arrival_time, prompt, wr->prompt_len, wr->output_len);
+    r->warmup = wr->warmup;
+}

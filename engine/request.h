@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "bench/records.h"
+#include "bench/workload.h"
 
 typedef enum req_state { REQ_WAITING, REQ_RUNNING, REQ_FINISHED } req_state;
 
@@ -42,6 +43,8 @@ typedef struct request {
 
 void req_init(request *r, int64_t id, double arrival, const int32_t *prompt, int prompt_len,
               int output_len);
+/* A request as the workload sent it; PROMPT holds its token ids or is NULL. */
+void req_from_workload(request *r, const wl_request *wr, const int32_t *prompt);
 static inline int req_num_tokens(const request *r) { return r->prompt_len + r->num_generated; }
 static inline bool req_is_finished(const request *r) { return r->state == REQ_FINISHED; }
 

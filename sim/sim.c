@@ -79,8 +79,7 @@ static int send_due_requests(sim *m, double now)
             if (!prompt) return -1;
             wl_fill_prompt(m->w, wr, prompt);
         }
-        req_init(r, wr->id, wr->arrival_time, prompt, wr->prompt_len, wr->output_len);
-        r->warmup = wr->warmup;
+        req_from_workload(r, wr, prompt);
         rec_sent(m->rc, r);
         if (!sched_add(route(m)->s, r, now)) request_ended(m, r, now);
     }

@@ -1,0 +1,13 @@
+/* What a measured result must say about where it was measured (STUDY.md, pitfall 6). */
+#ifndef SERVESIM_CLI_ENVIRONMENT_H
+#define SERVESIM_CLI_ENVIRONMENT_H
+
+#include <stdio.h>
+
+/* Writes `"environment": {...}` as a summary.json member: device, CPU, libraries, commit. */
+void env_write_json(FILE *f, const char *backend, const char *device, int threads);
+/* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS fell back to generic
+ * kernels on a CPU it did not recognize. Returns only when no re-exec was needed or it failed. */
+void env_fix_blas_core(char **argv);
+
+#endif

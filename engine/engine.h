@@ -1,0 +1,37 @@
+/* The real engine: the shared scheduler driven in wall-clock time, each batch executed on a
+ * backend (kernels/), writing the same records as the simulator. */
+#ifndef SERVESIM_ENGINE_ENGINE_H
+#define SERVESIM_ENGINE_ENGINE_H
+
+#include <stddef.h>
+#include "bench/workload.h"
+#include "engine/recorder.h"
+#include "engine/sched.h"
+#include "kernels/backend.h"
+
+typedef struct engine_options {
+    sched_config sched;
+    kb_options backend;        /* shapes, pool and threads; the pool fields are filled from sched */
+    kb_sampling sampling;
+    /* The streaming path: every token as it is produced, with its time; may be NULL. */
+    void (*on_token)(void *ctx, const request *r, int32_t token, double time);
+    void *on_token_ctx;
+    void (*progress)(void *ctx, size_t ended, size_t total);
+    void *progress_ctx;
+} engine_options;
+
+typedef struct engine_stats {
+    int64_t steps;
+    double end_time;           /* seconds from the start of the measured clock */
+    double warmup_seconds;     /* backend warm-up before the clock starts */
+    char device[160];
+} engine_stats;
+
+/* Fills the backend's pool fields (blocks, block size, table width, batch limits) from S. */
+void engine_backend_options(const sched_config *s, kb_options *kb);
+/* Runs every request of W in real time. Returns 0, 2 when the backend refuses (no device, too
+ * large for memory: a user's choice), or 1 on any other failure, with a reason in ERR. */
+int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recorder *rc,
+               engine_stats *stats, char *err, size_t errlen);
+
+#endif
