@@ -1,6 +1,9 @@
 #include "cli/job.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "calibrate/calibrate.h"
 
 double job_seconds_since(const struct timespec *t0)
 {
@@ -28,6 +31,47 @@ void job_progress_show(void *ctx, size_t ended, size_t total)
 void job_progress_end(job_progress *p)
 {
     if (p->shown) fputc('\n', stderr);
+}
+
+static double roofline_step_time(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
+
+static int check_table_shape(const cost_table *t, const scenario_resolved *r, char *err, size_t errlen)
+{
+    const model_shape *m = &r->model;
+    kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
+                  m->vocab, m->rope_theta, m->rms_eps};
+    char want[256];
+    calibrate_shape_string(&s, want, sizeof want);
+    const char *have = ct_meta(t, "shape");
+    if (have && strcmp(have, want) == 0) return 0;
+    snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"",
+             r->cost_table_path, have ? have : "(none recorded)", want);
+    return -1;
+}
+
+int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    if (!r->cost_table_path[0]) return 0;
+    cost_table t;
+    if (ct_read(&t, r->cost_table_path, err, errlen) < 0) return -1;
+    int rc = check_table_shape(&t, r, err, errlen);
+    if (rc == 0) rc = tc_init(&c->table, &t, r->cost_table_path, err, errlen);
+    ct_free(&t);
+    c->use_table = rc == 0;
+    return rc;
+}
+
+step_cost job_cost_fn(job_cost *c)
+{
+    return c->use_table ? (step_cost){tc_step_time, &c->table} : (step_cost){roofline_step_time, &c->roofline};
+}
+
+void job_cost_free(job_cost *c)
+{
+    if (c->use_table) tc_free(&c->table);
+    c->use_table = false;
 }
 
 void job_scenario_json(FILE *f, const scenario *sc)

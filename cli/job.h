@@ -10,6 +10,8 @@
 #include "bench/metrics.h"
 #include "bench/results.h"
 #include "cli/scenario.h"
+#include "sim/sim.h"
+#include "sim/table_cost.h"
 
 typedef struct job_progress {
     struct timespec start;
@@ -22,6 +24,19 @@ void job_progress_start(job_progress *p, const char *verb);
 void job_progress_show(void *ctx, size_t ended, size_t total);
 void job_progress_end(job_progress *p);
 double job_seconds_since(const struct timespec *t0);
+
+/* Where the simulator's step times come from: the roofline, or the scenario's cost table. */
+typedef struct job_cost {
+    cost_model roofline;
+    table_cost table;
+    bool use_table;
+} job_cost;
+
+/* Reads and checks the cost table when the scenario names one (its shape must be the
+ * scenario's model). -1 with "path: reason" in ERR. */
+int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen);
+step_cost job_cost_fn(job_cost *c);
+void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
 void job_scenario_json(FILE *f, const scenario *sc);

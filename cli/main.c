@@ -12,6 +12,7 @@ static void usage(FILE *f)
             "commands:\n"
             "  run [SCENARIO.ini]   simulate a scenario (a built-in default without one)\n"
             "  engine [SCENARIO.ini] serve a scenario in real time on the real engine (CPU backend)\n"
+            "  calibrate            time the real backend's kernels into a cost table\n"
             "  keys                 list every scenario key with its type, default and meaning\n"
             "  bench                measure the simulator's own speed\n\n"
             "`servesim COMMAND --help` describes each command.\n");
@@ -28,6 +29,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "engine") == 0) {
         env_fix_blas_core(argv);
         return cmd_engine(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "calibrate") == 0) {
+        env_fix_blas_core(argv);
+        return cmd_calibrate(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);

@@ -401,9 +401,12 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     return sched_config_check(c, err, errlen);
 }
 
-static void resolve_path(const scenario *sc, const char *path, char *out, size_t len)
+/* A relative path in a scenario file is taken from the file's folder; one given with --set
+ * from the working directory. */
+static void resolve_path(const scenario *sc, int key, char *out, size_t len)
 {
-    if (path[0] == '/' || strcmp(V(workload, trace).origin, "--set") == 0 || !sc->dir[0])
+    const char *path = sc->v[key].s;
+    if (path[0] == '/' || strcmp(sc->v[key].origin, "--set") == 0 || !sc->dir[0])
         snprintf(out, len, "%s", path);
     else
         snprintf(out, len, "%s%s", sc->dir, path);
@@ -429,7 +432,7 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     w->trace_time_scale = V(workload, trace_time_scale).d;
     w->vocab_size = out->model.vocab;
     w->seed = (uint64_t)V(run, seed).i;
-    resolve_path(sc, V(workload, trace).s, out->trace_path, sizeof out->trace_path);
+    resolve_path(sc, K_workload_trace, out->trace_path, sizeof out->trace_path);
     w->trace_path = out->trace_path;
     if (w->arrival == ARRIVAL_TRACE && !V(workload, trace).s[0]) {
         snprintf(err, errlen, "workload.arrival = trace needs workload.trace (a CSV path)");
@@ -455,6 +458,8 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
         return -1;
     }
     out->slo = (slo_config){V(slo, ttft_ms).d, V(slo, tpot_ms).d, V(slo, e2el_ms).d};
+    if (V(hardware, cost_table).s[0])
+        resolve_path(sc, K_hardware_cost_table, out->cost_table_path, sizeof out->cost_table_path);
     return 0;
 }
 

@@ -45,6 +45,7 @@ typedef struct scenario_resolved {
     wl_config workload;
     slo_config slo;
     char trace_path[1000];
+    char cost_table_path[1000]; /* "" = roofline */
 } scenario_resolved;
 
 void scenario_defaults(scenario *sc);

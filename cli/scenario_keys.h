@@ -13,6 +13,7 @@
     X(model, vocab, INT, "0", "0", "4000000", "override the vocabulary size (0 = keep)") \
     X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \
     X(hardware, preset, HW, "h200", "", "", "accelerator datasheet: h200, h100, a100") \
+    X(hardware, cost_table, PATH, "", "", "", "calibrated cost table (servesim calibrate); replaces the roofline") \
     X(hardware, peak_tflops, NUM, "0", "0", "100000", "dense bf16 TFLOP/s (0 = preset)") \
     X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "memory bandwidth, GB/s (0 = preset)") \
     X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \

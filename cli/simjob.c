@@ -2,16 +2,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench/results.h"
 #include "cli/job.h"
-
-static double roofline_step_time(const void *ctx, const sched_batch *b)
-{
-    return cost_step_time(ctx, b);
-}
 
 static char *summary_extra_json(const simjob *j, uint64_t seed)
 {
@@ -38,15 +34,28 @@ static int write_results(simjob *j, res_dir *dir, met_acc *met, uint64_t seed, c
     return rc;
 }
 
-static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, char *err, size_t errlen)
+static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)
 {
-    cost_model cost;
-    cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    size_t n;
+    const req_record *recs = met_requests(met, &n);
+    j->records = malloc((n ? n : 1) * sizeof *recs);
+    if (!j->records) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(j->records, recs, n * sizeof *recs);
+    j->num_records = n;
+    return 0;
+}
+
+static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, step_cost cost,
+                    char *err, size_t errlen)
+{
     job_progress ps;
     job_progress_start(&ps, "simulating");
     sim_options o = {
         .sched = r->sched,
-        .cost = {roofline_step_time, &cost},
+        .cost = cost,
         .num_replicas = 1,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
@@ -59,6 +68,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
     if (status == 0 && dir) status = write_results(j, dir, met, r->workload.seed, err, errlen);
+    if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);
     return status;
 }
@@ -67,15 +77,19 @@ int simjob_run(simjob *j, char *err, size_t errlen)
 {
     scenario_resolved r;
     if (scenario_resolve(j->sc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+    job_cost cost;
+    if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
     workload w;
-    if (wl_build(&r.workload, &w, err, errlen) < 0) return EXIT_BAD_INPUT;
-    res_dir dir;
-    if (j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0) {
-        wl_free(&w);
-        return EXIT_FAILURE_OTHER;
+    if (wl_build(&r.workload, &w, err, errlen) < 0) {
+        job_cost_free(&cost);
+        return EXIT_BAD_INPUT;
     }
-    int status = simulate(j, &r, &w, j->out_dir ? &dir : NULL, err, errlen);
-    if (status < 0 && j->out_dir) res_abort(&dir);
+    res_dir dir;
+    int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
+    bool opened = j->out_dir && status == 0;
+    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, job_cost_fn(&cost), err, errlen);
+    if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
+    job_cost_free(&cost);
     return status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
 }

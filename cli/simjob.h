@@ -17,6 +17,9 @@ typedef struct simjob {
     summary sum;
     sim_stats stats;
     bool have_summary;       /* false when no measured request finished */
+    bool keep_records;       /* keep a copy of the request records in RECORDS */
+    req_record *records;     /* malloc'd when keep_records and the run succeeded; caller frees */
+    size_t num_records;
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */

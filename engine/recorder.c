@@ -1,12 +1,34 @@
 #include "engine/recorder.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 void rec_init(recorder *rc, met_acc *met, res_dir *dir)
 {
-    rc->met = met;
-    rc->dir = dir;
-    rc->window_started = false;
+    *rc = (recorder){.met = met, .dir = dir};
+}
+
+void rec_free(recorder *rc)
+{
+    free(rc->steps);
+    rc->steps = NULL;
+    rc->num_steps = rc->steps_cap = 0;
+}
+
+static void keep_step(recorder *rc, const step_record *s)
+{
+    if (rc->num_steps == rc->steps_cap) {
+        size_t cap = rc->steps_cap ? 2 * rc->steps_cap : 1024;
+        step_record *p = realloc(rc->steps, cap * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "servesim: out of memory keeping %zu steps\n", rc->num_steps);
+            abort();
+        }
+        rc->steps = p;
+        rc->steps_cap = cap;
+    }
+    rc->steps[rc->num_steps++] = *s;
 }
 
 void rec_sent(recorder *rc, const request *r)
@@ -39,6 +61,7 @@ void rec_step(recorder *rc, const step_record *s)
 {
     met_on_step(rc->met, s);
     if (rc->dir) res_write_step(rc->dir, s);
+    if (rc->keep_steps) keep_step(rc, s);
 }
 
 void req_to_record(const request *r, req_record *out)

@@ -12,9 +12,14 @@ typedef struct recorder {
     met_acc *met;
     res_dir *dir;          /* NULL: keep statistics only */
     bool window_started;
+    bool keep_steps;       /* also keep every step in memory (validation compares them) */
+    step_record *steps;
+    size_t num_steps, steps_cap;
 } recorder;
 
 void rec_init(recorder *rc, met_acc *met, res_dir *dir);
+/* Frees the kept steps. */
+void rec_free(recorder *rc);
 /* R was sent at NOW; the first measured request opens the measurement window. */
 void rec_sent(recorder *rc, const request *r);
 /* Call before sched_complete: the gap since each emitting request's previous token. */

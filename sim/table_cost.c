@@ -1,0 +1,148 @@
+#include "sim/table_cost.h"
+
+#include <gsl/gsl_interp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorted distinct values of V[0..n) (stride STRIDE doubles) into a new array. */
+static double *distinct(const ct_point *p, size_t n, bool use_y, size_t *out_n)
+{
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < n; i++) v[i] = use_y ? p[i].y : p[i].x;
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1]) v[k++] = v[i];
+    *out_n = k;
+    return v;
+}
+
+/* The last I with V[I] <= Q (the search never reads V[n]). */
+static size_t index_of(const double *v, size_t n, double q)
+{
+    return gsl_interp_bsearch(v, q, 0, n);
+}
+
+int tc_build_grid(grid *g, const ct_point *p, size_t n, bool two_d, const char *comp,
+                      char *err, size_t errlen)
+{
+    if (n == 0) {
+        snprintf(err, errlen, "no %s rows", comp);
+        return -1;
+    }
+    g->x = distinct(p, n, false, &g->nx);
+    g->y = two_d ? distinct(p, n, true, &g->ny) : NULL;
+    if (!two_d) g->ny = 1;
+    g->s = malloc(g->nx * g->ny * sizeof *g->s);
+    char *seen = calloc(g->nx * g->ny, 1);
+    if (!g->x || (two_d && !g->y) || !g->s || !seen) {
+        free(seen);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t cell = index_of(g->x, g->nx, p[i].x) * g->ny + (two_d ? index_of(g->y, g->ny, p[i].y) : 0);
+        if (seen[cell]++) {
+            snprintf(err, errlen, "%s has two rows for (%g, %g)", comp, p[i].x, p[i].y);
+            rc = -1;
+        }
+        g->s[cell] = p[i].seconds;
+    }
+    for (size_t c = 0; c < g->nx * g->ny && rc == 0; c++)
+        if (!seen[c]) {
+            snprintf(err, errlen, "%s is not a full grid: no row for (%g, %g)", comp, g->x[c / g->ny],
+                     two_d ? g->y[c % g->ny] : 0.0);
+            rc = -1;
+        }
+    free(seen);
+    return rc;
+}
+
+int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, size_t errlen)
+{
+    memset(tc, 0, sizeof *tc);
+    snprintf(tc->name, sizeof tc->name, "%s", name);
+    char why[256];
+    for (int c = 0; c < CT_COUNT; c++) {
+        bool two_d = c == CT_PREFILL_ATTN || c == CT_DECODE_ATTN;
+        if (tc_build_grid(&tc->g[c], t->points[c], t->n[c], two_d, ct_component_name(c), why, sizeof why) < 0) {
+            snprintf(err, errlen, "cost table %s: %s", name, why);
+            tc_free(tc);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tc_free(table_cost *tc)
+{
+    for (int c = 0; c < CT_COUNT; c++) {
+        free(tc->g[c].x);
+        free(tc->g[c].y);
+        free(tc->g[c].s);
+    }
+    memset(tc->g, 0, sizeof tc->g);
+}
+
+/* The cell [i, i+1] holding Q (the edge cell outside the grid) and Q's position in it. */
+static double cell(const double *v, size_t n, double q, size_t *i, bool *outside)
+{
+    if (n == 1) {
+        *i = 0;
+        if (q != v[0]) *outside = true;
+        return 0;
+    }
+    if (q < v[0] || q > v[n - 1]) *outside = true;
+    *i = q <= v[0] ? 0 : q >= v[n - 1] ? n - 2 : index_of(v, n - 1, q);
+    return (q - v[*i]) / (v[*i + 1] - v[*i]);
+}
+
+double tc_component(const table_cost *tc, ct_component c, double x, double y, bool *outside)
+{
+    const grid *g = &tc->g[c];
+    size_t i, j = 0;
+    double tx = cell(g->x, g->nx, x, &i, outside), ty = 0;
+    size_t i1 = g->nx > 1 ? i + 1 : i;
+    if (g->ny > 1) ty = cell(g->y, g->ny, y, &j, outside);
+    size_t j1 = g->ny > 1 ? j + 1 : j;
+    const double *s = g->s;
+    double low = s[i * g->ny + j] + tx * (s[i1 * g->ny + j] - s[i * g->ny + j]);
+    double high = s[i * g->ny + j1] + tx * (s[i1 * g->ny + j1] - s[i * g->ny + j1]);
+    double v = low + ty * (high - low);
+    return v > 0 ? v : 0;
+}
+
+double tc_step_time(const void *ctx, const sched_batch *b)
+{
+    table_cost *tc = (table_cost *)ctx;
+    bool outside = false;
+    double seqs = b->num_items;
+    double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
+               tc_component(tc, CT_LM_HEAD, seqs, 0, &outside) +
+               tc_component(tc, CT_SAMPLE, seqs, 0, &outside) + tc->g[CT_OVERHEAD].s[0];
+    for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
+        const sched_item *it = &b->items[i];
+        int n = it->num_new_tokens + it->num_pad_tokens;
+        if (n == 1) continue;
+        left--;
+        t += tc_component(tc, CT_PREFILL_ATTN, n, it->context_len, &outside);
+    }
+    int decodes = b->num_items - b->num_multi_token_items;
+    if (decodes > 0)
+        t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
+    if (outside && !tc->warned) {
+        tc->warned = true;
+        fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "
+                        "extrapolating (warned once)\n", tc->name);
+    }
+    return t;
+}

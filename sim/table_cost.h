@@ -1,0 +1,37 @@
+/* Step times from a calibrated cost table: each component interpolated on its sweep grid
+ * (piecewise linear, bilinear for the two-dimensional ones), summed over the step's batch:
+ *   step = linear(batched tokens) + lm_head(sequences) + sample(sequences) + overhead
+ *        + sum over multi-token items of prefill_attn(new tokens, cached context)
+ *        + decode_attn(one-token items, their mean context)
+ * Outside the grid it extrapolates from the nearest cell and warns once. */
+#ifndef SERVESIM_SIM_TABLE_COST_H
+#define SERVESIM_SIM_TABLE_COST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "bench/costtab.h"
+#include "engine/sched.h"
+
+typedef struct grid {
+    double *x, *y;       /* sorted distinct coordinates; y unused (ny = 1) for 1-D components */
+    size_t nx, ny;
+    double *s;           /* seconds, nx * ny, x-major */
+} grid;
+
+typedef struct table_cost {
+    grid g[CT_COUNT];
+    char name[256];      /* for warnings */
+    bool warned;
+} table_cost;
+
+/* One component's grid from its rows; -1 with a reason when they do not form a full grid. */
+int tc_build_grid(grid *g, const ct_point *p, size_t n, bool two_d, const char *comp, char *err, size_t errlen);
+/* Builds the grids; -1 with a reason when a component is missing or not a full grid. */
+int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, size_t errlen);
+void tc_free(table_cost *tc);
+/* Seconds for component C at (X, Y); sets *OUTSIDE when it had to extrapolate. */
+double tc_component(const table_cost *tc, ct_component c, double x, double y, bool *outside);
+/* CTX is a table_cost (the step_cost signature). */
+double tc_step_time(const void *ctx, const sched_batch *b);
+
+#endif
