@@ -47,6 +47,8 @@ typedef struct step_record {
     int num_preempted;
     /* Measured by the real engine only; NAN in the simulator. */
     double schedule_time, prepare_time, forward_time, sample_time;
+    /* The real engine under validation: what the cost model says this very batch costs. */
+    double predicted_time;
 } step_record;
 
 #endif

@@ -60,20 +60,18 @@ static kb_batch synth_batch(synth *s, int nseq, int q, int ctx, int vocab)
     return (kb_batch){t, s->ids, s->pos, s->slots, nseq, s->qs, s->ctx, s->tables};
 }
 
-typedef struct calib {
-    const calib_options *o;
+struct calib {
+    calib_options opt;
+    const calib_options *o; /* &opt */
     kb_backend *kb;
     synth s;
     cost_table *t;
     double *glue;           /* forward total minus its parts, per timed forward */
     int num_glue, glue_cap;
     int done, total;
-} calib;
-
-/* Parts of a forward (medians over the repeats) and of a sample. */
-typedef struct timed {
-    double linear, prefill, decode, lm_head, sample;
-} timed;
+};
+typedef calib_timed timed;
+typedef struct calib calib;
 
 static double non_attention(const kb_timing *t)
 {
@@ -83,7 +81,7 @@ static double non_attention(const kb_timing *t)
 static int measure(calib *c, int nseq, int q, int ctx, timed *out)
 {
     int reps = c->o->repeats;
-    double v[5][64];
+    double v[6][64];
     kb_sampling greedy = {0, 0, 1};
     for (int r = -1; r < reps; r++) {
         kb_batch b = synth_batch(&c->s, nseq, q, ctx, c->o->kb.shape.vocab);
@@ -91,15 +89,15 @@ static int measure(calib *c, int nseq, int q, int ctx, timed *out)
         int32_t *tokens = c->s.ids; /* sampled ids land in scratch we overwrite next run */
         if (kb_forward(c->kb, &b, &t) != 0 || kb_sample(c->kb, &greedy, tokens, &t) != 0) return -1;
         if (r < 0) continue; /* warm-up run */
-        double parts[] = {non_attention(&t), t.attn_prefill, t.attn_decode, t.lm_head, t.sample};
-        for (int k = 0; k < 5; k++) v[k][r] = parts[k];
+        double parts[] = {non_attention(&t), t.attn_prefill, t.attn_decode, t.lm_head, t.sample, t.total};
+        for (int k = 0; k < 6; k++) v[k][r] = parts[k];
         if (c->num_glue < c->glue_cap) {
             double sum = non_attention(&t) + t.attn_prefill + t.attn_decode + t.lm_head + t.sample;
             c->glue[c->num_glue++] = t.total - sum;
         }
     }
     *out = (timed){median(v[0], reps), median(v[1], reps), median(v[2], reps), median(v[3], reps),
-                   median(v[4], reps)};
+                   median(v[4], reps), median(v[5], reps)};
     c->done++;
     if (c->o->progress) c->o->progress(c->o->progress_ctx, c->done, c->total);
     return 0;
@@ -241,31 +239,66 @@ static int sweeps(calib *c)
     return 0;
 }
 
-int calibrate_run(const calib_options *o, cost_table *out, char *err, size_t errlen)
+calib_probe *calibrate_probe_open(const calib_options *o, int *status, char *err, size_t errlen)
 {
-    calib_options opt = *o;
+    calib *c = calloc(1, sizeof *c);
+    *status = 1;
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->opt = *o;
+    c->o = &c->opt;
     int bs = o->block_size;
     int width = (o->max_tokens + o->max_context + bs - 1) / bs;
     int decode_blocks = o->max_seqs * ((o->max_context + bs - 1) / bs);
-    opt.kb.block_size = bs;
-    opt.kb.num_blocks = decode_blocks > width ? decode_blocks : width;
-    opt.kb.max_num_seqs = o->max_seqs;
-    opt.kb.max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
-    opt.kb.max_blocks_per_seq = width;
-    calib c = {.o = &opt, .t = out, .glue_cap = 4096};
-    c.kb = kb_open(&opt.kb, err, errlen);
-    if (!c.kb) return 2;
+    kb_options *kb = &c->opt.kb;
+    kb->block_size = bs;
+    kb->num_blocks = decode_blocks > width ? decode_blocks : width;
+    kb->max_num_seqs = o->max_seqs;
+    kb->max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
+    kb->max_blocks_per_seq = width;
+    c->glue_cap = 4096;
+    c->kb = kb_open(kb, err, errlen);
+    if (!c->kb) *status = 2;
+    else if (!(c->glue = malloc(c->glue_cap * sizeof *c->glue)) || alloc_synth(&c->s, &c->opt, width) < 0)
+        snprintf(err, errlen, "out of memory");
+    else
+        return c;
+    calibrate_probe_close(c);
+    return NULL;
+}
+
+int calibrate_probe_measure(calib_probe *c, int nseq, int q, int ctx, calib_timed *out)
+{
+    return measure(c, nseq, q, ctx, out);
+}
+
+const char *calibrate_probe_device(const calib_probe *c) { return kb_device_name(c->kb); }
+const char *calibrate_probe_error(const calib_probe *c) { return kb_error(c->kb); }
+
+void calibrate_probe_close(calib_probe *c)
+{
+    if (!c) return;
+    free_synth(&c->s);
+    free(c->glue);
+    if (c->kb) kb_close(c->kb);
+    free(c);
+}
+
+int calibrate_run(const calib_options *o, cost_table *out, char *err, size_t errlen)
+{
+    int status;
+    calib *c = calibrate_probe_open(o, &status, err, errlen);
+    if (!c) return status;
+    c->t = out;
     ct_init(out);
-    add_metadata(out, &opt, kb_device_name(c.kb));
-    c.glue = malloc(c.glue_cap * sizeof *c.glue);
-    int status = 1;
-    if (!c.glue || alloc_synth(&c.s, &opt, width) < 0) snprintf(err, errlen, "out of memory");
-    else if (sweeps(&c) < 0) snprintf(err, errlen, "backend: %s", kb_error(c.kb));
-    else status = 0;
-    double glue = c.num_glue ? median(c.glue, c.num_glue) : 0;
-    free_synth(&c.s);
-    free(c.glue);
-    kb_close(c.kb);
+    add_metadata(out, &c->opt, kb_device_name(c->kb));
+    status = sweeps(c) < 0 ? 1 : 0;
+    if (status) snprintf(err, errlen, "backend: %s", kb_error(c->kb));
+    double glue = c->num_glue ? median(c->glue, c->num_glue) : 0;
+    calib_options opt = c->opt;
+    calibrate_probe_close(c);
     double overhead = 0;
     if (status == 0) status = measure_overhead(&opt, glue, &overhead, err, errlen);
     if (status == 0 && ct_add(out, CT_OVERHEAD, 0, 0, overhead) < 0) status = 1;

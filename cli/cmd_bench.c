@@ -8,14 +8,84 @@
 #include <string.h>
 #include <time.h>
 
+#include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "engine/model.h"
 
 static const char bench_usage[] =
     "usage: servesim bench [--requests N] [--trace CSV] [--seed N]\n"
+    "       servesim bench --engine PRESET [--threads N]\n"
     "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
     "  trace (default traces/azure_llm_2023_conv.csv), Poisson arrivals at 80% of the\n"
     "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
-    "  chunked prefill. Prints simulated requests and events per wall-clock second.\n";
+    "  chunked prefill. Prints simulated requests and events per wall-clock second.\n"
+    "  --engine: the CPU engine's decode step time at batch 1 to 64 (context 128) against this\n"
+    "  machine's floor (weight bytes over measured memcpy bandwidth), and prefill tokens/s.\n";
+
+static double now_s(void);
+
+/* Bytes copied per second by memcpy over a buffer far larger than the caches. */
+static double copy_bandwidth(void)
+{
+    size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_s();
+        memcpy(r % 2 ? a : b, r % 2 ? b : a, n);
+        double bw = n / (now_s() - t0);
+        if (bw > best) best = bw;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+static int bench_engine(const char *preset, int threads)
+{
+    const model_shape *m = model_preset(preset);
+    if (!m) {
+        fprintf(stderr, "servesim: --engine %s: unknown model (known: %s)\n", preset, model_preset_names());
+        return EXIT_BAD_INPUT;
+    }
+    calib_options o = {.kb = {.kind = KB_CPU, .weight_seed = 1, .sample_seed = 1, .threads = threads,
+                              .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                                        m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
+                       .model_name = preset, .block_size = 16, .max_tokens = 512, .max_context = 128,
+                       .max_seqs = 64, .repeats = 5};
+    int status;
+    char err[1024];
+    calib_probe *p = calibrate_probe_open(&o, &status, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
+    }
+    double bw = copy_bandwidth(), weights = (double)kb_weight_bytes(&o.kb.shape, KB_CPU);
+    double floor_s = weights / bw;
+    printf("servesim bench --engine %s: %s\n", preset, calibrate_probe_device(p));
+    printf("  weights %.1f MiB fp32; memcpy bandwidth %.2f GB/s; weight-read floor %.3f ms\n",
+           weights / (1 << 20), bw / 1e9, 1e3 * floor_s);
+    printf("  %-6s %12s %12s %10s\n", "batch", "step (ms)", "tokens/s", "x floor");
+    int batches[] = {1, 4, 16, 64};
+    calib_timed t;
+    for (int i = 0; i < 4 && status != -1; i++) {
+        if (calibrate_probe_measure(p, batches[i], 1, 127, &t) < 0) status = -1;
+        else printf("  %-6d %12.3f %12.0f %10.2f\n", batches[i], 1e3 * t.total, batches[i] / t.total, t.total / floor_s);
+    }
+    if (status != -1 && calibrate_probe_measure(p, 1, 512, 0, &t) == 0)
+        printf("  prefill of 512 tokens: %.1f ms, %.0f tokens/s\n", 1e3 * t.total, 512 / t.total);
+    else
+        fprintf(stderr, "servesim: backend: %s\n", calibrate_probe_error(p));
+    calibrate_probe_close(p);
+    return EXIT_OK;
+}
 
 static double now_s(void)
 {
@@ -70,17 +140,20 @@ int cmd_bench(int argc, char **argv)
         fputs(bench_usage, stdout);
         return EXIT_OK;
     }
-    long n = 1000000, seed = 0;
-    const char *trace = "traces/azure_llm_2023_conv.csv";
+    long n = 1000000, seed = 0, threads = 0;
+    const char *trace = "traces/azure_llm_2023_conv.csv", *engine = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
         const char *opt = argv[i], *val = argv[++i];
         char *end;
         if (strcmp(opt, "--trace") == 0) trace = val;
+        else if (strcmp(opt, "--engine") == 0) engine = val;
+        else if (strcmp(opt, "--threads") == 0 && (threads = strtol(val, &end, 10)) >= 0 && !*end) continue;
         else if (strcmp(opt, "--requests") == 0 && (n = strtol(val, &end, 10)) > 0 && !*end) continue;
         else if (strcmp(opt, "--seed") == 0 && (seed = strtol(val, &end, 10)) >= 0 && !*end) continue;
         else { fprintf(stderr, "servesim: bad option %s %s\n%s", opt, val, bench_usage); return EXIT_BAD_INPUT; }
     }
+    if (engine) return bench_engine(engine, (int)threads);
     scenario sc;
     scenario_defaults(&sc);
     char err[1024];

@@ -9,6 +9,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_engine(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

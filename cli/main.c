@@ -13,6 +13,7 @@ static void usage(FILE *f)
             "  run [SCENARIO.ini]   simulate a scenario (a built-in default without one)\n"
             "  engine [SCENARIO.ini] serve a scenario in real time on the real engine (CPU backend)\n"
             "  calibrate            time the real backend's kernels into a cost table\n"
+            "  validate SCENARIO.ini run the same requests on the engine and the simulator, compare\n"
             "  keys                 list every scenario key with its type, default and meaning\n"
             "  bench                measure the simulator's own speed\n\n"
             "`servesim COMMAND --help` describes each command.\n");
@@ -34,8 +35,15 @@ int main(int argc, char **argv)
         env_fix_blas_core(argv);
         return cmd_calibrate(argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "validate") == 0) {
+        env_fix_blas_core(argv);
+        return cmd_validate(argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) {
+        env_fix_blas_core(argv);
+        return cmd_bench(argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return EXIT_OK;

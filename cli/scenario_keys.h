@@ -54,5 +54,10 @@
     X(engine, temperature, NUM, "0", "0", "100", "sampling temperature (0 = greedy)") \
     X(engine, top_k, INT, "0", "0", "10000000", "sample among the k most likely tokens (0 = all)") \
     X(engine, top_p, NUM, "1", "0.000001", "1", "sample within this probability mass (1 = all)") \
+    X(validate, rates, TEXT, "", "", "", "arrival rates to validate at, comma-separated (empty: workload.rate)") \
+    X(validate, policies, TEXT, "", "", "", "policies to validate, comma-separated (empty: scheduler.policy)") \
+    X(validate, max_median_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P50 latencies") \
+    X(validate, max_p99_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P99 latencies") \
+    X(validate, max_throughput_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on throughputs") \
     X(run, seed, INT, "0", "0", "2147483647", "seed of every random draw") \
     X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics")

@@ -96,7 +96,8 @@ static int run_step(engine *e, double start)
     double t_e = clock_now(e);
     step_record st = {.step_id = e->stats.steps++, .start_time = start,
                       .schedule_time = t_b - t_a, .prepare_time = t_c - t_b,
-                      .forward_time = t_d - t_c, .sample_time = t_e - t_d};
+                      .forward_time = t_d - t_c, .sample_time = t_e - t_d,
+                      .predicted_time = e->o->predict ? e->o->predict(e->o->predict_ctx, b) : NAN};
     sched_fill_step(e->s, b, &st);
     double end = clock_now(e);
     deliver_tokens(e, b, end);

@@ -18,6 +18,9 @@ typedef struct engine_options {
     void *on_token_ctx;
     void (*progress)(void *ctx, size_t ended, size_t total);
     void *progress_ctx;
+    /* A cost model to ask what each executed batch should cost (validation); may be NULL. */
+    double (*predict)(const void *ctx, const sched_batch *b);
+    const void *predict_ctx;
 } engine_options;
 
 typedef struct engine_stats {

@@ -94,7 +94,7 @@ static void start_step(sim *m, replica *rep, double now)
     step_record *st = &rep->step;
     *st = (step_record){.step_id = rep->next_step_id++, .start_time = now, .end_time = now + dt,
                         .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
-                        .sample_time = NAN};
+                        .sample_time = NAN, .predicted_time = dt};
     sched_fill_step(rep->s, b, st);
     rep->busy = true;
     heap_push(&m->events, &rep->done.node, now + dt);

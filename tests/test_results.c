@@ -76,7 +76,7 @@ static const step_record step1 = {
     .num_prefix_cached_blocks = 5, .waiting = 7, .running = 5, .prefilling = 2,
     .prefix_hits = 32, .prefix_queries = 332, .kv_allocated_slots = 640, .kv_unused_slots = 17,
     .num_preempted = 1, .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
-    .sample_time = NAN};
+    .sample_time = NAN, .predicted_time = 0.25};
 
 static summary sample_summary(void)
 {
@@ -139,9 +139,9 @@ Test(results, commit_creates_dir_with_three_files_and_exact_csv)
         "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"
         "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"
         "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"
-        "forward_time,sample_time\n"
-        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,\n"
-        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,\n");
+        "forward_time,sample_time,predicted_time\n"
+        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,,0.250000000\n"
+        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,,0.250000000\n");
     char *reqs = slurp(dir, "requests.csv");
     cr_assert_str_eq(reqs,
         "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"
