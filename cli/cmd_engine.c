@@ -44,11 +44,22 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
         return EXIT_BAD_INPUT;
     o.sched = r.sched;
     engine_backend_options(&r.sched, &o.backend);
+    /* with a cost table, every step also records what the table predicts for its batch */
+    job_cost cost;
+    if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+    if (cost.use_table) {
+        o.predict = tc_step_time;
+        o.predict_ctx = &cost.table;
+    }
     workload w;
-    if (wl_build(&r.workload, &w, err, errlen) < 0) return EXIT_BAD_INPUT;
     res_dir dir;
+    if (wl_build(&r.workload, &w, err, errlen) < 0) {
+        job_cost_free(&cost);
+        return EXIT_BAD_INPUT;
+    }
     if (res_open(&dir, out, err, errlen) < 0) {
         wl_free(&w);
+        job_cost_free(&cost);
         return EXIT_FAILURE_OTHER;
     }
     job_progress ps;
@@ -72,6 +83,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     if (status == 0 && !quiet) printf("Engine: %s; %lld steps in %.2f s\n", st.device, (long long)st.steps, st.end_time);
     met_free(met);
     wl_free(&w);
+    job_cost_free(&cost);
     return status == 0 ? EXIT_OK : status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
 }
 
