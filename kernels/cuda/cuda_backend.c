@@ -22,9 +22,11 @@
  * multiples of 8 up to min(max_num_seqs, max_num_tokens, 512), and that cap itself. The batch
  * is padded up to the bucket with rows that attend to nothing (context 0, slot -1) and whose
  * logits are ignored. A bucket's graph is captured the first time it is needed (so the first
- * decode step of each size pays a capture of about a millisecond) and kept until kb_close. The
+ * decode step of each size also pays a capture, a few milliseconds) and kept until kb_close. The
  * graph reads its inputs from fixed device buffers that each forward fills before launching
- * it. Larger batches, mixed or prefill batches, and timed forwards run eagerly. Setting
+ * it. The first step of a bucket runs eagerly and then captures (capture records, it does not
+ * run), so kernels and cuBLAS's choices are loaded outside the capture. A capture that fails
+ * fails the forward with the CUDA error (SERVESIM_CUDA_GRAPHS=0 is the way around). Larger batches, mixed or prefill batches, and timed forwards run eagerly. Setting
  * SERVESIM_CUDA_GRAPHS=0 in the environment turns graphs off.
  *
  * Timing (kb_timing): events recorded around each part and synchronized, the parts named as
@@ -626,8 +628,11 @@ static int capture(cuda_backend *b, int bi)
     CK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
     int rc = enqueue_forward(b, n, n, n, 0, NULL);
     cudaError_t e = cudaStreamEndCapture(b->stream, &graph);
-    if (rc)
+    if (rc) {
+        if (graph)
+            cudaGraphDestroy(graph);
         return -1; /* the error is already recorded */
+    }
     CK(e);
     e = cudaGraphInstantiate(&b->graphs[bi], graph, 0);
     cudaGraphDestroy(graph);
@@ -684,10 +689,13 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
     if (upload_inputs(b, rows, seqs, n_seq))
         return -1;
 
-    if (bi >= 0) {
-        if (!b->graphs[bi] && capture(b, bi))
-            return -1;
+    if (bi >= 0 && b->graphs[bi]) {
         CK(cudaGraphLaunch(b->graphs[bi], b->stream));
+    } else if (bi >= 0) {
+        /* First use of the bucket: run it eagerly (which also loads every kernel and lets
+         * cuBLAS settle its choices outside the capture), then capture it for next time. */
+        if (enqueue_forward(b, rows, seqs, rows, 0, NULL) || capture(b, bi))
+            return -1;
     } else if (enqueue_forward(b, n_tok, n_seq, n_dec, n_pre, t)) {
         return -1;
     }

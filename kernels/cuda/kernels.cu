@@ -479,7 +479,8 @@ extern "C" int cuda_residual_add(float *d_x, const float *d_delta, long n, cuda_
 // the slot-th of SLOTS equal pieces of the row's span. It walks its piece in chunks of
 // ATT_CHUNK keys with an online softmax across chunks:
 //   phase 1: LPK = head_dim / 8 lanes hold one key (8 dims each, one 16-byte load); a warp
-//            covers 32 / LPK keys per step, the 4 warps interleave. Partial dot products are
+//            covers 32 / LPK keys per step, the 4 warps interleave, and each lane issues the
+//            loads of ATT_UNROLL steps before using them. Partial dot products are
 //            reduced over the LPK lanes with xor shuffles; scores go to shared memory.
 //   stats:   warp w takes heads w, w + 4, ...: chunk max, running max, exp, running sum.
 //   phase 2: the same lane mapping over V; each thread keeps acc[head][8] for its 8 dims over
@@ -491,6 +492,7 @@ extern "C" int cuda_residual_add(float *d_x, const float *d_delta, long n, cuda_
 #define ATT_WARPS 4
 #define ATT_THREADS (ATT_WARPS * 32)
 #define ATT_CHUNK 128
+#define ATT_UNROLL 4
 
 static size_t attn_smem_bytes(int group, int head_dim)
 {
@@ -551,29 +553,35 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     for (int c0 = k0; c0 < k1; c0 += ATT_CHUNK) {
         const int n = min(ATT_CHUNK, k1 - c0);
         // phase 1: scores. jb is uniform over a warp, so every lane reaches the shuffles.
-        for (int jb = warp * kpi; jb < n; jb += ATT_WARPS * kpi) {
-            const int j = jb + kk;
-            const bool valid = j < n;
-            float kf[8];
-            if (valid) {
-                const int pos = c0 + j;
-                const size_t s = (size_t)table[pos / bs] * bs + pos % bs;
-                unpack8(*reinterpret_cast<const uint4 *>(a.k_cache + s * kv_dim + head_off), kf);
-            } else {
+        // ATT_UNROLL keys per lane are loaded before any is used (more loads in flight).
+        for (int jb = warp * kpi; jb < n; jb += ATT_WARPS * kpi * ATT_UNROLL) {
+            uint4 raw[ATT_UNROLL];
 #pragma unroll
-                for (int e = 0; e < 8; e++)
-                    kf[e] = 0.0f;
+            for (int u = 0; u < ATT_UNROLL; u++) {
+                const int j = jb + u * ATT_WARPS * kpi + kk;
+                raw[u] = make_uint4(0u, 0u, 0u, 0u);
+                if (j < n) {
+                    const int pos = c0 + j;
+                    const size_t s = (size_t)table[pos / bs] * bs + pos % bs;
+                    raw[u] = *reinterpret_cast<const uint4 *>(a.k_cache + s * kv_dim + head_off);
+                }
             }
-            for (int h = 0; h < group; h++) {
-                const float *qh = q_s + h * hd + c * 8;
-                float d = 0.0f;
 #pragma unroll
-                for (int e = 0; e < 8; e++)
-                    d += qh[e] * kf[e];
-                for (int off = lpk >> 1; off > 0; off >>= 1)
-                    d += __shfl_xor_sync(0xffffffffu, d, off);
-                if (valid && c == 0)
-                    p_s[h * ATT_CHUNK + j] = d * scale;
+            for (int u = 0; u < ATT_UNROLL; u++) {
+                const int j = jb + u * ATT_WARPS * kpi + kk;
+                float kf[8];
+                unpack8(raw[u], kf);
+                for (int h = 0; h < group; h++) {
+                    const float *qh = q_s + h * hd + c * 8;
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        d += qh[e] * kf[e];
+                    for (int off = lpk >> 1; off > 0; off >>= 1)
+                        d += __shfl_xor_sync(0xffffffffu, d, off);
+                    if (j < n && c == 0)
+                        p_s[h * ATT_CHUNK + j] = d * scale;
+                }
             }
         }
         __syncthreads();
@@ -608,22 +616,34 @@ static __global__ void __launch_bounds__(ATT_THREADS)
                 for (int e = 0; e < 8; e++)
                     acc[h][e] *= alpha;
             }
-        for (int jb = warp * kpi; jb < n; jb += ATT_WARPS * kpi) {
-            const int j = jb + kk;
-            if (j >= n)
-                continue;
-            const int pos = c0 + j;
-            const size_t s = (size_t)table[pos / bs] * bs + pos % bs;
-            float vf[8];
-            unpack8(*reinterpret_cast<const uint4 *>(a.v_cache + s * kv_dim + head_off), vf);
+        for (int jb = warp * kpi; jb < n; jb += ATT_WARPS * kpi * ATT_UNROLL) {
+            uint4 raw[ATT_UNROLL];
 #pragma unroll
-            for (int h = 0; h < CUDA_ATTN_MAX_GROUP; h++)
-                if (h < group) {
-                    const float p = p_s[h * ATT_CHUNK + j];
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        acc[h][e] += p * vf[e];
+            for (int u = 0; u < ATT_UNROLL; u++) {
+                const int j = jb + u * ATT_WARPS * kpi + kk;
+                raw[u] = make_uint4(0u, 0u, 0u, 0u);
+                if (j < n) {
+                    const int pos = c0 + j;
+                    const size_t s = (size_t)table[pos / bs] * bs + pos % bs;
+                    raw[u] = *reinterpret_cast<const uint4 *>(a.v_cache + s * kv_dim + head_off);
                 }
+            }
+#pragma unroll
+            for (int u = 0; u < ATT_UNROLL; u++) {
+                const int j = jb + u * ATT_WARPS * kpi + kk;
+                if (j >= n)
+                    continue;
+                float vf[8];
+                unpack8(raw[u], vf);
+#pragma unroll
+                for (int h = 0; h < CUDA_ATTN_MAX_GROUP; h++)
+                    if (h < group) {
+                        const float p = p_s[h * ATT_CHUNK + j];
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                            acc[h][e] += p * vf[e];
+                    }
+            }
         }
         __syncthreads(); // p_s is rewritten by the next chunk
     }
