@@ -1,15 +1,43 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/results.h"
 #include "cli/commands.h"
+#include "cli/run_repeat.h"
+#include "cli/study_args.h"
 
 static const char run_usage[] =
     "usage: servesim run [SCENARIO.ini] [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "                    [--repeat N [--jobs N]]\n"
     "  Simulates the scenario (a built-in default without one: llama-3-8b on an H200 roofline,\n"
     "  1000 chat-like requests, Poisson arrivals at 10/s) and writes summary.json,\n"
-    "  requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n";
+    "  requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n"
+    "  --repeat N runs seeds seed .. seed+N-1 (N threads at most --jobs, default one per CPU),\n"
+    "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n";
+
+/* Takes run's own --repeat and --jobs out of ARGV; the rest is every scenario command's. */
+static int take_repeat_args(int *argc, char **argv, long *repeat, long *jobs)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        bool is_repeat = strcmp(argv[i], "--repeat") == 0, is_jobs = strcmp(argv[i], "--jobs") == 0;
+        if (!is_repeat && !is_jobs) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc) {
+            fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], run_usage);
+            return -1;
+        }
+        if (study_parse_int(argv[i], argv[i + 1], 1, is_repeat ? 10000 : 1024, is_repeat ? repeat : jobs) < 0)
+            return -1;
+        i++;
+    }
+    *argc = kept;
+    return 0;
+}
 
 int cmd_run(int argc, char **argv)
 {
@@ -19,11 +47,14 @@ int cmd_run(int argc, char **argv)
     }
     scenario sc;
     scenario_args a;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), repeat = 1, jobs = cpus > 0 ? cpus : 1;
+    if (take_repeat_args(&argc, argv, &repeat, &jobs) < 0) return EXIT_BAD_INPUT;
     if (parse_scenario_args(argc, argv, run_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
     char out[1200], stem[300];
     scenario_stem_into(&sc, stem, sizeof stem);
     if (a.out_dir) snprintf(out, sizeof out, "%s", a.out_dir);
     else snprintf(out, sizeof out, "results/runs/%s-seed%lld", stem, sc.v[K_run_seed].i);
+    if (repeat > 1) return run_repeats(&sc, out, (int)repeat, (int)jobs, a.quiet);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
     char err[1024];
     struct timespec t0, t1;

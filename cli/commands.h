@@ -12,6 +12,9 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_capacity(int argc, char **argv);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... */
 typedef struct scenario_args {

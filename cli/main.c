@@ -15,7 +15,10 @@ static void usage(FILE *f)
             "  calibrate            time the real backend's kernels into a cost table\n"
             "  validate SCENARIO.ini run the same requests on the engine and the simulator, compare\n"
             "  keys                 list every scenario key with its type, default and meaning\n"
-            "  bench                measure the simulator's own speed\n\n"
+            "  bench                measure the simulator's own speed\n"
+            "  sweep SCENARIO.ini   run a scenario at many points (--vary, --point), in parallel\n"
+            "  merge OUT SHARD...   join the sweep.csv of a sweep's shards\n"
+            "  capacity SCENARIO.ini  the highest arrival rate meeting SLOs, the knee, KV exhaustion\n\n"
             "`servesim COMMAND --help` describes each command.\n");
 }
 
@@ -44,6 +47,9 @@ int main(int argc, char **argv)
         env_fix_blas_core(argv);
         return cmd_bench(argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "sweep") == 0) return cmd_sweep(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0) return cmd_merge(argc - 1, argv + 1);
+    if (strcmp(cmd, "capacity") == 0) return cmd_capacity(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return EXIT_OK;

@@ -1,0 +1,276 @@
+/* `servesim capacity`: the highest Poisson rate meeting every SLO, the knee, where P99 TTFT
+ * takes off and where free KV blocks run out (definitions in cli/capacity.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/outdir.h"
+#include "bench/plot.h"
+#include "bench/sumfield.h"
+#include "cli/capacity.h"
+#include "cli/commands.h"
+#include "cli/study_args.h"
+
+static const char capacity_usage[] =
+    "usage: servesim capacity SCENARIO.ini [--slo METRIC=LIMIT,...] [--max-rate R] [--out DIR]\n"
+    "                         [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "  Finds the highest Poisson arrival rate (workload.rate; the search starts there) that the\n"
+    "  scenario serves: every SLO met (METRIC is ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
+    "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and achieved throughput >= 90% of the offered rate.\n"
+    "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
+    "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
+    "  DIR/capacity.csv and latency.png (default DIR: results/runs/NAME-capacity).\n";
+
+enum { MAX_POINTS = 128 };
+
+typedef struct capacity_cli {
+    cap_slo slo[CAP_MAX_SLO];
+    int nslo;
+    double max_rate;
+    const char *out;
+    bool quiet;
+} capacity_cli;
+
+typedef struct search_ctx {
+    const scenario *base;
+    const capacity_cli *cli;
+    cap_point pts[MAX_POINTS];
+    bool served[MAX_POINTS];
+    int n;
+    char err[2048];
+    int status;
+} search_ctx;
+
+static int on_capacity_opt(void *ctx, const char *flag, const char *value)
+{
+    capacity_cli *c = ctx;
+    char err[1024], *end;
+    if (strcmp(flag, "--slo") == 0) {
+        if (cap_parse_slo(value, c->slo, &c->nslo, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "servesim: %s\n", err);
+        return -1;
+    }
+    if (strcmp(flag, "--max-rate") == 0) {
+        c->max_rate = strtod(value, &end);
+        if (end != value && !*end && c->max_rate > 0 && c->max_rate <= 1e7) return 0;
+        fprintf(stderr, "servesim: --max-rate %s: expected a rate in (0, 1e7] requests/s\n", value);
+        return -1;
+    }
+    if (strcmp(flag, "--out") == 0) c->out = value;
+    else c->quiet = true;
+    return 0;
+}
+
+static const study_opt capacity_opts[] = {
+    {"--slo", true}, {"--max-rate", true}, {"--out", true}, {"--quiet", false},
+};
+
+static int find_point(const search_ctx *s, double rate)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->pts[i].rate == rate) return i;
+    return -1;
+}
+
+/* Runs the scenario at RATE, once; the point joins the table. */
+static int measure(search_ctx *s, double rate)
+{
+    int i = find_point(s, rate);
+    if (i >= 0) return i;
+    if (s->n >= MAX_POINTS) {
+        snprintf(s->err, sizeof s->err, "more than %d rates tried", MAX_POINTS);
+        s->status = EXIT_FAILURE_OTHER;
+        return -1;
+    }
+    scenario sc = *s->base;
+    char assignment[64];
+    snprintf(assignment, sizeof assignment, "workload.rate=%.17g", rate);
+    if (scenario_set(&sc, assignment, s->err, sizeof s->err) < 0) {
+        s->status = EXIT_BAD_INPUT;
+        return -1;
+    }
+    simjob j = {.sc = &sc};
+    if ((s->status = simjob_run(&j, s->err, sizeof s->err)) != EXIT_OK) return -1;
+    s->pts[s->n] = (cap_point){rate, j.have_summary, j.sum};
+    char why[256];
+    s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, rate, why, sizeof why);
+    return s->n++;
+}
+
+static int probe(void *ctx, double rate, bool *ok)
+{
+    search_ctx *s = ctx;
+    int i = measure(s, rate);
+    if (i < 0) return -1;
+    *ok = s->served[i];
+    return 0;
+}
+
+/* Rates around the capacity, for the knee and take-off: 1/8 .. 2x in steps of about 1.4x. */
+static int profile(search_ctx *s, double capacity)
+{
+    static const double factors[] = {0.125, 0.25, 0.5, 0.71, 1.41, 2};
+    for (size_t f = 0; f < sizeof factors / sizeof *factors; f++) {
+        double rate = capacity * factors[f];
+        if (rate > s->cli->max_rate) continue;
+        if (measure(s, rate) < 0) return -1;
+    }
+    return 0;
+}
+
+static int by_rate(const void *a, const void *b)
+{
+    double x = ((const cap_point *)a)->rate, y = ((const cap_point *)b)->rate;
+    return (x > y) - (x < y);
+}
+
+static void write_csv(FILE *f, const search_ctx *s, const cap_point *sorted)
+{
+    fputs("rate,served,", f);
+    sumf_write_header(f, "");
+    fputc('\n', f);
+    for (int i = 0; i < s->n; i++) {
+        fprintf(f, "%.6g,%d,", sorted[i].rate, s->served[find_point(s, sorted[i].rate)]);
+        if (sorted[i].have) sumf_write_row(f, &sorted[i].sum);
+        else
+            for (size_t k = 1; k < sumf_count(); k++) fputc(',', f);
+        fputc('\n', f);
+    }
+}
+
+static void print_table(const search_ctx *s, const cap_point *sorted)
+{
+    printf("%10s %6s %8s %9s %9s %9s %9s %9s %8s\n", "rate", "served", "req/s", "out tok/s", "TTFT p50", "TTFT p99",
+           "TPOT p99", "E2EL p99", "min free");
+    for (int i = 0; i < s->n; i++) {
+        const summary *m = &sorted[i].sum;
+        printf("%10.4g %6s %8.2f %9.0f %9.1f %9.1f %9.2f %9.0f %8d\n", sorted[i].rate,
+               s->served[find_point(s, sorted[i].rate)] ? "yes" : "no", m->request_throughput, m->output_throughput,
+               m->ttft_ms.median, m->ttft_ms.p99, m->tpot_ms.p99, m->e2el_ms.p99, m->min_free_blocks);
+    }
+}
+
+static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *res)
+{
+    fputs("SLO:", f);
+    for (int i = 0; i < s->cli->nslo; i++)
+        fprintf(f, " %s <= %g,", sumf_at((size_t)s->cli->slo[i].field)->name, s->cli->slo[i].limit);
+    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    if (res->best == 0) fprintf(f, "Capacity: no rate down to %.4g req/s is served.\n", res->fail);
+    else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
+    else {
+        char why[256];
+        int i = find_point(s, res->fail);
+        cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, res->fail, why, sizeof why);
+        fprintf(f, "Capacity: %.4g req/s is served; %.4g req/s is not (%s).\n", res->best, res->fail, why);
+    }
+}
+
+static int plot_latency(const char *dir, char *err, size_t errlen)
+{
+    char term[32];
+    if (!plot_available(term, sizeof term)) {
+        printf("note: gnuplot not found, no plots\n");
+        return 0;
+    }
+    plot pl;
+    FILE *f = plot_begin(&pl, term, "latency.png", "latency against arrival rate", 1200, 500);
+    if (!f) return -1;
+    fputs("set multiplot layout 1,2\nset xlabel 'arrival rate (requests/s)'\nset logscale x\n"
+          "set title 'TTFT (ms)'\nplot 'capacity.csv' using 'rate':'median_ttft_ms' title 'P50', "
+          "'' using 'rate':'p99_ttft_ms' title 'P99'\n"
+          "set title 'TPOT (ms)'\nplot 'capacity.csv' using 'rate':'median_tpot_ms' title 'P50', "
+          "'' using 'rate':'p99_tpot_ms' title 'P99'\nunset multiplot\n",
+          f);
+    return plot_finish(&pl, dir, err, errlen);
+}
+
+static int write_outputs(const search_ctx *s, const cap_search_result *res, const char *out, char *err, size_t errlen)
+{
+    cap_point sorted[MAX_POINTS];
+    memcpy(sorted, s->pts, (size_t)s->n * sizeof *sorted);
+    qsort(sorted, (size_t)s->n, sizeof *sorted, by_rate);
+    cap_findings fd;
+    cap_analyze(sorted, s->n, &fd);
+    outdir od;
+    if (od_open(&od, out, err, errlen) < 0) return -1;
+    FILE *f = od_fopen(&od, "capacity.csv", err, errlen);
+    int status = f ? 0 : -1;
+    if (f) {
+        write_csv(f, s, sorted);
+        status = od_fclose(f, "capacity.csv", err, errlen);
+    }
+    if (status == 0 && (f = od_fopen(&od, "capacity.txt", err, errlen))) {
+        write_answer(f, s, res);
+        cap_write_findings(f, sorted, s->n, &fd, false);
+        status = od_fclose(f, "capacity.txt", err, errlen);
+    } else {
+        status = -1;
+    }
+    if (status == 0) status = plot_latency(od.tmp_path, err, errlen);
+    if (status == 0) status = od_commit(&od, err, errlen);
+    if (status < 0) {
+        od_abort(&od);
+        return -1;
+    }
+    if (!s->cli->quiet) {
+        print_table(s, sorted);
+        write_answer(stdout, s, res);
+        cap_write_findings(stdout, sorted, s->n, &fd, false);
+        printf("Results in %s/\n", out);
+    }
+    return 0;
+}
+
+static int search(const scenario *sc, const capacity_cli *c)
+{
+    search_ctx *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "servesim: out of memory\n");
+        return EXIT_FAILURE_OTHER;
+    }
+    *s = (search_ctx){.base = sc, .cli = c, .status = EXIT_OK};
+    cap_search_result res;
+    int status = EXIT_OK;
+    if (cap_search(fmin(sc->v[K_workload_rate].d, c->max_rate), c->max_rate, 0.02, probe, s, &res) < 0 ||
+        (res.best > 0 && profile(s, res.best) < 0)) {
+        fprintf(stderr, "servesim: %s\n", s->err);
+        status = s->status;
+    }
+    char out[1200], stem[300], err[2048];
+    scenario_stem_into(sc, stem, sizeof stem);
+    if (c->out) snprintf(out, sizeof out, "%s", c->out);
+    else snprintf(out, sizeof out, "results/runs/%s-capacity", stem);
+    if (status == EXIT_OK && write_outputs(s, &res, out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        status = EXIT_FAILURE_OTHER;
+    }
+    free(s);
+    return status;
+}
+
+int cmd_capacity(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(capacity_usage, stdout);
+        return EXIT_OK;
+    }
+    capacity_cli c = {.max_rate = 10000};
+    scenario sc;
+    if (study_parse_args(argc, argv, capacity_usage, capacity_opts, sizeof capacity_opts / sizeof *capacity_opts,
+                         &sc, on_capacity_opt, &c) < 0)
+        return EXIT_BAD_INPUT;
+    char err[2048];
+    scenario_resolved r;
+    if (strcmp(sc.v[K_workload_arrival].s, "poisson") != 0) {
+        fprintf(stderr, "servesim: capacity searches Poisson rates, but workload.arrival is %s (%s)\n",
+                sc.v[K_workload_arrival].s, sc.v[K_workload_arrival].origin);
+        return EXIT_BAD_INPUT;
+    }
+    if (scenario_resolve(&sc, &r, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    return search(&sc, &c);
+}

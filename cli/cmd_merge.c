@@ -1,0 +1,175 @@
+/* `servesim merge`: joins the sweep.csv of every shard of one sweep into one, in point order,
+ * after checking that together they hold every point exactly once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/outdir.h"
+#include "cli/commands.h"
+
+static const char merge_usage[] =
+    "usage: servesim merge OUT_DIR SHARD_DIR...\n"
+    "  Joins the shards of one sweep (each written by `servesim sweep --shard K/N --out\n"
+    "  SHARD_DIR`) into OUT_DIR/sweep.csv, rows in point order, byte for byte what the sweep\n"
+    "  without --shard writes. Fails when a point is missing or in two shards.\n";
+
+typedef struct merged {
+    int total, repeat;
+    char *header;
+    char **rows;             /* by point index */
+    char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
+} merged;
+
+/* "points_total" and "repeat" from DIR/sweep.json. */
+static int read_json(const char *dir, int *total, int *repeat, char *err, size_t errlen)
+{
+    char path[1100], line[512];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open (is %s a sweep's output directory?)", path, dir);
+        return -1;
+    }
+    *total = *repeat = -1;
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, " \"points_total\": %d", total);
+        sscanf(line, " \"repeat\": %d", repeat);
+    }
+    fclose(f);
+    if (*total < 1 || *repeat < 1) {
+        snprintf(err, errlen, "%s: no points_total or repeat in it", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
+{
+    int total, repeat;
+    if (read_json(dir, &total, &repeat, err, errlen) < 0) return -1;
+    if (m->total < 0) {
+        m->total = total;
+        m->repeat = repeat;
+        m->rows = calloc((size_t)total, sizeof *m->rows);
+        m->where = calloc((size_t)total, sizeof *m->where);
+        if (!m->rows || !m->where) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    } else if (total != m->total || repeat != m->repeat) {
+        snprintf(err, errlen, "%s/sweep.json: %d points x %d repeats, but the first shard has %d x %d: not one sweep",
+                 dir, total, repeat, m->total, m->repeat);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_row(merged *m, char *line, const char *where, char *err, size_t errlen)
+{
+    char *end;
+    long point = strtol(line, &end, 10);
+    if (end == line || *end != ',' || point < 0 || point >= m->total) {
+        snprintf(err, errlen, "%s: expected a point index in [0, %d) first", where, m->total);
+        return -1;
+    }
+    if (m->rows[point]) {
+        snprintf(err, errlen, "%s: point %ld is also in %s", where, point, m->where[point]);
+        return -1;
+    }
+    m->rows[point] = line;
+    snprintf(m->where[point], sizeof m->where[point], "%s", where);
+    return 0;
+}
+
+static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
+{
+    char path[1100], where[1100];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int status = 0;
+    for (int lineno = 1; status == 0 && getline(&line, &cap, f) >= 0; lineno++) {
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (lineno == 1 && !m->header) {
+            m->header = line;
+            line = NULL, cap = 0;
+        } else if (lineno == 1 && strcmp(line, m->header) != 0) {
+            snprintf(err, errlen, "%s: the columns differ from the first shard's", where);
+            status = -1;
+        } else if (lineno > 1 && (status = add_row(m, line, where, err, errlen)) == 0) {
+            line = NULL, cap = 0;
+        }
+    }
+    free(line);
+    fclose(f);
+    return status;
+}
+
+static int check_complete(const merged *m, char *err, size_t errlen)
+{
+    int missing = 0;
+    size_t used = 0;
+    for (int i = 0; i < m->total; i++) {
+        if (m->rows[i]) continue;
+        if (missing++ < 10 && used < errlen)
+            used += (size_t)snprintf(err + used, errlen - used, "%s%d", missing > 1 ? ", " : "points missing from every shard: ", i);
+    }
+    if (missing > 10 && used < errlen) snprintf(err + used, errlen - used, " and %d more", missing - 10);
+    if (missing && used < errlen) snprintf(err + strlen(err), errlen - strlen(err), " (the sweep has %d)", m->total);
+    return missing ? -1 : 0;
+}
+
+static int write_merged(const merged *m, const char *out, char *err, size_t errlen)
+{
+    outdir od;
+    if (od_open(&od, out, err, errlen) < 0) return -1;
+    FILE *f = od_fopen(&od, "sweep.csv", err, errlen);
+    int status = f ? 0 : -1;
+    if (f) {
+        fputs(m->header, f);
+        for (int i = 0; i < m->total; i++) fputs(m->rows[i], f);
+        status = od_fclose(f, "sweep.csv", err, errlen);
+    }
+    if (status == 0 && (f = od_fopen(&od, "sweep.json", err, errlen))) {
+        fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": 1,\n  \"num_shards\": 1,\n  \"repeat\": %d,\n"
+                   "  \"merged_from_shards\": true\n}\n", m->total, m->repeat);
+        status = od_fclose(f, "sweep.json", err, errlen);
+    } else {
+        status = -1;
+    }
+    if (status == 0) status = od_commit(&od, err, errlen);
+    if (status < 0) od_abort(&od);
+    return status;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(merge_usage, stdout);
+        return EXIT_OK;
+    }
+    if (argc < 3) {
+        fprintf(stderr, "servesim: merge needs OUT_DIR and at least one SHARD_DIR\n%s", merge_usage);
+        return EXIT_BAD_INPUT;
+    }
+    merged m = {.total = -1};
+    char err[2048];
+    int status = EXIT_OK;
+    for (int i = 2; status == EXIT_OK && i < argc; i++)
+        if (check_plan(&m, argv[i], err, sizeof err) < 0 || read_csv(&m, argv[i], err, sizeof err) < 0)
+            status = EXIT_BAD_INPUT;
+    if (status == EXIT_OK && check_complete(&m, err, sizeof err) < 0) status = EXIT_BAD_INPUT;
+    if (status == EXIT_OK && write_merged(&m, argv[1], err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+    if (status != EXIT_OK) fprintf(stderr, "servesim: %s\n", err);
+    else printf("%d points from %d shards in %s/sweep.csv\n", m.total, argc - 2, argv[1]);
+    for (int i = 0; m.rows && i < m.total; i++) free(m.rows[i]);
+    free(m.rows);
+    free(m.where);
+    free(m.header);
+    return status;
+}

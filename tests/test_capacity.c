@@ -1,0 +1,133 @@
+/* Capacity: the search on a known threshold, SLO parsing, the findings' definitions, and an
+ * end-to-end search whose answer is the service rate of one-request-at-a-time serving. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/sumfield.h"
+#include "cli/capacity.h"
+#include "cli/commands.h"
+#include "cli/simjob.h"
+
+typedef struct threshold {
+    double limit;
+    int probes;
+    double last;
+} threshold;
+
+static int below(void *ctx, double rate, bool *ok)
+{
+    threshold *t = ctx;
+    t->probes++;
+    t->last = rate;
+    *ok = rate <= t->limit;
+    return 0;
+}
+
+Test(capacity, search_brackets_then_bisects_to_two_percent)
+{
+    double limits[] = {37.3, 0.0123, 9999, 10};
+    for (int i = 0; i < 4; i++) {
+        threshold t = {limits[i], 0, 0};
+        cap_search_result r;
+        cr_assert_eq(cap_search(10, 1e6, 0.02, below, &t, &r), 0);
+        cr_assert(r.best <= limits[i] && r.best >= limits[i] / 1.02, "limit %g: best %g", limits[i], r.best);
+        cr_assert(r.fail > limits[i] && r.fail <= r.best * 1.02, "limit %g: fail %g", limits[i], r.fail);
+        cr_assert(t.probes < 40);
+    }
+    threshold all = {INFINITY, 0, 0};
+    cap_search_result r;
+    cr_assert_eq(cap_search(10, 100, 0.02, below, &all, &r), 0);
+    cr_assert_float_eq(r.best, 100, 0, "every rate served: the answer is the maximum");
+    cr_assert_eq(r.fail, 0);
+    threshold none = {-1, 0, 0};
+    cr_assert_eq(cap_search(10, 100, 0.02, below, &none, &r), 0);
+    cr_assert_eq(r.best, 0);
+}
+
+Test(capacity, slo_names_in_both_spellings)
+{
+    cap_slo slo[CAP_MAX_SLO];
+    int n = 0;
+    char err[512];
+    cr_assert_eq(cap_parse_slo("ttft_p99_ms=500,tpot_median_ms=20,p90_e2el_ms=9000", slo, &n, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(slo[0].field, sumf_find("p99_ttft_ms"));
+    cr_assert_eq(slo[1].field, sumf_find("median_tpot_ms"));
+    cr_assert_eq(slo[2].field, sumf_find("p90_e2el_ms"));
+    const char *bad[] = {"ttft_p95_ms=1", "ttft_p99_ms=0", "ttft_p99_ms", "ttft_p99_ms=1x", "nonsense=3"};
+    for (int i = 0; i < 5; i++) {
+        n = 0;
+        cr_assert_eq(cap_parse_slo(bad[i], slo, &n, err, sizeof err), -1, "%s", bad[i]);
+    }
+    summary s = {.request_throughput = 9.5};
+    s.ttft_ms.p99 = 400;
+    n = 0;
+    cap_parse_slo("ttft_p99_ms=500", slo, &n, err, sizeof err);
+    char why[256];
+    cr_assert(cap_served(slo, n, &s, 10, why, sizeof why));
+    s.ttft_ms.p99 = 501;
+    cr_assert_not(cap_served(slo, n, &s, 10, why, sizeof why));
+    cr_assert(strstr(why, "p99_ttft_ms"), "%s", why);
+    s.ttft_ms.p99 = 400;
+    cr_assert_not(cap_served(slo, n, &s, 11, why, sizeof why), "9.5 of 11 req/s is below 90%%");
+}
+
+Test(capacity, findings_follow_their_definitions)
+{
+    cap_point p[5] = {{0}};
+    double rate[] = {1, 2, 4, 8, 16}, got[] = {1, 2, 3.9, 7, 8}, p99[] = {100, 150, 190, 250, 900};
+    int freeb[] = {50, 40, 10, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        p[i].rate = rate[i];
+        p[i].have = true;
+        p[i].sum.request_throughput = got[i];
+        p[i].sum.ttft_ms.p99 = p99[i];
+        p[i].sum.min_free_blocks = freeb[i];
+    }
+    cap_findings fd;
+    cap_analyze(p, 5, &fd);
+    cr_assert_eq(fd.knee, 3, "7 < 0.9 x 8");
+    cr_assert_eq(fd.takeoff, 3, "250 > 2 x 100");
+    cr_assert_eq(fd.kv_zero, 3);
+    p[3].sum.request_throughput = 7.5;
+    p[3].sum.ttft_ms.p99 = 199;
+    p[3].sum.min_free_blocks = 1;
+    cap_analyze(p, 5, &fd);
+    cr_assert_eq(fd.knee, 4);
+    cr_assert_eq(fd.takeoff, 4);
+    cr_assert_eq(fd.kv_zero, 4);
+}
+
+/* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
+ * E2E latency alone); below it Poisson traffic keeps up, above it throughput is pinned there. */
+Test(capacity, end_to_end_finds_the_service_rate)
+{
+    const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
+                          "workload.num_requests=200"};
+    scenario sc;
+    char err[1024];
+    scenario_defaults(&sc);
+    for (int i = 0; i < 4; i++) cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    scenario one = sc;
+    scenario_set(&one, "workload.num_requests=1", err, sizeof err);
+    simjob j = {.sc = &one};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), 0, "%s", err);
+    double service = 1000 / j.sum.e2el_ms.mean;
+    system("rm -rf /tmp/ss-capacity");
+    char *argv[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2], "--set",
+                    (char *)sets[3], "--out", "/tmp/ss-capacity", "--quiet"};
+    cr_assert_eq(cmd_capacity(12, argv), 0);
+    FILE *f = fopen("/tmp/ss-capacity/capacity.txt", "r");
+    cr_assert(f);
+    char line[512];
+    double found = -1;
+    while (fgets(line, sizeof line, f)) sscanf(line, "Capacity: %lf req/s is served", &found);
+    fclose(f);
+    cr_assert(found > 0.85 * service && found < 1.15 * service, "capacity %g req/s, service rate %g req/s", found,
+              service);
+    char *bad[] = {"capacity", "--slo", "ttft_p42_ms=3", "--out", "/tmp/ss-capacity-bad"};
+    cr_assert_eq(cmd_capacity(5, bad), 2);
+}

@@ -1,0 +1,78 @@
+/* Repeat aggregation: mean, sample std, min and max of known numbers; run --repeat's files. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/repeat.h"
+#include "bench/sumfield.h"
+#include "cli/commands.h"
+
+Test(repeat, mean_std_min_max_of_known_numbers)
+{
+    summary runs[4] = {{0}};
+    double ttft[] = {10, 20, 30, 60};
+    for (int i = 0; i < 4; i++) {
+        runs[i].completed = i + 1;
+        runs[i].ttft_ms.p99 = ttft[i];
+        runs[i].total_output_tokens = 1000 * (i + 1);
+    }
+    rep_stat st[64];
+    cr_assert(sumf_count() <= 64);
+    rep_aggregate(runs, 4, st);
+    const rep_stat *c = &st[sumf_find("completed")], *t = &st[sumf_find("p99_ttft_ms")];
+    cr_assert_float_eq(c->mean, 2.5, 1e-12);
+    cr_assert_float_eq(c->std, sqrt(5.0 / 3.0), 1e-12);
+    cr_assert_float_eq(c->min, 1, 0);
+    cr_assert_float_eq(c->max, 4, 0);
+    cr_assert_float_eq(t->mean, 30, 1e-12);
+    cr_assert_float_eq(t->std, sqrt((400 + 100 + 0 + 900) / 3.0), 1e-12);
+    summary mean;
+    rep_mean_summary(st, &mean);
+    cr_assert_eq(mean.completed, 3, "2.5 rounds away from zero");
+    cr_assert_eq(mean.total_output_tokens, 2500);
+    cr_assert_float_eq(mean.ttft_ms.p99, 30, 1e-12);
+    rep_aggregate(runs, 1, st);
+    cr_assert_eq(st[sumf_find("completed")].std, 0, "one run has no spread");
+}
+
+Test(repeat, csv_rows_per_run_and_per_metric)
+{
+    summary runs[2] = {{.completed = 7}, {.completed = 9}};
+    uint64_t seeds[2] = {11, 12};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rep_write_runs_csv(f, runs, seeds, 2);
+    fclose(f);
+    cr_assert(strncmp(buf, "repeat,seed,completed,rejected,", 31) == 0, "%s", buf);
+    cr_assert(strstr(buf, "\n1,11,7,0,") && strstr(buf, "\n2,12,9,0,"), "%s", buf);
+    free(buf);
+    rep_stat st[64];
+    rep_aggregate(runs, 2, st);
+    f = open_memstream(&buf, &len);
+    rep_write_stats_csv(f, st);
+    fclose(f);
+    cr_assert(strstr(buf, "metric,mean,std,min,max\ncompleted,8,1.414213562,7,9\n"), "%s", buf);
+    free(buf);
+}
+
+Test(repeat, run_repeat_writes_a_run_and_the_spread)
+{
+    system("rm -rf /tmp/ss-run-repeat");
+    char *argv[] = {"run", "--set", "workload.num_requests=30", "--repeat", "3", "--jobs", "2", "--out",
+                    "/tmp/ss-run-repeat", "--quiet"};
+    cr_assert_eq(cmd_run(10, argv), 0);
+    struct stat st;
+    const char *files[] = {"summary.json", "requests.csv", "steps.csv", "repeats.csv", "repeat_stats.csv"};
+    for (int i = 0; i < 5; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "/tmp/ss-run-repeat/%s", files[i]);
+        cr_assert_eq(stat(p, &st), 0, "%s", p);
+    }
+    cr_assert_neq(stat("/tmp/ss-run-repeat/points", &st), 0);
+    char *bad[] = {"run", "--repeat", "0"};
+    cr_assert_eq(cmd_run(3, bad), 2);
+}

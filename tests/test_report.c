@@ -1,0 +1,82 @@
+/* Reports: every figure and direction word of a sentence comes from the numbers. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/report.h"
+#include "cli/study.h"
+
+Test(report, change_picks_its_direction_from_the_sign)
+{
+    char buf[256];
+    rpt_change(buf, sizeof buf, "P99 TPOT", 10, 8, "ms");
+    cr_assert_str_eq(buf, "cut P99 TPOT by 20.0% (10.0 → 8.00 ms)");
+    rpt_change(buf, sizeof buf, "P99 TPOT", 8, 10, "ms");
+    cr_assert_str_eq(buf, "raised P99 TPOT by 25.0% (8.00 → 10.0 ms)");
+    rpt_change(buf, sizeof buf, "TTFT", 100, 100.01, "ms");
+    cr_assert_str_eq(buf, "left TTFT unchanged (100 ms)");
+    rpt_change(buf, sizeof buf, "hits", 0, 5, "");
+    cr_assert_str_eq(buf, "raised hits from 0 to 5.00");
+    rpt_ratio(buf, sizeof buf, 300, 100);
+    cr_assert_str_eq(buf, "3.0×");
+    rpt_ratio(buf, sizeof buf, 25, 100);
+    cr_assert_str_eq(buf, "0.25×");
+    rpt_ratio(buf, sizeof buf, 1234, 10);
+    cr_assert_str_eq(buf, "123×");
+    rpt_percent(buf, sizeof buf, 0.7345);
+    cr_assert_str_eq(buf, "73.5%");
+}
+
+static char *versions_report(double static_tput, double cont_tput, double static_ttft, double cont_ttft)
+{
+    scenario sc;
+    char err[1024];
+    scenario_defaults(&sc);
+    sweep_plan p;
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "static:scheduler.policy=static", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "continuous:scheduler.policy=continuous", err, sizeof err), 0, "%s", err);
+    system("rm -rf /tmp/ss-report && mkdir -p /tmp/ss-report/points/000 /tmp/ss-report/points/001");
+    for (int i = 0; i < 2; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/tmp/ss-report/points/%03d/requests.csv", i);
+        FILE *f = fopen(path, "w");
+        fputs("request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,prompt_len,"
+              "cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n0,0,0,0.1,1,10,0,10,0,length,0\n",
+              f);
+        fclose(f);
+    }
+    sweep_result r[2] = {{.ran = true, .nruns = 1}, {.ran = true, .nruns = 1}};
+    r[0].sum.output_throughput = static_tput;
+    r[1].sum.output_throughput = cont_tput;
+    r[0].sum.ttft_ms.mean = static_ttft;
+    r[1].sum.ttft_ms.mean = cont_ttft;
+    r[0].sum.tpot_ms.mean = r[1].sum.tpot_ms.mean = 5;
+    r[0].sum.total_padding_tokens = 250, r[0].sum.total_prefill_tokens = 750;
+    char *argv[] = {"sweep", "x.ini", "--report", "seven-versions"};
+    cr_assert_eq(study_report("seven-versions", &p, r, "/tmp/ss-report", 4, argv, err, sizeof err), 0, "%s", err);
+    sweep_plan_free(&p);
+    FILE *f = fopen("/tmp/ss-report/report.md", "r");
+    cr_assert(f);
+    char *buf = calloc(1, 1 << 16);
+    fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+Test(report, sentences_change_with_the_numbers)
+{
+    char *a = versions_report(1000, 3000, 800, 400);
+    cr_assert(strstr(a, "servesim sweep x.ini --report seven-versions"), "the command heads the report");
+    cr_assert(strstr(a, "Continuous batching served 3.0× the output throughput of static batching; it cut mean TTFT by "
+                        "50.0% (800 → 400 ms)"),
+              "%s", a);
+    cr_assert(strstr(a, "Static batching computed 250 padding tokens, 25.0% of its prompt work."), "%s", a);
+    char *b = versions_report(1000, 1500, 400, 800);
+    cr_assert(strstr(b, "Continuous batching served 1.5× the output throughput of static batching; it raised mean TTFT "
+                        "by 100.0% (400 → 800 ms)"),
+              "%s", b);
+    cr_assert_not(strstr(b, "cut mean TTFT"));
+    free(a), free(b);
+}

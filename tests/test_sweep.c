@@ -1,0 +1,207 @@
+/* Sweeps: points equal separate runs, thread count and sharding change nothing, merge checks
+ * coverage, bad input writes nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/sumfield.h"
+#include "cli/commands.h"
+#include "cli/sweep.h"
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static int cli(int (*cmd)(int, char **), const char **args)
+{
+    char *argv[64];
+    int n = 0;
+    while (args[n]) argv[n] = (char *)args[n], n++;
+    return cmd(n, argv);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s missing", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int c;
+    while ((c = fgetc(f)) != EOF) fputc(c, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+static scenario tiny(void)
+{
+    scenario sc;
+    char err[512];
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "workload.num_requests=40", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set(&sc, "workload.prompt_len=uniform:20:400", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set(&sc, "workload.output_len=uniform:5:60", err, sizeof err), 0, "%s", err);
+    return sc;
+}
+
+Test(sweep, points_follow_the_order_first_vary_outermost)
+{
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024], label[256];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "A:scheduler.max_num_seqs=4", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "scheduler.max_num_seqs=8,kv.block_size=32", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=1,2,3", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "run.seed=5,6", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_num_points(&p), 12);
+    sweep_point_label(&p, 0, label, sizeof label);
+    cr_assert_str_eq(label, "A 1 5");
+    sweep_point_label(&p, 1, label, sizeof label);
+    cr_assert_str_eq(label, "A 1 6");
+    sweep_point_label(&p, 2, label, sizeof label);
+    cr_assert_str_eq(label, "A 2 5");
+    sweep_point_label(&p, 11, label, sizeof label);
+    cr_assert_str_eq(label, "8/32 3 6");
+    scenario out;
+    cr_assert_eq(sweep_point_scenario(&p, 7, &out, err, sizeof err), 0);
+    cr_assert_eq(out.v[K_scheduler_max_num_seqs].i, 8);
+    cr_assert_eq(out.v[K_kv_block_size].i, 32);
+    cr_assert_float_eq(out.v[K_workload_rate].d, 1.0, 0);
+    cr_assert_eq(out.v[K_run_seed].i, 6);
+    cr_assert_eq(p.ncolumns, 4);
+    sweep_plan_free(&p);
+}
+
+Test(sweep, every_point_equals_a_separate_run)
+{
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=5,50", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "scheduler.max_num_seqs=2,64", err, sizeof err), 0, "%s", err);
+    sweep_result r[4];
+    sweep_opts o = {.jobs = 2};
+    cr_assert_eq(sweep_run(&p, &o, r, err, sizeof err), 0, "%s", err);
+    const char *rates[] = {"5", "50"}, *seqs[] = {"2", "64"};
+    for (int i = 0; i < 4; i++) {
+        scenario one = sc;
+        char a[64], b[64];
+        snprintf(a, sizeof a, "workload.rate=%s", rates[i / 2]);
+        snprintf(b, sizeof b, "scheduler.max_num_seqs=%s", seqs[i % 2]);
+        cr_assert_eq(scenario_set(&one, a, err, sizeof err), 0);
+        cr_assert_eq(scenario_set(&one, b, err, sizeof err), 0);
+        simjob j = {.sc = &one};
+        cr_assert_eq(simjob_run(&j, err, sizeof err), 0, "%s", err);
+        cr_assert(r[i].ran && r[i].nruns == 1);
+        for (size_t k = 0; k < sumf_count(); k++)
+            cr_assert_eq(sumf_get(sumf_at(k), &r[i].sum), sumf_get(sumf_at(k), &j.sum), "point %d %s", i,
+                         sumf_at(k)->name);
+    }
+    /* the points differ: the sweep did change the keys */
+    cr_assert_neq(r[0].sum.ttft_ms.p99, r[2].sum.ttft_ms.p99);
+    sweep_results_free(r, 4);
+    sweep_plan_free(&p);
+}
+
+static const char *const grid[] = {"--vary", "workload.rate=4,40,400", "--vary", "scheduler.max_num_seqs=3,48",
+                                   "--set", "workload.num_requests=30", "--quiet"};
+
+static int sweep_with(const char *out, const char *jobs, const char *shard)
+{
+    const char *args[32] = {"sweep"};
+    int n = 1;
+    for (size_t i = 0; i < sizeof grid / sizeof *grid; i++) args[n++] = grid[i];
+    args[n++] = "--out", args[n++] = out, args[n++] = "--jobs", args[n++] = jobs;
+    if (shard) args[n++] = "--shard", args[n++] = shard;
+    args[n] = NULL;
+    return cli(cmd_sweep, args);
+}
+
+Test(sweep, jobs_do_not_change_the_csv)
+{
+    system("rm -rf /tmp/ss-sweep-j1 /tmp/ss-sweep-j2");
+    cr_assert_eq(sweep_with("/tmp/ss-sweep-j1", "1", NULL), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-sweep-j2", "2", NULL), 0);
+    char *a = slurp("/tmp/ss-sweep-j1/sweep.csv"), *b = slurp("/tmp/ss-sweep-j2/sweep.csv");
+    cr_assert_str_eq(a, b);
+    int rows = 0;
+    for (char *c = a; *c; c++) rows += *c == '\n';
+    cr_assert_eq(rows, 7);
+    free(a), free(b);
+}
+
+Test(sweep, shards_merge_into_the_unsharded_csv)
+{
+    system("rm -rf /tmp/ss-shard* /tmp/ss-merged /tmp/ss-whole");
+    cr_assert_eq(sweep_with("/tmp/ss-whole", "2", NULL), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-shard1", "1", "1/3"), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-shard2", "1", "2/3"), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-shard3", "1", "3/3"), 0);
+    char *s1 = slurp("/tmp/ss-shard1/sweep.csv");
+    cr_assert(strstr(s1, "\n0,") && strstr(s1, "\n3,") && !strstr(s1, "\n1,"), "shard 1 holds points 0 and 3");
+    free(s1);
+    const char *merge[] = {"merge", "/tmp/ss-merged", "/tmp/ss-shard3", "/tmp/ss-shard1", "/tmp/ss-shard2", NULL};
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    char *a = slurp("/tmp/ss-whole/sweep.csv"), *b = slurp("/tmp/ss-merged/sweep.csv");
+    cr_assert_str_eq(a, b);
+    free(a), free(b);
+}
+
+Test(sweep, merge_rejects_a_missing_or_duplicated_point)
+{
+    system("rm -rf /tmp/ss-mshard* /tmp/ss-mbad");
+    cr_assert_eq(sweep_with("/tmp/ss-mshard1", "1", "1/2"), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-mshard2", "1", "2/2"), 0);
+    const char *missing[] = {"merge", "/tmp/ss-mbad", "/tmp/ss-mshard1", NULL};
+    cr_assert_eq(cli(cmd_merge, missing), 2);
+    const char *twice[] = {"merge", "/tmp/ss-mbad", "/tmp/ss-mshard1", "/tmp/ss-mshard2", "/tmp/ss-mshard1", NULL};
+    cr_assert_eq(cli(cmd_merge, twice), 2);
+    const char *none[] = {"merge", "/tmp/ss-mbad", "/tmp/nonexistent-shard", NULL};
+    cr_assert_eq(cli(cmd_merge, none), 2);
+    cr_assert_not(exists("/tmp/ss-mbad"));
+    cr_assert_eq(system("ls -d /tmp/ss-mbad.* >/dev/null 2>&1"), 512);
+}
+
+Test(sweep, bad_input_exits_2_and_writes_nothing)
+{
+    system("rm -rf /tmp/ss-bad*");
+    const char *cases[][12] = {
+        {"sweep", "--vary", "workload.nosuch=1,2", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--vary", "workload.rate=1,x", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--vary", "workload.rate=1,,2", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--point", "scheduler.policy=static,scheduler.prefix_caching=on", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--shard", "0/3", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--shard", "4/3", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--jobs", "0", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--report", "nosuch", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--bogus", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "/nonexistent.ini", "--out", "/tmp/ss-bad", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cr_assert_eq(cli(cmd_sweep, cases[i]), 2, "case %zu", i);
+    cr_assert_not(exists("/tmp/ss-bad"));
+    cr_assert_eq(system("ls -d /tmp/ss-bad.* >/dev/null 2>&1"), 512);
+}
+
+Test(sweep, repeat_and_keep_runs_write_their_files)
+{
+    system("rm -rf /tmp/ss-rep");
+    const char *args[] = {"sweep", "--vary", "workload.rate=5,10", "--set", "workload.num_requests=20", "--repeat", "3",
+                          "--keep-runs", "--out", "/tmp/ss-rep", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    cr_assert(exists("/tmp/ss-rep/points/000/steps.csv"));
+    cr_assert(exists("/tmp/ss-rep/points/001/summary.json"));
+    char *csv = slurp("/tmp/ss-rep/sweep.csv"), *reps = slurp("/tmp/ss-rep/repeats.csv");
+    cr_assert(strstr(csv, ",repeats,completed_std,"));
+    int rows = 0;
+    for (char *c = reps; *c; c++) rows += *c == '\n';
+    cr_assert_eq(rows, 1 + 2 * 3);
+    cr_assert(strstr(reps, "\n1,10,3,2,"), "point 1, third repeat, seed 2:\n%s", reps);
+    free(csv), free(reps);
+}
