@@ -400,11 +400,26 @@ static void check_attention(int heads, int kvh, int hd, int bs, int nseq, const 
                         .block_tables = d_tab, .max_blocks_per_seq = mbps, .block_size = bs,
                         .num_heads = heads, .num_kv_heads = kvh, .head_dim = hd,
                         .partial = d_part};
-    for (int split = 0; split < 2; split++) {
+    int32_t *tok0 = malloc(sizeof(int32_t) * (ntok + nseq)), *cnt = malloc(sizeof(int32_t) * (ntok + nseq));
+    int32_t *tseq = malloc(sizeof(int32_t) * (ntok + nseq));
+    int ntiles = cuda_prefill_tiles(tok0, cnt, tseq, qs, nseq);
+    cr_assert_leq(ntiles, cuda_prefill_tile_capacity(ntok, nseq));
+    int32_t *d_t0 = dev_i32(tok0, ntiles + 1), *d_tc = dev_i32(cnt, ntiles + 1);
+    int32_t *d_ts = dev_i32(tseq, ntiles + 1);
+    static const char *const how[3] = {"one launch", "decode and prefill apart",
+                                       "prefill on the tensor cores"};
+    for (int split = 0; split < 3; split++) {
+        if (split == 2 && !cuda_prefill_uses_tensor_cores(hd))
+            break;
         CU(cuda_poison_bf16(d_out, (size_t)ntok * q_dim));
         a.row_token = d_rt;
         a.row_seq = d_rs;
-        if (split) { /* decodes, then prefills: other slot counts */
+        if (split == 2) {
+            a.num_rows = ndec;
+            CU(cuda_attention(&a, NULL));
+            CU(cuda_attention_prefill(&a, d_t0, d_tc, d_ts, ntiles, NULL));
+            a.num_rows = 0; /* done */
+        } else if (split) { /* decodes, then prefills: other slot counts */
             a.num_rows = ndec;
             CU(cuda_attention(&a, NULL));
             a.row_token = d_rt + ndec;
@@ -421,9 +436,11 @@ static void check_attention(int heads, int kvh, int hd, int bs, int nseq, const 
             double e = rel_err(got + off, ref + off, len);
             cr_assert_lt(e, BF16_TOL, "attention H=%d KVH=%d hd=%d bs=%d seq %d (ctx %d, q %d), "
                          "%s: rel err %g", heads, kvh, hd, bs, s, ctx[s], qlen[s],
-                         split ? "decode and prefill apart" : "one launch", e);
+                         how[split], e);
         }
     }
+    cuda_free(d_t0), cuda_free(d_tc), cuda_free(d_ts);
+    free(tok0), free(cnt), free(tseq);
     cuda_free(d_qkv), cuda_free(d_k), cuda_free(d_v), cuda_free(d_out), cuda_free(d_pos);
     cuda_free(d_ctx), cuda_free(d_tab), cuda_free(d_rt), cuda_free(d_rs), cuda_free(d_part);
     free(kc), free(vc), free(perm), free(tables), free(qs), free(pos), free(row_tok);

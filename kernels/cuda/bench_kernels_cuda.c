@@ -4,7 +4,9 @@
  *      8 KV, head_dim 128, blocks of 16): checked against the CPU on a few sequences, then
  *      timed with events after warm-up, rotating over 4 KV pools (1 GiB, past the L2), and
  *      its K/V read rate set against the copy bandwidth (target: 80 %),
- *   3. a whole decode step of the llama-3-8b shape at batch 1 (graph replay, and eager),
+ *   3. prefill attention over one 4096-token prompt: the tensor-core tile kernel and the
+ *      CUDA-core row kernel, checked on 8 rows against the CPU, in TFLOP/s,
+ *   4. a whole decode step of the llama-3-8b shape at batch 1 (graph replay, and eager),
  *      against the weight-read floor (bf16 weights but the embedding table, plus the KV read,
  *      over the copy bandwidth; target: within 1.25 x).
  * Usage: bench_kernels_cuda [--quick]. Exit status 0 when every check passed (targets missed
@@ -212,6 +214,120 @@ static int bench_decode_attention(double copy_bw, int quick)
     return ok ? 0 : 1;
 }
 
+/* One 4096-token prompt of the 8B shape (causal over itself): the tensor-core tile kernel and
+ * the CUDA-core row kernel, checked on 8 rows against the CPU, timed (median of events). */
+static int bench_prefill_attention(int quick)
+{
+    enum { HEADS = 32, KVH = 8, HD = 128, BS = 16, N = 4096, CHECK_ROWS = 8 };
+    const int q_dim = HEADS * HD, kv_dim = KVH * HD, stride = q_dim + 2 * kv_dim;
+    const int nb = N / BS, reps = quick ? 3 : 10;
+    const size_t pool = (size_t)nb * BS * kv_dim;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    int32_t *table = malloc(sizeof(int32_t) * nb), *pos = malloc(sizeof(int32_t) * N);
+    int32_t qs[2] = {0, N}, ctx = N;
+    for (int i = 0; i < nb; i++)
+        table[i] = (int32_t)((i * 37 + 3) % nb); /* 37 is coprime to 256 */
+    for (int i = 0; i < N; i++)
+        pos[i] = i;
+    float *qkv = malloc(sizeof(float) * (size_t)N * stride);
+    for (size_t i = 0; i < (size_t)N * stride; i++)
+        qkv[i] = (float)(2.0 * gsl_rng_uniform(rng) - 1.0);
+    int32_t tok0[N / 64 + 2], cnt[N / 64 + 2], tseq[N / 64 + 2];
+    int ntiles = cuda_prefill_tiles(tok0, cnt, tseq, qs, 1);
+    int32_t *rows = malloc(sizeof(int32_t) * N), *rseq = calloc(N, sizeof(int32_t));
+    for (int i = 0; i < N; i++)
+        rows[i] = i;
+    float *d_qkv, *d_part;
+    uint16_t *d_k, *d_v, *d_out;
+    int32_t *d_tab, *d_pos, *d_ctx, *d_rows, *d_rseq, *d_t0, *d_tc, *d_ts;
+    CHECK(cudaMalloc((void **)&d_qkv, sizeof(float) * (size_t)N * stride));
+    CHECK(cudaMalloc((void **)&d_part, sizeof(float) * CUDA_ATTN_PARTIAL_PAIRS * HEADS * (HD + 2)));
+    CHECK(cudaMalloc((void **)&d_k, pool * 2));
+    CHECK(cudaMalloc((void **)&d_v, pool * 2));
+    CHECK(cudaMalloc((void **)&d_out, 2 * (size_t)N * q_dim));
+    CHECK(cudaMalloc((void **)&d_tab, sizeof(int32_t) * nb));
+    CHECK(cudaMalloc((void **)&d_pos, sizeof(int32_t) * N));
+    CHECK(cudaMalloc((void **)&d_ctx, sizeof(int32_t)));
+    CHECK(cudaMalloc((void **)&d_rows, sizeof(int32_t) * N));
+    CHECK(cudaMalloc((void **)&d_rseq, sizeof(int32_t) * N));
+    CHECK(cudaMalloc((void **)&d_t0, sizeof tok0));
+    CHECK(cudaMalloc((void **)&d_tc, sizeof cnt));
+    CHECK(cudaMalloc((void **)&d_ts, sizeof tseq));
+    CHECKI(cuda_draw_weights(d_k, pool, 7, 0, 0.5, 0, NULL));
+    CHECKI(cuda_draw_weights(d_v, pool, 7, 1, 0.5, 0, NULL));
+    CHECK(cudaMemcpy(d_qkv, qkv, sizeof(float) * (size_t)N * stride, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_tab, table, sizeof(int32_t) * nb, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_pos, pos, sizeof(int32_t) * N, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_ctx, &ctx, sizeof ctx, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_rows, rows, sizeof(int32_t) * N, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_rseq, rseq, sizeof(int32_t) * N, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_t0, tok0, sizeof tok0, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_tc, cnt, sizeof cnt, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_ts, tseq, sizeof tseq, cudaMemcpyHostToDevice));
+    cuda_attn_args a = {.out = d_out, .qkv = d_qkv, .qkv_stride = stride, .k_cache = d_k,
+                        .v_cache = d_v, .row_token = d_rows, .row_seq = d_rseq, .num_rows = N,
+                        .positions = d_pos, .context_lens = d_ctx, .block_tables = d_tab,
+                        .max_blocks_per_seq = nb, .block_size = BS, .num_heads = HEADS,
+                        .num_kv_heads = KVH, .head_dim = HD, .partial = d_part};
+    float *kc = malloc(sizeof(float) * pool), *vc = malloc(sizeof(float) * pool);
+    float *got = malloc(sizeof(float) * (size_t)N * q_dim), ref[HEADS * HD];
+    float *scores = malloc(sizeof(float) * N);
+    CHECKI(cuda_download_bf16(kc, d_k, pool));
+    CHECKI(cuda_download_bf16(vc, d_v, pool));
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    double flops = 0.0;
+    for (int i = 0; i < N; i++)
+        flops += 4.0 * (i + 1) * HD * HEADS;
+    int rc = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        CHECKI(cuda_poison_bf16(d_out, (size_t)N * q_dim));
+        double t[10];
+        for (int r = -1; r < reps; r++) {
+            CHECK(cudaEventRecord(e0, NULL));
+            if (kind == 0)
+                CHECKI(cuda_attention_prefill(&a, d_t0, d_tc, d_ts, ntiles, NULL));
+            else
+                CHECKI(cuda_attention(&a, NULL));
+            CHECK(cudaEventRecord(e1, NULL));
+            CHECK(cudaEventSynchronize(e1));
+            float ms;
+            CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r >= 0)
+                t[r] = ms * 1e-3;
+        }
+        CHECKI(cuda_download_bf16(got, d_out, (size_t)N * q_dim));
+        double worst = 0.0;
+        for (int c = 0; c < CHECK_ROWS; c++) {
+            int i = c == 0 ? 0 : (int)((long)c * (N - 1) / (CHECK_ROWS - 1));
+            attention_prefill_paged(ref, q_dim, qkv + (size_t)i * stride, stride, kc, vc, table,
+                                    BS, &pos[i], 1, N, HEADS, KVH, HD, scores);
+            double diff = 0.0, scale = 0.0;
+            for (int d = 0; d < q_dim; d++) {
+                double g = got[(size_t)i * q_dim + d];
+                diff = isfinite(g) ? fmax(diff, fabs(g - ref[d])) : INFINITY;
+                scale = fmax(scale, fabs(ref[d]));
+            }
+            worst = fmax(worst, diff / scale);
+        }
+        double sec = median(t, reps);
+        printf("prefill attention, one %d-token prompt (32/8 heads, hd 128), %s: %.3f ms, "
+               "%.1f TFLOP/s; check on %d rows: rel err %.2e %s\n",
+               N, kind == 0 ? "tensor-core tiles" : "CUDA-core rows", sec * 1e3,
+               flops / sec / 1e12, CHECK_ROWS, worst, worst < 1e-2 ? "ok" : "FAILED");
+        rc |= worst >= 1e-2;
+    }
+    cudaFree(d_qkv), cudaFree(d_part), cudaFree(d_k), cudaFree(d_v), cudaFree(d_out);
+    cudaFree(d_tab), cudaFree(d_pos), cudaFree(d_ctx), cudaFree(d_rows), cudaFree(d_rseq);
+    cudaFree(d_t0), cudaFree(d_tc), cudaFree(d_ts);
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    free(table), free(pos), free(qkv), free(rows), free(rseq), free(kc), free(vc), free(got);
+    free(scores);
+    gsl_rng_free(rng);
+    return rc;
+}
+
 static int bench_decode_step(double copy_bw, int quick)
 {
     const int ctx = 512, bs = 16, steps = quick ? 10 : 40;
@@ -307,6 +423,7 @@ int main(int argc, char **argv)
     double bw = copy_bandwidth();
     printf("device copy bandwidth (1 GiB device-to-device, read + write): %.0f GB/s\n", bw / 1e9);
     int rc = bench_decode_attention(bw, quick);
+    rc |= bench_prefill_attention(quick);
     rc |= bench_decode_step(bw, quick);
     printf("bench_kernels_cuda: %s\n", rc ? "a check FAILED" : "all checks passed");
     return rc;

@@ -13,6 +13,10 @@
  * agreement tests use such shapes). Larger models are drawn on the GPU by a counter-based hash
  * (cuda_draw_weights): same distributions and deterministic, but other values than the CPU's.
  *
+ * Prefill attention runs on the tensor cores (cuda_attention_prefill, WMMA) when head_dim is a
+ * multiple of 16; SERVESIM_CUDA_PREFILL=rows selects the CUDA-core row kernel instead (the one
+ * decodes use), for comparison.
+ *
  * Synchronization: kb_forward returns when the forward has finished on the GPU (so an
  * engine's wall clock around it is the forward's time and errors surface there); kb_sample
  * and kb_get_logits return with their results on the host.
@@ -74,7 +78,9 @@ typedef struct cuda_backend {
     int32_t *d_in, *h_in;
     size_t in_ints;
     size_t off_ids, off_pos, off_slots, off_row_token, off_row_seq, off_qs, off_ctx, off_tables,
-        off_out;
+        off_out, off_tile_tok0, off_tile_count, off_tile_seq;
+    int tile_capacity;
+    int prefill_tiles; /* prefill attention on the tensor-core tile kernel */
     int num_logit_rows;
     uint64_t sample_step;
     cudaEvent_t ev_mark, ev_now, ev_start;
@@ -169,7 +175,8 @@ static act_layout layout_of(const kb_options *o)
 static size_t input_ints(const kb_options *o)
 {
     return 5 * (size_t)o->max_num_tokens + 3 * (size_t)o->max_num_seqs + 1
-         + (size_t)o->max_num_seqs * o->max_blocks_per_seq;
+         + (size_t)o->max_num_seqs * o->max_blocks_per_seq
+         + 3 * (size_t)cuda_prefill_tile_capacity(o->max_num_tokens, o->max_num_seqs);
 }
 
 static size_t cuda_workspace_bytes(const kb_options *o)
@@ -335,6 +342,9 @@ static void build_buckets(cuda_backend *b)
     b->num_buckets = n;
     const char *env = getenv("SERVESIM_CUDA_GRAPHS");
     b->graphs_on = !(env && strcmp(env, "0") == 0);
+    env = getenv("SERVESIM_CUDA_PREFILL");
+    b->prefill_tiles = cuda_prefill_uses_tensor_cores(b->opt.shape.head_dim)
+                    && !(env && strcmp(env, "rows") == 0);
 }
 
 static const kb_ops cuda_ops;
@@ -413,6 +423,10 @@ static kb_backend *cuda_open(const kb_options *opt, char *err, size_t errlen)
     b->off_ctx = b->off_qs + seqs + 1;
     b->off_out = b->off_ctx + seqs;
     b->off_tables = b->off_out + seqs;
+    b->tile_capacity = cuda_prefill_tile_capacity(opt->max_num_tokens, opt->max_num_seqs);
+    b->off_tile_tok0 = b->off_tables + seqs * (size_t)opt->max_blocks_per_seq;
+    b->off_tile_count = b->off_tile_tok0 + b->tile_capacity;
+    b->off_tile_seq = b->off_tile_count + b->tile_capacity;
     b->in_ints = input_ints(opt);
     OPEN_CK(cudaMalloc((void **)&b->d_in, b->in_ints * 4));
     OPEN_CK(cudaMallocHost((void **)&b->h_in, b->in_ints * 4));
@@ -513,9 +527,10 @@ static int gemm(cuda_backend *b, void *out, cudaDataType out_type, const uint16_
 }
 
 /* Enqueues a whole forward over the inputs already in d_in: N_TOK tokens, N_SEQ sequences,
- * attention rows [0, N_DEC) decode and [N_DEC, N_DEC + N_PRE) prefill. */
+ * attention rows [0, N_DEC) decode and [N_DEC, N_DEC + N_PRE) prefill (or N_TILES prefill
+ * tiles for the tensor-core kernel). */
 static int enqueue_forward(cuda_backend *b, int n_tok, int n_seq, int n_dec, int n_pre,
-                           kb_timing *tm)
+                           int n_tiles, kb_timing *tm)
 {
     const kb_shape *s = &b->opt.shape;
     const int d = s->hidden, inter = s->intermediate;
@@ -563,7 +578,11 @@ static int enqueue_forward(cuda_backend *b, int n_tok, int n_seq, int n_dec, int
         a.row_token += n_dec;
         a.row_seq += n_dec;
         a.num_rows = n_pre;
-        CKL(cuda_attention(&a, st));
+        if (b->prefill_tiles)
+            CKL(cuda_attention_prefill(&a, in + b->off_tile_tok0, in + b->off_tile_count,
+                                       in + b->off_tile_seq, n_tiles, st));
+        else
+            CKL(cuda_attention(&a, st));
         LAP(attn_prefill);
         if (gemm(b, b->x, CUDA_R_32F, b->att, L->wo, n_tok, b->q_dim, d, 1.0f))
             return -1;
@@ -626,7 +645,7 @@ static int capture(cuda_backend *b, int bi)
     int n = b->buckets[bi];
     cudaGraph_t graph = NULL;
     CK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
-    int rc = enqueue_forward(b, n, n, n, 0, NULL);
+    int rc = enqueue_forward(b, n, n, n, 0, 0, NULL);
     cudaError_t e = cudaStreamEndCapture(b->stream, &graph);
     if (rc) {
         if (graph)
@@ -686,7 +705,10 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
                 row_token[n_dec + n_pre] = tk;
                 row_seq[n_dec + n_pre++] = s;
             }
-    if (upload_inputs(b, rows, seqs, n_seq))
+    int n_tiles = cuda_prefill_tiles(h + b->off_tile_tok0, h + b->off_tile_count,
+                                     h + b->off_tile_seq, bt->query_start, n_seq);
+    if (upload_inputs(b, rows, seqs, n_seq) || upload(b, b->off_tile_tok0, n_tiles)
+        || upload(b, b->off_tile_count, n_tiles) || upload(b, b->off_tile_seq, n_tiles))
         return -1;
 
     if (bi >= 0 && b->graphs[bi]) {
@@ -694,9 +716,9 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
     } else if (bi >= 0) {
         /* First use of the bucket: run it eagerly (which also loads every kernel and lets
          * cuBLAS settle its choices outside the capture), then capture it for next time. */
-        if (enqueue_forward(b, rows, seqs, rows, 0, NULL) || capture(b, bi))
+        if (enqueue_forward(b, rows, seqs, rows, 0, 0, NULL) || capture(b, bi))
             return -1;
-    } else if (enqueue_forward(b, n_tok, n_seq, n_dec, n_pre, t)) {
+    } else if (enqueue_forward(b, n_tok, n_seq, n_dec, n_pre, n_tiles, t)) {
         return -1;
     }
     CK(cudaStreamSynchronize(b->stream));

@@ -105,6 +105,21 @@ typedef struct cuda_attn_args {
 } cuda_attn_args;
 int cuda_attention(const cuda_attn_args *a, cuda_stream stream);
 
+/* Prefill attention on the tensor cores (head_dim a multiple of 16, see
+ * cuda_prefill_uses_tensor_cores): the same result as cuda_attention for the prefill tokens,
+ * computed per tile of up to 64 consecutive query tokens of one sequence. A's row fields are
+ * unused; the tiles come from cuda_prefill_tiles. */
+int cuda_prefill_uses_tensor_cores(int head_dim);
+/* Most tiles a batch of MAX_TOKENS tokens in MAX_SEQS sequences can need. */
+int cuda_prefill_tile_capacity(int max_tokens, int max_seqs);
+/* Fills the tiles (host arrays) of the sequences with more than one query token; returns
+ * their number. */
+int cuda_prefill_tiles(int32_t *tok0, int32_t *count, int32_t *seq, const int32_t *query_start,
+                       int num_seqs);
+int cuda_attention_prefill(const cuda_attn_args *a, const int32_t *d_tile_tok0,
+                           const int32_t *d_tile_count, const int32_t *d_tile_seq,
+                           int num_tiles, cuda_stream stream);
+
 /* --- sampling ---------------------------------------------------------------------------- */
 /* One token per row of LOGITS [num_rows x vocab] into D_OUT. TEMPERATURE 0: argmax, lowest
  * index on ties. Otherwise softmax(logits / temperature) restricted to the top_k largest

@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <limits.h>
 #include <math.h>
@@ -727,6 +728,251 @@ extern "C" int cuda_attention(const cuda_attn_args *a, cuda_stream stream)
         return e;
     attn_combine_kernel<<<dim3((unsigned)a->num_rows, (unsigned)a->num_heads), a->head_dim, 0,
                           stream>>>(*a, slots);
+    return launch_status();
+}
+
+// ---------------------------------------------------------------------------------------
+// Prefill attention on the tensor cores (WMMA, bf16 in, fp32 accumulate), flash-attention
+// style, for head_dim a multiple of 16.
+//
+// Grid (tile, query head), 128 threads = 4 warps. A tile is up to PF_BQ = 64 consecutive query
+// tokens of one sequence (tile_tok0, tile_count, tile_seq). The block stages the tile's queries
+// (bf16) in shared memory, then walks the sequence's cache in key tiles of PF_BK = 64 up to the
+// largest span of its rows: K and V tiles are gathered through the block table into shared
+// memory (keys past that span are zero-filled, never read). Warp w owns query rows
+// [16w, 16w + 16): it computes their 16 x 64 scores with WMMA (Q row-major times K read as a
+// column-major K^T), then two lanes per row do the masked online softmax (row max, running
+// max and sum, P = exp(S - max) in bf16, rescaling of the row's output), then O += P V with
+// WMMA on the row's output tile kept in shared memory as fp32. Rows are warp-private, so only
+// __syncwarp orders a warp's own shared-memory steps; __syncthreads guards the K/V tiles. At
+// the end each row is divided by its sum and written as bf16 (zeros for an empty span).
+
+#define PF_BQ 64
+#define PF_BK 64
+#define PF_THREADS 128
+
+struct pf_layout {
+    int ldq, lds, ldp, ldo; // leading dimensions (elements) of Q/K/V, S, P, O in shared memory
+    size_t q, k, v, s, p, o, m, l, bytes; // byte offsets
+};
+
+static __host__ __device__ pf_layout pf_layout_of(int hd)
+{
+    pf_layout L;
+    L.ldq = hd + 8;     // bf16: 16 bytes of padding per row
+    L.lds = PF_BK + 4;  // fp32
+    L.ldp = PF_BK + 8;  // bf16
+    L.ldo = hd + 4;     // fp32
+    size_t off = 0;
+    L.q = off, off += (size_t)PF_BQ * L.ldq * 2;
+    L.k = off, off += (size_t)PF_BK * L.ldq * 2;
+    L.v = off, off += (size_t)PF_BK * L.ldq * 2;
+    L.s = off, off += (size_t)PF_BQ * L.lds * 4;
+    L.p = off, off += (size_t)PF_BQ * L.ldp * 2;
+    L.o = off, off += (size_t)PF_BQ * L.ldo * 4;
+    L.m = off, off += PF_BQ * 4;
+    L.l = off, off += PF_BQ * 4;
+    L.bytes = off + 32; // room to align the base to 32 bytes
+    return L;
+}
+
+static __global__ void __launch_bounds__(PF_THREADS)
+    prefill_attn_kernel(cuda_attn_args a, const int32_t *tile_tok0, const int32_t *tile_count,
+                        const int32_t *tile_seq)
+{
+    using namespace nvcuda;
+    extern __shared__ unsigned char pf_raw[];
+    unsigned char *base = (unsigned char *)(((uintptr_t)pf_raw + 31) & ~(uintptr_t)31);
+    const int hd = a.head_dim;
+    const pf_layout L = pf_layout_of(hd);
+    __nv_bfloat16 *q_s = (__nv_bfloat16 *)(base + L.q);
+    __nv_bfloat16 *k_s = (__nv_bfloat16 *)(base + L.k);
+    __nv_bfloat16 *v_s = (__nv_bfloat16 *)(base + L.v);
+    float *s_s = (float *)(base + L.s);
+    __nv_bfloat16 *p_s = (__nv_bfloat16 *)(base + L.p);
+    float *o_s = (float *)(base + L.o);
+    float *m_s = (float *)(base + L.m);
+    float *l_s = (float *)(base + L.l);
+    __shared__ int span_s[PF_BQ];
+    __shared__ int max_span_s;
+
+    const int tile = blockIdx.x, h = blockIdx.y;
+    const int tok0 = tile_tok0[tile], count = tile_count[tile], seq = tile_seq[tile];
+    const int group = a.num_heads / a.num_kv_heads, kvh = h / group;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t kv_dim = (size_t)a.num_kv_heads * hd;
+    const int32_t *table = a.block_tables + (size_t)seq * a.max_blocks_per_seq;
+    const int ctx = a.context_lens[seq], bs = a.block_size;
+
+    if (threadIdx.x == 0)
+        max_span_s = 0;
+    __syncthreads();
+    for (int r = threadIdx.x; r < PF_BQ; r += PF_THREADS) {
+        int span = 0;
+        if (r < count) {
+            span = a.positions[tok0 + r] + 1;
+            span = span < ctx ? span : ctx;
+            span = span > 0 ? span : 0;
+        }
+        span_s[r] = span;
+        m_s[r] = -INFINITY;
+        l_s[r] = 0.0f;
+        atomicMax(&max_span_s, span);
+    }
+    // queries (fp32 after rotary) to bf16; rows past COUNT are zeros; output starts at zero
+    for (int i = threadIdx.x; i < PF_BQ * hd; i += PF_THREADS) {
+        const int r = i / hd, d = i % hd;
+        const float x = r < count ? a.qkv[(size_t)(tok0 + r) * a.qkv_stride + (size_t)h * hd + d] : 0.0f;
+        q_s[r * L.ldq + d] = __float2bfloat16(x);
+        o_s[r * L.ldo + d] = 0.0f;
+    }
+    __syncthreads();
+    const int max_span = max_span_s;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int chunks = hd / 8; // 16-byte pieces of a key's head slice
+    const int row = warp * 16 + (lane >> 1), half = lane & 1;
+
+    for (int kt = 0; kt < max_span; kt += PF_BK) {
+        // K and V tiles: thread i copies 16-byte pieces
+        for (int i = threadIdx.x; i < PF_BK * chunks; i += PF_THREADS) {
+            const int j = i / chunks, c = i % chunks, pos = kt + j;
+            uint4 kraw = make_uint4(0u, 0u, 0u, 0u), vraw = kraw;
+            if (pos < max_span) {
+                const size_t slot = (size_t)table[pos / bs] * bs + pos % bs;
+                const size_t off = slot * kv_dim + (size_t)kvh * hd + (size_t)c * 8;
+                kraw = *reinterpret_cast<const uint4 *>(a.k_cache + off);
+                vraw = *reinterpret_cast<const uint4 *>(a.v_cache + off);
+            }
+            *reinterpret_cast<uint4 *>(k_s + j * L.ldq + c * 8) = kraw;
+            *reinterpret_cast<uint4 *>(v_s + j * L.ldq + c * 8) = vraw;
+        }
+        __syncthreads();
+
+        // S = Q K^T for this warp's 16 rows
+        {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[PF_BK / 16];
+#pragma unroll
+            for (int n = 0; n < PF_BK / 16; n++)
+                wmma::fill_fragment(acc[n], 0.0f);
+            for (int d0 = 0; d0 < hd; d0 += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+                wmma::load_matrix_sync(fa, q_s + warp * 16 * L.ldq + d0, L.ldq);
+#pragma unroll
+                for (int n = 0; n < PF_BK / 16; n++) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+                    wmma::load_matrix_sync(fb, k_s + n * 16 * L.ldq + d0, L.ldq);
+                    wmma::mma_sync(acc[n], fa, fb, acc[n]);
+                }
+            }
+#pragma unroll
+            for (int n = 0; n < PF_BK / 16; n++)
+                wmma::store_matrix_sync(s_s + warp * 16 * L.lds + n * 16, acc[n], L.lds,
+                                        wmma::mem_row_major);
+        }
+        __syncwarp();
+
+        // masked online softmax: lanes 2r, 2r + 1 take row r's two halves of the key tile
+        {
+            const int span = span_s[row];
+            float *srow = s_s + row * L.lds;
+            float mx = -INFINITY;
+            for (int j = half * (PF_BK / 2); j < (half + 1) * (PF_BK / 2); j++)
+                if (kt + j < span)
+                    mx = fmaxf(mx, srow[j] * scale);
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            const float m_old = m_s[row];
+            const float m_new = fmaxf(m_old, mx);
+            float sum = 0.0f;
+            for (int j = half * (PF_BK / 2); j < (half + 1) * (PF_BK / 2); j++) {
+                float p = 0.0f;
+                if (kt + j < span) {
+                    p = expf(srow[j] * scale - m_new);
+                    sum += p;
+                }
+                p_s[row * L.ldp + j] = __float2bfloat16(p);
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            // no key of this tile for the row: nothing changes (alpha 1)
+            const float alpha = mx == -INFINITY ? 1.0f : expf(m_old - m_new);
+            for (int d = half * (hd / 2); d < (half + 1) * (hd / 2); d++)
+                o_s[row * L.ldo + d] *= alpha;
+            __syncwarp();
+            if (half == 0) {
+                l_s[row] = l_s[row] * alpha + sum;
+                m_s[row] = m_new;
+            }
+        }
+        __syncwarp();
+
+        // O += P V for this warp's rows
+        for (int n = 0; n < hd / 16; n++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            float *o_tile = o_s + warp * 16 * L.ldo + n * 16;
+            wmma::load_matrix_sync(acc, o_tile, L.ldo, wmma::mem_row_major);
+#pragma unroll
+            for (int k0 = 0; k0 < PF_BK; k0 += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+                wmma::load_matrix_sync(fa, p_s + warp * 16 * L.ldp + k0, L.ldp);
+                wmma::load_matrix_sync(fb, v_s + k0 * L.ldq + n * 16, L.ldq);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+            wmma::store_matrix_sync(o_tile, acc, L.ldo, wmma::mem_row_major);
+        }
+        __syncthreads(); // K/V tiles are overwritten next
+    }
+
+    const int q_dim = a.num_heads * hd;
+    for (int i = threadIdx.x; i < PF_BQ * hd; i += PF_THREADS) {
+        const int r = i / hd, d = i % hd;
+        if (r >= count)
+            continue;
+        const float l = l_s[r];
+        const float v = span_s[r] > 0 && l > 0.0f ? o_s[r * L.ldo + d] / l : 0.0f;
+        a.out[(size_t)(tok0 + r) * q_dim + (size_t)h * hd + d] = f2bf(v);
+    }
+}
+
+extern "C" int cuda_prefill_tiles(int32_t *tok0, int32_t *count, int32_t *seq,
+                                  const int32_t *query_start, int num_seqs)
+{
+    int n = 0;
+    for (int s = 0; s < num_seqs; s++) {
+        const int q_len = query_start[s + 1] - query_start[s];
+        if (q_len <= 1)
+            continue;
+        for (int t = 0; t < q_len; t += PF_BQ) {
+            tok0[n] = query_start[s] + t;
+            count[n] = q_len - t < PF_BQ ? q_len - t : PF_BQ;
+            seq[n++] = s;
+        }
+    }
+    return n;
+}
+
+extern "C" int cuda_prefill_tile_capacity(int max_tokens, int max_seqs)
+{
+    return max_tokens / PF_BQ + max_seqs + 1;
+}
+
+extern "C" int cuda_prefill_uses_tensor_cores(int head_dim)
+{
+    return head_dim % 16 == 0 && head_dim >= 16 && head_dim <= CUDA_ATTN_MAX_HEAD_DIM;
+}
+
+extern "C" int cuda_attention_prefill(const cuda_attn_args *a, const int32_t *d_tile_tok0,
+                                      const int32_t *d_tile_count, const int32_t *d_tile_seq,
+                                      int num_tiles, cuda_stream stream)
+{
+    if (num_tiles <= 0)
+        return 0;
+    const size_t smem = pf_layout_of(a->head_dim).bytes;
+    cudaError_t e = cudaFuncSetAttribute(prefill_attn_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return (int)e;
+    prefill_attn_kernel<<<dim3((unsigned)num_tiles, (unsigned)a->num_heads), PF_THREADS, smem,
+                          stream>>>(*a, d_tile_tok0, d_tile_count, d_tile_seq);
     return launch_status();
 }
 
