@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <gsl/gsl_fit.h>
+
 #include "engine/engine.h"
 #include "sim/table_cost.h"
 
@@ -138,45 +140,91 @@ static int sweep_decode(calib *c, const int *seqs, int nseqs, const int *ctx, in
     return 0;
 }
 
-/* What a step costs beyond its forward and sampling: the engine's own scheduling, input
- * preparation and bookkeeping, measured by serving a small workload on the real engine, plus
- * the forward's glue between its timed parts. */
-static int measure_overhead(const calib_options *o, double glue, double *out, char *err, size_t errlen)
+/* Serving is not the sweeps: a step shares the caches with every running sequence's state,
+ * and the engine schedules, prepares inputs and keeps records around each forward. So the
+ * calibration serves a small workload on the real engine, asking the table built so far what
+ * each batch should cost, and measures (1) the overhead: the median of step time minus
+ * forward and sampling, plus the forward's untimed glue; (2) the scales: least-squares fits
+ * (through the origin, gsl_fit_mul) of the measured forward + sampling to the components'
+ * prediction, one for decode-only steps and one for steps that carry prompt tokens (they
+ * inflate differently). The simulator prices a step as scale x components + overhead. */
+typedef struct serving_fit {
+    double overhead, scale_decode, scale_prefill;
+    size_t decode_steps, prefill_steps;
+} serving_fit;
+
+/* Fits real = k pred over the steps whose class is WANT_PREFILL; 1 when there are none. */
+static double fit_class(const recorder *rc, bool want_prefill, double *pred, double *real, size_t *used)
 {
-    int n = 48;
-    engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}};
+    size_t n = 0;
+    for (size_t i = 0; i < rc->num_steps; i++) {
+        const step_record *s = &rc->steps[i];
+        if ((s->num_prefill_tokens > 0) != want_prefill) continue;
+        pred[n] = s->predicted_time;
+        real[n++] = s->forward_time + s->sample_time;
+    }
+    *used = n;
+    double k = 1, cov, sumsq;
+    if (n > 0) gsl_fit_mul(pred, 1, real, 1, n, &k, &cov, &sumsq);
+    return k;
+}
+
+static int fit_steps(const recorder *rc, double glue, serving_fit *fit, char *err, size_t errlen)
+{
+    size_t n = rc->num_steps;
+    double *extra = malloc((n ? n : 1) * sizeof *extra), *pred = malloc((n ? n : 1) * sizeof *pred),
+           *real = malloc((n ? n : 1) * sizeof *real);
+    int status = extra && pred && real && n > 1 ? 0 : 1;
+    if (status) snprintf(err, errlen, n > 1 ? "out of memory" : "the serving measurement ran too few steps");
+    for (size_t i = 0; status == 0 && i < n; i++) {
+        const step_record *s = &rc->steps[i];
+        extra[i] = (s->end_time - s->start_time) - s->forward_time - s->sample_time;
+    }
+    if (status == 0) {
+        fit->overhead = median(extra, (int)n) + glue;
+        fit->scale_decode = fit_class(rc, false, pred, real, &fit->decode_steps);
+        fit->scale_prefill = fit_class(rc, true, pred, real, &fit->prefill_steps);
+    }
+    free(extra);
+    free(pred);
+    free(real);
+    return status;
+}
+
+static int measure_serving(const calib_options *o, cost_table *t, double glue, serving_fit *fit, char *err,
+                           size_t errlen)
+{
+    table_cost components;
+    if (ct_add(t, CT_OVERHEAD, 0, 0, 0) < 0 || tc_init(&components, t, "(being calibrated)", err, errlen) < 0)
+        return 1;
+    engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}, .predict = tc_step_time, .predict_ctx = &components};
     eo.sched = (sched_config){.policy = POLICY_PAGED, .max_num_seqs = o->max_seqs < 16 ? o->max_seqs : 16,
                               .max_num_batched_tokens = o->max_tokens, .chunked_prefill = true,
                               .block_size = o->block_size, .num_blocks = o->kb.num_blocks,
                               .max_model_len = o->max_tokens + o->max_context};
     if (eo.sched.max_num_batched_tokens < eo.sched.max_num_seqs) eo.sched.max_num_batched_tokens = eo.sched.max_num_seqs;
     engine_backend_options(&eo.sched, &eo.backend);
-    wl_config wc = {.num_requests = n, .arrival = ARRIVAL_ALL_AT_ONCE, .num_prefixes = 1,
-                    .trace_time_scale = 1, .vocab_size = o->kb.shape.vocab, .seed = 1};
-    wc.prompt_len = (len_dist){DIST_UNIFORM, 1, o->max_tokens < 64 ? o->max_tokens : 64, 0};
-    wc.output_len = (len_dist){DIST_UNIFORM, 4, 24, 0};
+    int longest = o->max_tokens < 256 ? o->max_tokens : 256;
+    /* a closed loop keeps prompts arriving while others decode, as steady serving does */
+    wl_config wc = {.num_requests = 96, .arrival = ARRIVAL_CLOSED, .concurrency = eo.sched.max_num_seqs / 2 + 1,
+                    .num_prefixes = 1, .trace_time_scale = 1, .vocab_size = o->kb.shape.vocab, .seed = 1};
+    wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
+    wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
     workload w;
-    if (wl_build(&wc, &w, err, errlen) < 0) return -1;
+    if (wl_build(&wc, &w, err, errlen) < 0) {
+        tc_free(&components);
+        return 1;
+    }
     met_acc *met = met_create();
     recorder rc;
     rec_init(&rc, met, NULL);
     rc.keep_steps = true;
     int status = engine_run(&eo, &w, &wc, &rc, NULL, err, errlen);
-    double *v = malloc((rc.num_steps ? rc.num_steps : 1) * sizeof *v);
-    if (status == 0 && v && rc.num_steps > 0) {
-        for (size_t i = 0; i < rc.num_steps; i++) {
-            const step_record *s = &rc.steps[i];
-            v[i] = (s->end_time - s->start_time) - s->forward_time - s->sample_time;
-        }
-        *out = median(v, (int)rc.num_steps) + glue;
-    } else if (status == 0) {
-        snprintf(err, errlen, "overhead measurement ran no step");
-        status = 1;
-    }
-    free(v);
+    if (status == 0) status = fit_steps(&rc, glue, fit, err, errlen);
     rec_free(&rc);
     met_free(met);
     wl_free(&w);
+    tc_free(&components);
     return status;
 }
 
@@ -299,9 +347,18 @@ int calibrate_run(const calib_options *o, cost_table *out, char *err, size_t err
     double glue = c->num_glue ? median(c->glue, c->num_glue) : 0;
     calib_options opt = c->opt;
     calibrate_probe_close(c);
-    double overhead = 0;
-    if (status == 0) status = measure_overhead(&opt, glue, &overhead, err, errlen);
-    if (status == 0 && ct_add(out, CT_OVERHEAD, 0, 0, overhead) < 0) status = 1;
+    serving_fit fit;
+    if (status == 0) status = measure_serving(&opt, out, glue, &fit, err, errlen);
+    if (status == 0) {
+        char buf[64];
+        out->points[CT_OVERHEAD][0].seconds = fit.overhead;
+        snprintf(buf, sizeof buf, "%.4f", fit.scale_decode);
+        ct_set_meta(out, "serving_scale_decode", buf);
+        snprintf(buf, sizeof buf, "%.4f", fit.scale_prefill);
+        ct_set_meta(out, "serving_scale_prefill", buf);
+        snprintf(buf, sizeof buf, "%zu decode-only, %zu with prompt tokens", fit.decode_steps, fit.prefill_steps);
+        ct_set_meta(out, "serving_steps", buf);
+    }
     if (status != 0) ct_free(out);
     return status;
 }

@@ -13,16 +13,23 @@
 #include "engine/model.h"
 
 static const char bench_usage[] =
-    "usage: servesim bench [--requests N] [--trace CSV] [--seed N]\n"
+    "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N]\n"
     "       servesim bench --engine PRESET [--threads N]\n"
     "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
     "  trace (default traces/azure_llm_2023_conv.csv), Poisson arrivals at 80% of the\n"
     "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
-    "  chunked prefill. Prints simulated requests and events per wall-clock second.\n"
+    "  chunked prefill. Prints simulated requests and events per wall-clock second, for each of\n"
+    "  --runs runs (default 3) of the same requests, and their median.\n"
     "  --engine: the CPU engine's decode step time at batch 1 to 64 (context 128) against this\n"
     "  machine's floor (weight bytes over measured memcpy bandwidth), and prefill tokens/s.\n";
 
 static double now_s(void);
+
+static int cmp_seconds(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 /* Bytes copied per second by memcpy over a buffer far larger than the caches. */
 static double copy_bandwidth(void)
@@ -140,7 +147,7 @@ int cmd_bench(int argc, char **argv)
         fputs(bench_usage, stdout);
         return EXIT_OK;
     }
-    long n = 1000000, seed = 0, threads = 0;
+    long n = 1000000, seed = 0, threads = 0, runs = 3;
     const char *trace = "traces/azure_llm_2023_conv.csv", *engine = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
@@ -148,6 +155,7 @@ int cmd_bench(int argc, char **argv)
         char *end;
         if (strcmp(opt, "--trace") == 0) trace = val;
         else if (strcmp(opt, "--engine") == 0) engine = val;
+        else if (strcmp(opt, "--runs") == 0 && (runs = strtol(val, &end, 10)) > 0 && runs <= 99 && !*end) continue;
         else if (strcmp(opt, "--threads") == 0 && (threads = strtol(val, &end, 10)) >= 0 && !*end) continue;
         else if (strcmp(opt, "--requests") == 0 && (n = strtol(val, &end, 10)) > 0 && !*end) continue;
         else if (strcmp(opt, "--seed") == 0 && (seed = strtol(val, &end, 10)) >= 0 && !*end) continue;
@@ -183,16 +191,24 @@ int cmd_bench(int argc, char **argv)
     free(probe.reqs);
     double rate = 0.8 * sum.request_throughput;
     workload w;
+    double walls[99];
     if (status == 0) status = resample(&rows, (size_t)n, rate, (uint64_t)seed, &w);
-    if (status == 0) status = simulate(&r, &w, &wc, &sum, &st, &wall, err, sizeof err);
-    if (status == 0) free(w.reqs);
+    for (int i = 0; i < runs && status == 0; i++) {
+        status = simulate(&r, &w, &wc, &sum, &st, &walls[i], err, sizeof err);
+        if (status == 0) fprintf(stderr, "run %d: %.3f s, %.0f simulated requests/s\n", i + 1, walls[i], n / walls[i]);
+    }
+    if (status == 0) {
+        free(w.reqs);
+        qsort(walls, runs, sizeof walls[0], cmp_seconds);
+        wall = walls[runs / 2];
+    }
     wl_free(&rows);
     if (status != 0) { fprintf(stderr, "servesim: %s\n", err[0] ? err : "out of memory"); return EXIT_FAILURE_OTHER; }
     printf("servesim bench: %ld requests, lengths from %s, Poisson at %.2f req/s (80%% of capacity)\n",
            n, trace, rate);
     printf("  model llama-3-8b, h200 roofline, paged + chunked prefill, max_num_seqs %d\n", r.sched.max_num_seqs);
     printf("  simulated time        %12.1f s\n", st.end_time);
-    printf("  wall-clock time       %12.3f s\n", wall);
+    printf("  wall-clock time       %12.3f s  (median of %ld runs)\n", wall, runs);
     printf("  events                %12zu  (%.0f per second)\n", st.events, st.events / wall);
     printf("  steps                 %12lld  (%.0f per second)\n", (long long)st.steps, st.steps / wall);
     printf("  simulated requests/s  %12.0f\n", n / wall);

@@ -5,6 +5,7 @@
 
 #include "bench/results.h"
 #include "cli/commands.h"
+#include "cli/job.h"
 #include "cli/run_repeat.h"
 #include "cli/study_args.h"
 
@@ -57,10 +58,10 @@ int cmd_run(int argc, char **argv)
     if (repeat > 1) return run_repeats(&sc, out, (int)repeat, (int)jobs, a.quiet);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
     char err[1024];
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int status = simjob_run(&j, err, sizeof err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = job_seconds_since(&t0);
     if (status != EXIT_OK) {
         fprintf(stderr, "servesim: %s\n", err);
         return status;
@@ -68,7 +69,6 @@ int cmd_run(int argc, char **argv)
     if (!a.quiet) {
         if (j.have_summary) res_print_summary(stdout, &j.sum);
         else printf("No measured request finished: every one was rejected (see requests.csv).\n");
-        double wall = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
         printf("Simulated %.1f s of serving in %.2f s (%zu events). Results in %s/\n",
                j.stats.end_time, wall, j.stats.events, out);
     }

@@ -264,7 +264,8 @@ static int write_report(const outdir *od, const point *pts, int n, const scenari
 
 /* The table the scenario or flag names, or one calibrated now on the engine's own backend. */
 static int load_or_calibrate(const scenario *sc, const char *flag_table, const outdir *od, table_cost *tc,
-                             char *path, size_t pathlen, bool quiet, char *err, size_t errlen)
+                             char *path, size_t pathlen, char *device, size_t devlen, bool quiet, char *err,
+                             size_t errlen)
 {
     scenario_resolved r;
     kb_options kb;
@@ -292,6 +293,7 @@ static int load_or_calibrate(const scenario *sc, const char *flag_table, const o
     if (job_cost_init(&jc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
     *tc = jc.table;
     snprintf(path, pathlen, "%s", r.cost_table_path);
+    snprintf(device, devlen, "%s", jc.device);
     return EXIT_OK;
 }
 
@@ -334,8 +336,9 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
         return EXIT_FAILURE_OTHER;
     }
     table_cost tc;
-    char table[1100];
-    int status = load_or_calibrate(sc, flag_table, &od, &tc, table, sizeof table, a->quiet, err, sizeof err);
+    char table[1100], device[256] = "";
+    int status = load_or_calibrate(sc, flag_table, &od, &tc, table, sizeof table, device, sizeof device, a->quiet,
+                                   err, sizeof err);
     int n = status == EXIT_OK ? build_points(sc, pts) : 0;
     for (int i = 0; i < n && status == EXIT_OK; i++) {
         if (!a->quiet && isatty(2)) fprintf(stderr, "validating %s at %s req/s (%d/%d)\n", pts[i].policy, pts[i].rate, i + 1, n);
@@ -348,7 +351,7 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
         if (plot_point(&od, i, &pts[i], term, err, sizeof err) < 0) plotted = false, status = EXIT_FAILURE_OTHER;
     const char *shown = flag_table || sc->v[K_hardware_cost_table].s[0] ? table : "cost-table.csv (calibrated by this run)";
     if (status == EXIT_OK && (write_json(&od, pts, n, shown, err, sizeof err) < 0 ||
-                              write_report(&od, pts, n, sc, shown, "see the cost table's header", plotted, err, sizeof err) < 0 ||
+                              write_report(&od, pts, n, sc, shown, device, plotted, err, sizeof err) < 0 ||
                               od_commit(&od, err, sizeof err) < 0))
         status = EXIT_FAILURE_OTHER;
     if (status != EXIT_OK) {

@@ -53,10 +53,12 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
 {
     memset(c, 0, sizeof *c);
     cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
     if (!r->cost_table_path[0]) return 0;
     cost_table t;
     if (ct_read(&t, r->cost_table_path, err, errlen) < 0) return -1;
     int rc = check_table_shape(&t, r, err, errlen);
+    snprintf(c->device, sizeof c->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "unknown");
     if (rc == 0) rc = tc_init(&c->table, &t, r->cost_table_path, err, errlen);
     ct_free(&t);
     c->use_table = rc == 0;

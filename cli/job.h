@@ -30,6 +30,7 @@ typedef struct job_cost {
     cost_model roofline;
     table_cost table;
     bool use_table;
+    char device[256];    /* the table's device, or the roofline's hardware */
 } job_cost;
 
 /* Reads and checks the cost table when the scenario names one (its shape must be the

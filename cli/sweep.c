@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench/sumfield.h"
+#include "cli/job.h"
 #include "cli/simjob.h"
 
 static const char *const key_names[K_COUNT] = {
@@ -306,13 +307,6 @@ typedef struct pool {
     bool shown;
 } pool;
 
-static double elapsed(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 /* Called with the lock held. */
 static void show_progress(pool *pl)
 {
@@ -321,7 +315,7 @@ static void show_progress(pool *pl)
     char bar[WIDTH + 1];
     for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
     bar[WIDTH] = 0;
-    fprintf(stderr, "\rsweep [%s] %d/%d runs, %.1f s", bar, pl->finished, pl->njobs, elapsed(&pl->start));
+    fprintf(stderr, "\rsweep [%s] %d/%d runs, %.1f s", bar, pl->finished, pl->njobs, job_seconds_since(&pl->start));
     pl->shown = true;
 }
 

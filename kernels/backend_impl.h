@@ -31,6 +31,8 @@ extern const kb_device kb_cpu_device;
 
 /* Parameters of the model, in the order the backends lay them out. */
 size_t kb_param_count(const kb_shape *s);
+/* Checks BATCH against the options B was opened with; -1 (and B's error) when it does not fit. */
+int kb_check_batch(kb_backend *b, const kb_options *o, const kb_batch *batch);
 /* Records why B's last call failed; returns -1 for the caller to return. */
 int kb_fail(kb_backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

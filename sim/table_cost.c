@@ -71,6 +71,16 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
 {
     memset(tc, 0, sizeof *tc);
     snprintf(tc->name, sizeof tc->name, "%s", name);
+    const char *keys[2] = {"serving_scale_decode", "serving_scale_prefill"};
+    double *scales[2] = {&tc->scale_decode, &tc->scale_prefill};
+    for (int i = 0; i < 2; i++) {
+        const char *v = ct_meta(t, keys[i]);
+        *scales[i] = v ? atof(v) : 1.0;
+        if (!(*scales[i] > 0)) {
+            snprintf(err, errlen, "cost table %s: %s must be a positive number (got \"%s\")", name, keys[i], v);
+            return -1;
+        }
+    }
     char why[256];
     for (int c = 0; c < CT_COUNT; c++) {
         bool two_d = c == CT_PREFILL_ATTN || c == CT_DECODE_ATTN;
@@ -128,7 +138,7 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     double seqs = b->num_items;
     double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
                tc_component(tc, CT_LM_HEAD, seqs, 0, &outside) +
-               tc_component(tc, CT_SAMPLE, seqs, 0, &outside) + tc->g[CT_OVERHEAD].s[0];
+               tc_component(tc, CT_SAMPLE, seqs, 0, &outside);
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];
         int n = it->num_new_tokens + it->num_pad_tokens;
@@ -139,6 +149,7 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     int decodes = b->num_items - b->num_multi_token_items;
     if (decodes > 0)
         t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
+    t = (b->num_prefill_tokens > 0 ? tc->scale_prefill : tc->scale_decode) * t + tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;
         fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "

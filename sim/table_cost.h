@@ -1,8 +1,9 @@
 /* Step times from a calibrated cost table: each component interpolated on its sweep grid
  * (piecewise linear, bilinear for the two-dimensional ones), summed over the step's batch:
- *   step = linear(batched tokens) + lm_head(sequences) + sample(sequences) + overhead
- *        + sum over multi-token items of prefill_attn(new tokens, cached context)
- *        + decode_attn(one-token items, their mean context)
+ *   step = scale x [linear(batched tokens) + lm_head(sequences) + sample(sequences)
+ *                   + sum over multi-token items of prefill_attn(new tokens, cached context)
+ *                   + decode_attn(one-token items, their mean context)] + overhead
+ * where the scale is the table's decode-only or with-prompt-tokens one.
  * Outside the grid it extrapolates from the nearest cell and warns once. */
 #ifndef SERVESIM_SIM_TABLE_COST_H
 #define SERVESIM_SIM_TABLE_COST_H
@@ -20,6 +21,9 @@ typedef struct grid {
 
 typedef struct table_cost {
     grid g[CT_COUNT];
+    /* serving over isolated timings, for decode-only steps and for steps with prompt tokens
+     * (the table's serving_scale_decode and _prefill; 1 when absent) */
+    double scale_decode, scale_prefill;
     char name[256];      /* for warnings */
     bool warned;
 } table_cost;

@@ -503,8 +503,9 @@ Test(kernels_cpu, open_refuses_bad_shapes_and_missing_cuda)
     kb_options o = tiny_options();
     o.kind = KB_CUDA;
     err[0] = 0;
-    cr_assert_null(kb_open(&o, err, sizeof err));
-    cr_assert(strstr(err, "CUDA"), "message: %s", err);
+    kb_backend *gpu = kb_open(&o, err, sizeof err);
+    if (gpu) kb_close(gpu); /* a machine with a GPU and a CUDA build opens it */
+    else cr_assert(strstr(err, "CUDA"), "message: %s", err);
     cr_assert_eq(kb_weight_bytes(&o.shape, KB_CUDA) * 2, kb_weight_bytes(&o.shape, KB_CPU));
 }
 

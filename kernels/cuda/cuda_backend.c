@@ -452,45 +452,6 @@ fail:
 /* ------------------------------------------------------------------------------------------
  * forward */
 
-static int check_batch(cuda_backend *b, const kb_batch *bt)
-{
-    const kb_options *o = &b->opt;
-    if (bt->num_tokens < 1 || bt->num_tokens > o->max_num_tokens)
-        return kb_fail(&b->base, "batch has %d tokens; this backend takes 1 to %d",
-                       bt->num_tokens, o->max_num_tokens);
-    if (bt->num_seqs < 1 || bt->num_seqs > o->max_num_seqs)
-        return kb_fail(&b->base, "batch has %d sequences; this backend takes 1 to %d",
-                       bt->num_seqs, o->max_num_seqs);
-    if (bt->query_start[0] != 0 || bt->query_start[bt->num_seqs] != bt->num_tokens)
-        return kb_fail(&b->base, "query_start must run from 0 to num_tokens (%d)",
-                       bt->num_tokens);
-    int num_slots = o->num_blocks * o->block_size;
-    for (int t = 0; t < bt->num_tokens; t++) {
-        if (bt->token_ids[t] < 0 || bt->token_ids[t] >= o->shape.vocab)
-            return kb_fail(&b->base, "token %d: id %d is outside the vocabulary [0, %d)", t,
-                           bt->token_ids[t], o->shape.vocab);
-        if (bt->positions[t] < 0)
-            return kb_fail(&b->base, "token %d: negative position %d", t, bt->positions[t]);
-        if (bt->slot_mapping[t] < -1 || bt->slot_mapping[t] >= num_slots)
-            return kb_fail(&b->base, "token %d: slot %d is outside the KV pool [0, %d)", t,
-                           bt->slot_mapping[t], num_slots);
-    }
-    for (int s = 0; s < bt->num_seqs; s++) {
-        if (bt->query_start[s + 1] <= bt->query_start[s])
-            return kb_fail(&b->base, "sequence %d has no query token", s);
-        int ctx = bt->context_lens[s];
-        if (ctx < 0 || ctx > b->max_keys)
-            return kb_fail(&b->base, "sequence %d: context length %d is outside [0, %d]", s,
-                           ctx, b->max_keys);
-        const int32_t *table = bt->block_tables + (size_t)s * o->max_blocks_per_seq;
-        for (int i = 0; i < (ctx + o->block_size - 1) / o->block_size; i++)
-            if (table[i] < 0 || table[i] >= o->num_blocks)
-                return kb_fail(&b->base, "sequence %d: block table entry %d is block %d, "
-                               "outside [0, %d)", s, i, table[i], o->num_blocks);
-    }
-    return 0;
-}
-
 /* Adds the time since the last mark to *PART (synchronizing), when timing. */
 static int lap(cuda_backend *b, kb_timing *tm, double *part)
 {
@@ -666,7 +627,7 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
 {
     cuda_backend *b = (cuda_backend *)base;
     b->num_logit_rows = 0;
-    if (check_batch(b, bt))
+    if (kb_check_batch(&b->base, &b->opt, bt))
         return -1;
     /* The pinned input buffer may still feed an earlier copy only if a call failed midway. */
     CK(cudaStreamSynchronize(b->stream));

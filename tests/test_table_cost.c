@@ -1,0 +1,128 @@
+/* Cost tables: reading, interpolation, extrapolation, the serving scales; a small real
+ * calibration of the CPU backend end to end. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "calibrate/calibrate.h"
+#include "engine/model.h"
+#include "sim/table_cost.h"
+
+/* linear(T) = 1e-3 T; prefill(n, c) = 1e-6 n (c + 10); decode(b, c) = 1e-6 b c;
+ * lm_head(R) = sample(R) = 1e-4 R; overhead 5e-4: all bilinear, so interpolation is exact. */
+static void synthetic(cost_table *t)
+{
+    ct_init(t);
+    double xs[] = {1, 2, 4, 8}, ys[] = {0, 16, 64};
+    for (int i = 0; i < 4; i++) {
+        ct_add(t, CT_LINEAR, xs[i], 0, 1e-3 * xs[i]);
+        ct_add(t, CT_LM_HEAD, xs[i], 0, 1e-4 * xs[i]);
+        ct_add(t, CT_SAMPLE, xs[i], 0, 1e-4 * xs[i]);
+        for (int j = 0; j < 3; j++) {
+            ct_add(t, CT_PREFILL_ATTN, xs[i], ys[j], 1e-6 * xs[i] * (ys[j] + 10));
+            ct_add(t, CT_DECODE_ATTN, xs[i], ys[j] + 1, 1e-6 * xs[i] * (ys[j] + 1));
+        }
+    }
+    ct_add(t, CT_OVERHEAD, 0, 0, 5e-4);
+}
+
+Test(table_cost, interpolates_exactly_on_bilinear_data_and_extrapolates)
+{
+    cost_table t;
+    synthetic(&t);
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "synthetic", err, sizeof err), 0, "%s", err);
+    bool outside = false;
+    cr_assert_float_eq(tc_component(&tc, CT_LINEAR, 3, 0, &outside), 3e-3, 1e-15);
+    cr_assert_float_eq(tc_component(&tc, CT_PREFILL_ATTN, 6, 40, &outside), 1e-6 * 6 * 50, 1e-15);
+    cr_assert_not(outside);
+    cr_assert_float_eq(tc_component(&tc, CT_LINEAR, 16, 0, &outside), 16e-3, 1e-15);
+    cr_assert(outside, "16 lies beyond the sweep");
+    /* a step: 2 decodes at contexts 9 and 33 (mean 21) plus a 4-token chunk after 16 cached */
+    request r[3];
+    sched_item items[3] = {
+        {.req = &r[0], .num_new_tokens = 1, .context_len = 8, .emits_token = true},
+        {.req = &r[1], .num_new_tokens = 1, .context_len = 32, .emits_token = true},
+        {.req = &r[2], .num_new_tokens = 4, .context_len = 16},
+    };
+    sched_batch b = {.items = items, .num_items = 3, .num_batched_tokens = 6, .num_prefill_tokens = 4,
+                     .decode_context_sum = 9 + 33, .num_multi_token_items = 1};
+    double want = 6e-3 + 2 * 3e-4 + 1e-6 * 4 * 26 + 1e-6 * 2 * 21 + 5e-4;
+    cr_assert_float_eq(tc_step_time(&tc, &b), want, 1e-12);
+    tc_free(&tc);
+    /* serving scales multiply the components, not the overhead */
+    ct_set_meta(&t, "serving_scale_prefill", "2");
+    cr_assert_eq(tc_init(&tc, &t, "scaled", err, sizeof err), 0);
+    cr_assert_float_eq(tc_step_time(&tc, &b), 2 * (want - 5e-4) + 5e-4, 1e-12);
+    tc_free(&tc);
+    ct_set_meta(&t, "serving_scale_decode", "-1");
+    cr_assert_eq(tc_init(&tc, &t, "bad", err, sizeof err), -1);
+    cr_assert(strstr(err, "serving_scale_decode"), "%s", err);
+    ct_free(&t);
+}
+
+Test(table_cost, a_table_that_is_not_a_full_grid_is_refused)
+{
+    cost_table t;
+    synthetic(&t);
+    t.n[CT_DECODE_ATTN]--; /* drop (8, 65) */
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "holey", err, sizeof err), -1);
+    cr_assert(strstr(err, "decode_attn is not a full grid: no row for (8, 65)"), "%s", err);
+    ct_free(&t);
+}
+
+Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
+{
+    cost_table t, back;
+    synthetic(&t);
+    ct_set_meta(&t, "model", "synthetic");
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/tmp/servesim-test-table-%d.csv", (int)getpid());
+    cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ct_read(&back, path, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(ct_meta(&back, "model"), "synthetic");
+    for (int c = 0; c < CT_COUNT; c++) cr_assert_eq(back.n[c], t.n[c]);
+    ct_free(&back);
+    FILE *f = fopen(path, "w");
+    fputs("# servesim cost table\ncomponent,x,y,seconds\nlinear,1,0,0.001\nlinear,2,zero,0.002\n", f);
+    fclose(f);
+    cr_assert_eq(ct_read(&back, path, err, sizeof err), -1);
+    char want[128];
+    snprintf(want, sizeof want, "%s:4: \"zero\" is not a non-negative number", path);
+    cr_assert_str_eq(err, want);
+    unlink(path);
+    ct_free(&t);
+}
+
+/* A real, small calibration of the tiny model: every component present, the table usable,
+ * the held-out check finite, and the serving scales fitted from real engine steps. */
+Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
+{
+    const model_shape *m = model_preset("tiny");
+    calib_options o = {.kb = {.kind = KB_CPU, .weight_seed = 1, .sample_seed = 1, .threads = 1,
+                              .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                                        m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
+                       .model_name = "tiny", .block_size = 16, .max_tokens = 64, .max_context = 128,
+                       .max_seqs = 8, .repeats = 1};
+    cost_table t;
+    char err[512];
+    cr_assert_eq(calibrate_run(&o, &t, err, sizeof err), 0, "%s", err);
+    for (int c = 0; c < CT_COUNT; c++) cr_assert_gt(t.n[c], 0, "no %s rows", ct_component_name(c));
+    cr_assert_gt(atof(ct_meta(&t, "serving_scale_decode")), 0);
+    cr_assert_gt(atof(ct_meta(&t, "serving_scale_prefill")), 0);
+    cr_assert_str_eq(ct_meta(&t, "model"), "tiny");
+    table_cost tc;
+    cr_assert_eq(tc_init(&tc, &t, "calibrated", err, sizeof err), 0, "%s", err);
+    bool outside = false;
+    double small = tc_component(&tc, CT_LINEAR, 1, 0, &outside), large = tc_component(&tc, CT_LINEAR, 64, 0, &outside);
+    cr_assert_gt(large, small, "64 tokens cost more than 1 (%g vs %g)", large, small);
+    tc_free(&tc);
+    FILE *devnull = fopen("/dev/null", "w");
+    cr_assert(isfinite(calibrate_check(&t, devnull)));
+    fclose(devnull);
+    ct_free(&t);
+}
