@@ -36,9 +36,11 @@ static double median(double *v, int n)
 }
 
 /* One synthetic batch: NSEQ sequences of Q query tokens after CTX cached ones, each in its own
- * blocks, so caches do not serve one sequence's KV to the next. */
+ * blocks, so caches do not serve one sequence's KV to the next, and those blocks scattered
+ * over the pool by a fixed permutation, as a served pool is after some churn. */
 typedef struct synth {
     int32_t *ids, *pos, *slots, *qs, *ctx, *tables;
+    int32_t *scatter;       /* block permutation */
     int block_size, table_width;
     unsigned seed;
 } synth;
@@ -49,7 +51,7 @@ static kb_batch synth_batch(synth *s, int nseq, int q, int ctx, int vocab)
     for (int i = 0; i < nseq; i++) {
         s->qs[i] = t;
         s->ctx[i] = ctx + q;
-        for (int b = 0; b < per_seq; b++) s->tables[i * s->table_width + b] = i * per_seq + b;
+        for (int b = 0; b < per_seq; b++) s->tables[i * s->table_width + b] = s->scatter[i * per_seq + b];
         for (int j = 0; j < q; j++, t++) {
             int p = ctx + j;
             s->seed = s->seed * 1103515245u + 12345u; /* fresh token ids each run */
@@ -206,7 +208,7 @@ static int measure_serving(const calib_options *o, cost_table *t, double glue, s
     engine_backend_options(&eo.sched, &eo.backend);
     int longest = o->max_tokens < 256 ? o->max_tokens : 256;
     /* a closed loop keeps prompts arriving while others decode, as steady serving does */
-    wl_config wc = {.num_requests = 96, .arrival = ARRIVAL_CLOSED, .concurrency = eo.sched.max_num_seqs / 2 + 1,
+    wl_config wc = {.num_requests = 192, .arrival = ARRIVAL_CLOSED, .concurrency = eo.sched.max_num_seqs / 2 + 1,
                     .num_prefixes = 1, .trace_time_scale = 1, .vocab_size = o->kb.shape.vocab, .seed = 1};
     wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
     wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
@@ -254,6 +256,23 @@ void calibrate_shape_string(const kb_shape *s, char *out, size_t len)
              s->num_layers, s->hidden, s->num_heads, s->num_kv_heads, s->head_dim, s->intermediate, s->vocab);
 }
 
+/* A Fisher-Yates shuffle of the pool's blocks with a fixed LCG: the same layout every run. */
+static int32_t *scatter_blocks(int num_blocks)
+{
+    int32_t *p = malloc((num_blocks ? num_blocks : 1) * sizeof *p);
+    if (!p) return NULL;
+    unsigned x = 2463534242u;
+    for (int i = 0; i < num_blocks; i++) p[i] = i;
+    for (int i = num_blocks - 1; i > 0; i--) {
+        x = x * 1664525u + 1013904223u;
+        int j = (int)((x >> 8) % (unsigned)(i + 1));
+        int32_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+    return p;
+}
+
 static int alloc_synth(synth *s, const calib_options *o, int table_width)
 {
     int tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
@@ -264,12 +283,13 @@ static int alloc_synth(synth *s, const calib_options *o, int table_width)
     s->qs = malloc((o->max_seqs + 1) * sizeof *s->qs);
     s->ctx = malloc(o->max_seqs * sizeof *s->ctx);
     s->tables = malloc((size_t)o->max_seqs * table_width * sizeof *s->tables);
-    return s->ids && s->pos && s->slots && s->qs && s->ctx && s->tables ? 0 : -1;
+    s->scatter = scatter_blocks(o->kb.num_blocks);
+    return s->ids && s->pos && s->slots && s->qs && s->ctx && s->tables && s->scatter ? 0 : -1;
 }
 
 static void free_synth(synth *s)
 {
-    free(s->ids); free(s->pos); free(s->slots); free(s->qs); free(s->ctx); free(s->tables);
+    free(s->ids); free(s->pos); free(s->slots); free(s->qs); free(s->ctx); free(s->tables); free(s->scatter);
 }
 
 static int sweeps(calib *c)

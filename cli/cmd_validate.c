@@ -278,7 +278,7 @@ static int load_or_calibrate(const scenario *sc, const char *flag_table, const o
                             r.model.name, kb.kind == KB_CUDA ? "cuda" : "cpu");
         calib_options o = {.kb = kb, .model_name = r.model.name, .block_size = r.sched.block_size,
                            .max_tokens = r.sched.max_num_batched_tokens, .max_context = r.sched.max_model_len,
-                           .max_seqs = r.sched.max_num_seqs, .repeats = 3};
+                           .max_seqs = r.sched.max_num_seqs, .repeats = 5};
         cost_table t;
         int status = calibrate_run(&o, &t, err, errlen);
         if (status != 0) return status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
