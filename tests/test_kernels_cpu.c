@@ -9,35 +9,11 @@
 #include <gsl/gsl_rng.h>
 
 #include "kernels/backend.h"
+#include "tests/kernel_fixture.h"
 #include "kernels/cpu/ops.h"
 
-#define MAX_TOKENS 128
-#define MAX_SEQS 8
-#define MAX_BLOCKS_PER_SEQ 32
-#define NUM_BLOCKS 64
-#define VOCAB 512
 #define TOL 1e-4
 
-static kb_options tiny_options(void)
-{
-    return (kb_options){
-        .kind = KB_CPU,
-        .shape = {.num_layers = 2, .hidden = 128, .num_heads = 8, .num_kv_heads = 2,
-                  .head_dim = 16, .intermediate = 256, .vocab = VOCAB, .rope_theta = 10000.0f,
-                  .rms_eps = 1e-5f},
-        .weight_seed = 42, .num_blocks = NUM_BLOCKS, .block_size = 4,
-        .max_num_seqs = MAX_SEQS, .max_num_tokens = MAX_TOKENS,
-        .max_blocks_per_seq = MAX_BLOCKS_PER_SEQ, .threads = 2, .sample_seed = 7,
-    };
-}
-
-static kb_backend *open_tiny(const kb_options *o)
-{
-    char err[512];
-    kb_backend *b = kb_open(o, err, sizeof err);
-    cr_assert_not_null(b, "kb_open: %s", err);
-    return b;
-}
 
 /* max |a - ref| / max |ref|: one scale for the whole vector, so near-zero entries of a
  * correct result do not blow the error up. */
@@ -200,8 +176,8 @@ Test(kernels_cpu, paged_decode_attention_matches_reference)
 
 Test(kernels_cpu, chunked_prefill_matches_whole_prefill)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     int32_t tokens[37], blocks[MAX_BLOCKS_PER_SEQ];
     fill_tokens(tokens, 37, 1);
     float whole[VOCAB], chunked[VOCAB];
@@ -219,8 +195,8 @@ Test(kernels_cpu, chunked_prefill_matches_whole_prefill)
 
 Test(kernels_cpu, prefix_cache_hit_matches_scratch)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     /* B shares A's first 12 tokens: 3 full blocks of 4. */
     int32_t a[20], bt[21];
     fill_tokens(a, 20, 2);
@@ -257,8 +233,8 @@ Test(kernels_cpu, prefix_cache_hit_matches_scratch)
 
 Test(kernels_cpu, cached_decode_matches_recompute)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     enum { PROMPT = 10, TOTAL = 26 };
     int32_t tokens[TOTAL], blocks[MAX_BLOCKS_PER_SEQ];
     fill_tokens(tokens, PROMPT, 4);
@@ -289,8 +265,8 @@ Test(kernels_cpu, cached_decode_matches_recompute)
 
 Test(kernels_cpu, mixed_batch_matches_each_sequence_alone)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     enum { NSEQ = 4 };
     static const int cached_len[NSEQ] = {0, 9, 8, 14}, new_len[NSEQ] = {17, 1, 5, 1};
     int32_t tokens[NSEQ][32], blocks[NSEQ][MAX_BLOCKS_PER_SEQ];
@@ -320,8 +296,8 @@ Test(kernels_cpu, mixed_batch_matches_each_sequence_alone)
 
 Test(kernels_cpu, timing_parts_add_up)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     int32_t ids[3] = {1, 2, 3}, pos[3] = {0, 1, 2}, slots[3] = {0, 1, 2}, qs[2] = {0, 3},
             ctx[1] = {3}, table[MAX_BLOCKS_PER_SEQ] = {0};
     kb_batch batch = {3, ids, pos, slots, 1, qs, ctx, table};
@@ -362,18 +338,18 @@ static void sample_rounds(kb_backend *b, int rounds, int32_t *out)
 
 Test(kernels_cpu, sampling_is_reproducible_from_its_seed)
 {
-    kb_options o = tiny_options();
+    kb_options o = fixture_options(KB_CPU);
     int32_t first[60], second[60], other[60];
-    kb_backend *b = open_tiny(&o);
+    kb_backend *b = fixture_open(&o);
     forward_two_seqs(b, &o);
     sample_rounds(b, 30, first);
     kb_close(b);
-    b = open_tiny(&o);
+    b = fixture_open(&o);
     forward_two_seqs(b, &o);
     sample_rounds(b, 30, second);
     kb_close(b);
     o.sample_seed = 8;
-    b = open_tiny(&o);
+    b = fixture_open(&o);
     forward_two_seqs(b, &o);
     sample_rounds(b, 30, other);
     kb_close(b);
@@ -383,8 +359,8 @@ Test(kernels_cpu, sampling_is_reproducible_from_its_seed)
 
 Test(kernels_cpu, greedy_picks_the_argmax)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     forward_two_seqs(b, &o);
     float logits[2 * VOCAB];
     int32_t tok[2];
@@ -467,7 +443,7 @@ Test(kernels_cpu, top_p_stays_in_the_nucleus)
 
 Test(kernels_cpu, open_refuses_what_does_not_fit)
 {
-    kb_options o = tiny_options();
+    kb_options o = fixture_options(KB_CPU);
     o.shape = (kb_shape){.num_layers = 80, .hidden = 8192, .num_heads = 64, .num_kv_heads = 8,
                          .head_dim = 128, .intermediate = 28672, .vocab = 128256,
                          .rope_theta = 500000.0f, .rms_eps = 1e-5f};
@@ -490,7 +466,7 @@ Test(kernels_cpu, open_refuses_bad_shapes_and_missing_cuda)
         };
     char err[512];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        kb_options o = tiny_options();
+        kb_options o = fixture_options(KB_CPU);
         o.shape.num_layers = bad[i].layers;
         o.shape.num_heads = bad[i].heads;
         o.shape.num_kv_heads = bad[i].kv_heads;
@@ -500,7 +476,7 @@ Test(kernels_cpu, open_refuses_bad_shapes_and_missing_cuda)
         cr_assert_null(kb_open(&o, err, sizeof err));
         cr_assert(strstr(err, bad[i].field), "expected %s in: %s", bad[i].field, err);
     }
-    kb_options o = tiny_options();
+    kb_options o = fixture_options(KB_CPU);
     o.kind = KB_CUDA;
     err[0] = 0;
     kb_backend *gpu = kb_open(&o, err, sizeof err);
@@ -511,8 +487,8 @@ Test(kernels_cpu, open_refuses_bad_shapes_and_missing_cuda)
 
 Test(kernels_cpu, forward_rejects_a_bad_batch)
 {
-    kb_options o = tiny_options();
-    kb_backend *b = open_tiny(&o);
+    kb_options o = fixture_options(KB_CPU);
+    kb_backend *b = fixture_open(&o);
     int32_t ids[2] = {1, VOCAB}, pos[2] = {0, 1}, slots[2] = {0, 1}, qs[2] = {0, 2},
             ctx[1] = {2}, table[MAX_BLOCKS_PER_SEQ] = {0};
     kb_batch batch = {2, ids, pos, slots, 1, qs, ctx, table};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "tests/kernel_fixture.h"
 
 #ifndef SERVESIM_CUDA_BACKEND
 
@@ -579,32 +580,6 @@ Test(kernels_cuda, top_k_and_top_p_keep_the_cpu_sets)
 /* ---------------------------------------------------------------------------------------
  * the whole backend against the CPU backend */
 
-#define VOCAB 512
-#define MAX_TOKENS 128
-#define MAX_SEQS 8
-#define MBPS 32
-#define NUM_BLOCKS 64
-
-static kb_options tiny_options(kb_kind kind)
-{
-    return (kb_options){
-        .kind = kind,
-        .shape = {.num_layers = 2, .hidden = 128, .num_heads = 8, .num_kv_heads = 2,
-                  .head_dim = 16, .intermediate = 256, .vocab = VOCAB, .rope_theta = 10000.0f,
-                  .rms_eps = 1e-5f},
-        .weight_seed = 42, .num_blocks = NUM_BLOCKS, .block_size = 4,
-        .max_num_seqs = MAX_SEQS, .max_num_tokens = MAX_TOKENS,
-        .max_blocks_per_seq = MBPS, .threads = 2, .sample_seed = 7,
-    };
-}
-
-static kb_backend *open_or_fail(const kb_options *o)
-{
-    char err[512];
-    kb_backend *b = kb_open(o, err, sizeof err);
-    cr_assert_not_null(b, "kb_open: %s", err);
-    return b;
-}
 
 typedef struct seq_step {
     const int32_t *tokens;
@@ -630,13 +605,13 @@ static void run_batch(kb_backend *b, int bs, const seq_step *steps, int n, float
                       kb_timing *tm)
 {
     int32_t ids[MAX_TOKENS], pos[MAX_TOKENS], slots[MAX_TOKENS], qs[MAX_SEQS + 1], ctx[MAX_SEQS],
-        tables[MAX_SEQS * MBPS];
+        tables[MAX_SEQS * MAX_BLOCKS_PER_SEQ];
     int t = 0;
     for (int s = 0; s < n; s++) {
         const seq_step *st = &steps[s];
         qs[s] = t;
         ctx[s] = st->cached + (st->pad ? 0 : st->n_new);
-        memcpy(tables + s * MBPS, st->blocks, MBPS * sizeof *tables);
+        memcpy(tables + s * MAX_BLOCKS_PER_SEQ, st->blocks, MAX_BLOCKS_PER_SEQ * sizeof *tables);
         for (int i = 0; i < st->n_new; i++, t++) {
             int p = st->cached + i;
             ids[t] = st->tokens[p];
@@ -657,17 +632,17 @@ static void run_batch(kb_backend *b, int bs, const seq_step *steps, int n, float
 Test(kernels_cuda, forward_matches_cpu_backend)
 {
     NEED_GPU();
-    kb_options oc = tiny_options(KB_CPU), og = tiny_options(KB_CUDA);
-    kb_backend *cpu = open_or_fail(&oc), *gpu = open_or_fail(&og);
+    kb_options oc = fixture_options(KB_CPU), og = fixture_options(KB_CUDA);
+    kb_backend *cpu = fixture_open(&oc), *gpu = fixture_open(&og);
     cr_assert(strstr(kb_device_name(gpu), "cuda: "), "%s", kb_device_name(gpu));
     enum { NSEQ = 4 };
     static const int cached_len[NSEQ] = {0, 9, 8, 14}, new_len[NSEQ] = {17, 1, 5, 1};
-    int32_t tokens[NSEQ][64], blocks[NSEQ][MBPS];
+    int32_t tokens[NSEQ][64], blocks[NSEQ][MAX_BLOCKS_PER_SEQ];
     seq_step steps[NSEQ + 1];
     kb_backend *both[2] = {cpu, gpu};
     for (int s = 0; s < NSEQ; s++) {
         fill_tokens(tokens[s], 64, 10 + s);
-        scattered_blocks(blocks[s], 8 * s, MBPS);
+        scattered_blocks(blocks[s], 8 * s, MAX_BLOCKS_PER_SEQ);
         if (cached_len[s]) {
             seq_step prefix = {tokens[s], blocks[s], 0, cached_len[s], 0};
             for (int k = 0; k < 2; k++)
@@ -737,12 +712,12 @@ Test(kernels_cuda, forward_matches_cpu_backend)
 Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
 {
     NEED_GPU();
-    kb_options o = tiny_options(KB_CUDA);
-    kb_backend *b = open_or_fail(&o);
-    int32_t tokens[37], blocks[MBPS], other[MBPS];
+    kb_options o = fixture_options(KB_CUDA);
+    kb_backend *b = fixture_open(&o);
+    int32_t tokens[37], blocks[MAX_BLOCKS_PER_SEQ], other[MAX_BLOCKS_PER_SEQ];
     fill_tokens(tokens, 37, 1);
-    scattered_blocks(blocks, 0, MBPS);
-    scattered_blocks(other, 20, MBPS);
+    scattered_blocks(blocks, 0, MAX_BLOCKS_PER_SEQ);
+    scattered_blocks(other, 20, MAX_BLOCKS_PER_SEQ);
     float whole[VOCAB], chunked[VOCAB];
     seq_step st = {tokens, blocks, 0, 37, 0};
     run_batch(b, o.block_size, &st, 1, whole, NULL);
@@ -754,14 +729,14 @@ Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
     double e = rel_err(chunked, whole, VOCAB);
     cr_assert_lt(e, FORWARD_TOL, "chunked prefill: rel err %g", e);
     /* B reuses A's first 3 blocks written in the same step, B first */
-    int32_t bt[21], a_blocks[MBPS], b_blocks[MBPS];
+    int32_t bt[21], a_blocks[MAX_BLOCKS_PER_SEQ], b_blocks[MAX_BLOCKS_PER_SEQ];
     memcpy(bt, tokens, 12 * sizeof *bt);
     fill_tokens(bt + 12, 9, 3);
     float b_ref[VOCAB], logits[2 * VOCAB];
-    scattered_blocks(b_blocks, 50, MBPS);
+    scattered_blocks(b_blocks, 50, MAX_BLOCKS_PER_SEQ);
     seq_step sb = {bt, b_blocks, 0, 21, 0};
     run_batch(b, o.block_size, &sb, 1, b_ref, NULL);
-    scattered_blocks(a_blocks, 10, MBPS);
+    scattered_blocks(a_blocks, 10, MAX_BLOCKS_PER_SEQ);
     memcpy(b_blocks, a_blocks, 3 * sizeof *b_blocks);
     scattered_blocks(b_blocks + 3, 40, 6);
     seq_step two[2] = {{bt, b_blocks, 12, 9, 0}, {tokens, a_blocks, 0, 20, 0}};
@@ -774,7 +749,7 @@ Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
 Test(kernels_cuda, open_refuses_what_does_not_fit_and_bad_batches)
 {
     NEED_GPU();
-    kb_options o = tiny_options(KB_CUDA);
+    kb_options o = fixture_options(KB_CUDA);
     o.shape = (kb_shape){.num_layers = 80, .hidden = 8192, .num_heads = 64, .num_kv_heads = 8,
                          .head_dim = 128, .intermediate = 28672, .vocab = 128256,
                          .rope_theta = 500000.0f, .rms_eps = 1e-5f};
@@ -784,10 +759,10 @@ Test(kernels_cuda, open_refuses_what_does_not_fit_and_bad_batches)
     cr_assert_null(kb_open(&o, err, sizeof err));
     cr_assert(strstr(err, "GiB of bf16 weights") && strstr(err, "this GPU"), "message: %s", err);
 
-    o = tiny_options(KB_CUDA);
-    kb_backend *b = open_or_fail(&o);
+    o = fixture_options(KB_CUDA);
+    kb_backend *b = fixture_open(&o);
     int32_t ids[2] = {1, VOCAB}, pos[2] = {0, 1}, slots[2] = {0, 1}, qs[2] = {0, 2},
-            ctx[1] = {2}, table[MBPS] = {0};
+            ctx[1] = {2}, table[MAX_BLOCKS_PER_SEQ] = {0};
     kb_batch batch = {2, ids, pos, slots, 1, qs, ctx, table};
     cr_assert_neq(kb_forward(b, &batch, NULL), 0);
     cr_assert(strstr(kb_error(b), "vocabulary"), "error: %s", kb_error(b));
@@ -802,16 +777,16 @@ Test(kernels_cuda, open_refuses_what_does_not_fit_and_bad_batches)
 Test(kernels_cuda, sampling_is_reproducible_from_its_seed)
 {
     NEED_GPU();
-    kb_options o = tiny_options(KB_CUDA);
+    kb_options o = fixture_options(KB_CUDA);
     int32_t runs[3][40];
     for (int k = 0; k < 3; k++) {
         o.sample_seed = k == 2 ? 8 : 7;
-        kb_backend *b = open_or_fail(&o);
-        int32_t t1[9], b1[MBPS], t2[5], b2[MBPS];
+        kb_backend *b = fixture_open(&o);
+        int32_t t1[9], b1[MAX_BLOCKS_PER_SEQ], t2[5], b2[MAX_BLOCKS_PER_SEQ];
         fill_tokens(t1, 9, 20);
         fill_tokens(t2, 5, 21);
-        scattered_blocks(b1, 0, MBPS);
-        scattered_blocks(b2, 10, MBPS);
+        scattered_blocks(b1, 0, MAX_BLOCKS_PER_SEQ);
+        scattered_blocks(b2, 10, MAX_BLOCKS_PER_SEQ);
         seq_step st[2] = {{t1, b1, 0, 9, 0}, {t2, b2, 0, 5, 0}};
         run_batch(b, o.block_size, st, 2, NULL, NULL);
         kb_sampling p = {.temperature = 0.9f, .top_k = 50, .top_p = 0.9f};

@@ -1,0 +1,36 @@
+/* The tiny model both backend test files open: one definition, so the CPU-vs-CUDA agreement
+ * tests compare against exactly the model the CPU tests check. */
+#ifndef SERVESIM_TESTS_KERNEL_FIXTURE_H
+#define SERVESIM_TESTS_KERNEL_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include "kernels/backend.h"
+
+#define MAX_TOKENS 128
+#define MAX_SEQS 8
+#define MAX_BLOCKS_PER_SEQ 32
+#define NUM_BLOCKS 64
+#define VOCAB 512
+
+static inline kb_options fixture_options(kb_kind kind)
+{
+    return (kb_options){
+        .kind = kind,
+        .shape = {.num_layers = 2, .hidden = 128, .num_heads = 8, .num_kv_heads = 2,
+                  .head_dim = 16, .intermediate = 256, .vocab = VOCAB, .rope_theta = 10000.0f,
+                  .rms_eps = 1e-5f},
+        .weight_seed = 42, .num_blocks = NUM_BLOCKS, .block_size = 4,
+        .max_num_seqs = MAX_SEQS, .max_num_tokens = MAX_TOKENS,
+        .max_blocks_per_seq = MAX_BLOCKS_PER_SEQ, .threads = 2, .sample_seed = 7,
+    };
+}
+
+static inline kb_backend *fixture_open(const kb_options *o)
+{
+    char err[512];
+    kb_backend *b = kb_open(o, err, sizeof err);
+    cr_assert_not_null(b, "kb_open: %s", err);
+    return b;
+}
+
+#endif
