@@ -169,11 +169,9 @@ void bm_free(bm *m)
 
 int bm_num_free(const bm *m) { return m->num_free; }
 int bm_num_cached(const bm *m) { return m->num_cached; }
-int bm_num_blocks(const bm *m) { return m->cfg.num_blocks; }
 int64_t bm_table_entries(const bm *m) { return m->table_entries; }
 int bm_block_size(const bm *m) { return m->cfg.block_size; }
 bool bm_prefix_caching(const bm *m) { return m->cfg.prefix_caching; }
-int bm_max_blocks_per_seq(const bm *m) { return m->cfg.max_blocks_per_seq; }
 int bm_ref_count(const bm *m, int b) { return m->ref[b]; }
 
 static int32_t *row(const bm *m, const request *r)

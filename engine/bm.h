@@ -24,7 +24,6 @@ void bm_free(bm *m);
 
 int bm_num_free(const bm *m);       /* blocks no sequence holds (cached ones included) */
 int bm_num_cached(const bm *m);     /* blocks carrying a prefix-cache hash */
-int bm_num_blocks(const bm *m);
 int64_t bm_table_entries(const bm *m);  /* blocks in all block tables (shared counted per table) */
 int bm_block_size(const bm *m);
 static inline int bm_blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
@@ -53,7 +52,6 @@ static inline bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_to
 /* Drops every block of R (finish or preemption) and frees its row. */
 void bm_release(bm *m, request *r);
 const int32_t *bm_block_table(const bm *m, const request *r);
-int bm_max_blocks_per_seq(const bm *m);
 
 /* Reference count of block B (tests and invariant checks). */
 int bm_ref_count(const bm *m, int b);

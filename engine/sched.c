@@ -24,8 +24,6 @@ struct sched {
     bool static_active;
     sched_batch batch;
     request **finished;
-    int peak_running;
-    int64_t num_preemptions;
 };
 
 static const char *policy_names[] = {"naive", "kv_single", "static", "continuous", "paged"};
@@ -229,7 +227,6 @@ static void running_insert(sched *s, request *r)
     s->running[i] = r;
     s->num_running++;
     r->state = REQ_RUNNING;
-    if (s->num_running > s->peak_running) s->peak_running = s->num_running;
 }
 
 /* Recompute preemption of the latest-arrived running request. */
@@ -243,7 +240,6 @@ static request *preempt_last(sched *s)
     v->state = REQ_WAITING;
     deque_push_front(&s->waiting, v);
     s->batch.preempted[s->batch.num_preempted++] = v;
-    s->num_preemptions++;
     return v;
 }
 
@@ -474,11 +470,8 @@ int sched_complete(sched *s, double now, request ***finished)
 const sched_batch *sched_last_batch(const sched *s) { return &s->batch; }
 int sched_num_waiting(const sched *s) { return (int)s->waiting.len; }
 int sched_num_running(const sched *s) { return s->num_running - s->num_static_done; }
-int sched_peak_running(const sched *s) { return s->peak_running; }
-int64_t sched_num_preemptions(const sched *s) { return s->num_preemptions; }
 bool sched_idle(const sched *s) { return s->waiting.len == 0 && s->num_running == 0; }
 const bm *sched_bm(const sched *s) { return s->bm; }
-const sched_config *sched_cfg(const sched *s) { return &s->cfg; }
 
 void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec)
 {

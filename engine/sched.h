@@ -78,11 +78,8 @@ int sched_complete(sched *s, double now, request ***finished);
 const sched_batch *sched_last_batch(const sched *s);
 int sched_num_waiting(const sched *s);
 int sched_num_running(const sched *s);
-int sched_peak_running(const sched *s);
-int64_t sched_num_preemptions(const sched *s);
 bool sched_idle(const sched *s);      /* nothing waiting, nothing running */
 const bm *sched_bm(const sched *s);
-const sched_config *sched_cfg(const sched *s);
 /* Recounts every incrementally kept total and checks the block manager; NULL when all agree. */
 const char *sched_check(const sched *s);
 /* Fills the scheduling fields of a step record (times are the caller's). */
