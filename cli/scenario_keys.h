@@ -3,7 +3,7 @@
  * BOOL, TEXT, DIST (a length distribution), CHOICE (the minimum column lists the choices),
  * MODEL and HW (preset names), PATH (relative to the scenario file). */
 #define SCENARIO_KEYS(X) \
-    X(model, preset, MODEL, "llama-3-8b", "", "", "model shapes; see `servesim keys --presets`") \
+    X(model, preset, MODEL, "llama-3-8b", "", "", "model shapes, one of the presets listed at the top of `servesim keys`") \
     X(model, num_layers, INT, "0", "0", "1000", "override the preset's layer count (0 = keep)") \
     X(model, hidden, INT, "0", "0", "65536", "override the model dimension (0 = keep)") \
     X(model, num_heads, INT, "0", "0", "1024", "override the query heads (0 = keep)") \
