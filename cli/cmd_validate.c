@@ -339,7 +339,12 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
     char table[1100], device[256] = "";
     int status = load_or_calibrate(sc, flag_table, &od, &tc, table, sizeof table, device, sizeof device, a->quiet,
                                    err, sizeof err);
-    int n = status == EXIT_OK ? build_points(sc, pts) : 0;
+    bool have_table = status == EXIT_OK;
+    int n = have_table ? build_points(sc, pts) : 0;
+    if (have_table && n == 0) {
+        snprintf(err, sizeof err, "%s: [validate] rates and policies give no point to validate", sc->path);
+        status = EXIT_BAD_INPUT;
+    }
     for (int i = 0; i < n && status == EXIT_OK; i++) {
         if (!a->quiet && isatty(2)) fprintf(stderr, "validating %s at %s req/s (%d/%d)\n", pts[i].policy, pts[i].rate, i + 1, n);
         status = run_point(sc, i, &pts[i], &od, &tc, err, sizeof err);
@@ -361,7 +366,7 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
     bool all_passed = true;
     for (int i = 0; i < n; i++) all_passed = all_passed && pts[i].passed;
     if (status == EXIT_OK && !a->quiet) printf("Validation %s; report in %s/report.md\n", all_passed ? "passed" : "FAILED", out);
-    if (status != EXIT_BAD_INPUT && n > 0) tc_free(&tc);
+    if (have_table) tc_free(&tc);
     free(pts);
     return status != EXIT_OK ? status : all_passed ? EXIT_OK : EXIT_FAILURE_OTHER;
 }

@@ -132,20 +132,25 @@ static int warm_up(engine *e)
     if (n > kb->max_num_tokens) n = kb->max_num_tokens;
     if (n > kb->num_blocks * kb->block_size) n = kb->num_blocks * kb->block_size;
     if (n > kb->max_blocks_per_seq * kb->block_size) n = kb->max_blocks_per_seq * kb->block_size;
-    int32_t ids[16], pos[16], slots[16], table[16], qs[2] = {0, n}, ctx[1] = {n};
+    int32_t ids[16], pos[16], slots[16], qs[2] = {0, n}, ctx[1] = {n};
+    /* a backend may copy a whole block-table row */
+    int32_t *table = calloc(kb->max_blocks_per_seq, sizeof *table);
+    if (!table) return -1;
     for (int i = 0; i < n; i++) ids[i] = pos[i] = slots[i] = i;
-    for (int i = 0; i < 16; i++) table[i] = i < kb->num_blocks ? i : 0;
+    for (int i = 0; i < kb->max_blocks_per_seq && i < kb->num_blocks; i++) table[i] = i;
     kb_batch b = {n, ids, pos, slots, 1, qs, ctx, table};
     int32_t out;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int len = n; len >= 1; len = len > 1 ? 1 : 0) {
+    int status = 0;
+    for (int len = n; len >= 1 && status == 0; len = len > 1 ? 1 : 0) {
         b.num_tokens = len;
         qs[1] = len;
-        if (kb_forward(e->kb, &b, NULL) != 0 || kb_sample(e->kb, &e->o->sampling, &out, NULL) != 0) return -1;
+        if (kb_forward(e->kb, &b, NULL) != 0 || kb_sample(e->kb, &e->o->sampling, &out, NULL) != 0) status = -1;
     }
+    free(table);
     e->stats.warmup_seconds = since(&t0);
-    return 0;
+    return status;
 }
 
 static int loop(engine *e, char *err, size_t errlen)

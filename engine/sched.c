@@ -73,7 +73,8 @@ int sched_config_check(const sched_config *c, char *err, size_t errlen)
                  c->max_num_batched_tokens, c->max_model_len);
         return -1;
     }
-    if (c->chunked_prefill && c->max_num_batched_tokens < c->max_num_seqs) {
+    /* every policy can put max_num_seqs one-token decodes in a step */
+    if (c->max_num_batched_tokens < c->max_num_seqs) {
         snprintf(err, errlen,
                  "scheduler.max_num_batched_tokens (%d) must be at least scheduler.max_num_seqs (%d)",
                  c->max_num_batched_tokens, c->max_num_seqs);

@@ -131,6 +131,10 @@ Test(sched, config_check_rejects_incompatible_settings)
     cr_assert(strstr(err, "chunked_prefill"));
     c.chunked_prefill = true;
     cr_assert_eq(sched_config_check(&c, err, sizeof err), 0);
+    c = base_config(POLICY_PAGED);
+    c.max_num_seqs = 4096; /* a decode step of 4096 sequences would exceed the 2048-token budget */
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "must be at least scheduler.max_num_seqs"), "%s", err);
     c = base_config(POLICY_CONTINUOUS);
     c.num_blocks = 100; /* 1600 slots < 2048 */
     cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
