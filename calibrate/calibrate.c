@@ -5,8 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <gsl/gsl_fit.h>
-
 #include "engine/engine.h"
 #include "sim/table_cost.h"
 
@@ -146,37 +144,34 @@ static int sweep_decode(calib *c, const int *seqs, int nseqs, const int *ctx, in
  * and the engine schedules, prepares inputs and keeps records around each forward. So the
  * calibration serves a small workload on the real engine, asking the table built so far what
  * each batch should cost, and measures (1) the overhead: the median of step time minus
- * forward and sampling, plus the forward's untimed glue; (2) the scales: least-squares fits
- * (through the origin, gsl_fit_mul) of the measured forward + sampling to the components'
- * prediction, one for decode-only steps and one for steps that carry prompt tokens (they
- * inflate differently). The simulator prices a step as scale x components + overhead. */
+ * forward and sampling, plus the forward's untimed glue; (2) the scales: the median ratio of
+ * measured forward + sampling to the components' prediction, one for decode-only steps and
+ * one for steps that carry prompt tokens (they inflate differently). A median, not a least-
+ * squares fit: on a shared machine a few stalled steps would drag a fit, not a median. The simulator prices a step as scale x components + overhead. */
 typedef struct serving_fit {
     double overhead, scale_decode, scale_prefill;
     size_t decode_steps, prefill_steps;
 } serving_fit;
 
-/* Fits real = k pred over the steps whose class is WANT_PREFILL; 1 when there are none. */
-static double fit_class(const recorder *rc, bool want_prefill, double *pred, double *real, size_t *used)
+/* The median of measured over predicted over the steps whose class is WANT_PREFILL (RATIO is
+ * scratch); 1 when there are none. */
+static double fit_class(const recorder *rc, bool want_prefill, double *ratio, size_t *used)
 {
     size_t n = 0;
     for (size_t i = 0; i < rc->num_steps; i++) {
         const step_record *s = &rc->steps[i];
-        if ((s->num_prefill_tokens > 0) != want_prefill) continue;
-        pred[n] = s->predicted_time;
-        real[n++] = s->forward_time + s->sample_time;
+        if ((s->num_prefill_tokens > 0) != want_prefill || !(s->predicted_time > 0)) continue;
+        ratio[n++] = (s->forward_time + s->sample_time) / s->predicted_time;
     }
     *used = n;
-    double k = 1, cov, sumsq;
-    if (n > 0) gsl_fit_mul(pred, 1, real, 1, n, &k, &cov, &sumsq);
-    return k;
+    return n > 0 ? median(ratio, (int)n) : 1;
 }
 
 static int fit_steps(const recorder *rc, double glue, serving_fit *fit, char *err, size_t errlen)
 {
     size_t n = rc->num_steps;
-    double *extra = malloc((n ? n : 1) * sizeof *extra), *pred = malloc((n ? n : 1) * sizeof *pred),
-           *real = malloc((n ? n : 1) * sizeof *real);
-    int status = extra && pred && real && n > 1 ? 0 : 1;
+    double *extra = malloc((n ? n : 1) * sizeof *extra), *ratio = malloc((n ? n : 1) * sizeof *ratio);
+    int status = extra && ratio && n > 1 ? 0 : 1;
     if (status) snprintf(err, errlen, n > 1 ? "out of memory" : "the serving measurement ran too few steps");
     for (size_t i = 0; status == 0 && i < n; i++) {
         const step_record *s = &rc->steps[i];
@@ -184,12 +179,11 @@ static int fit_steps(const recorder *rc, double glue, serving_fit *fit, char *er
     }
     if (status == 0) {
         fit->overhead = median(extra, (int)n) + glue;
-        fit->scale_decode = fit_class(rc, false, pred, real, &fit->decode_steps);
-        fit->scale_prefill = fit_class(rc, true, pred, real, &fit->prefill_steps);
+        fit->scale_decode = fit_class(rc, false, ratio, &fit->decode_steps);
+        fit->scale_prefill = fit_class(rc, true, ratio, &fit->prefill_steps);
     }
     free(extra);
-    free(pred);
-    free(real);
+    free(ratio);
     return status;
 }
 
