@@ -33,4 +33,21 @@ static inline kb_backend *fixture_open(const kb_options *o)
     return b;
 }
 
+/* Token ids from a fixed LCG: the same prompt in every test run. */
+static inline void fill_tokens(int32_t *t, int n, unsigned seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        t[i] = (int32_t)((seed >> 8) % VOCAB);
+    }
+}
+
+/* N block ids starting at FIRST in a fixed scattered order of the pool (37 is coprime to 64),
+ * so neighbouring logical blocks are never neighbours in memory. */
+static inline void scattered_blocks(int32_t *blocks, int first, int n)
+{
+    for (int i = 0; i < n; i++)
+        blocks[i] = ((first + i) * 37 + 11) % NUM_BLOCKS;
+}
+
 #endif

@@ -33,21 +33,7 @@ static void fill_uniform(float *x, size_t n, gsl_rng *rng)
         x[i] = (float)(2.0 * gsl_rng_uniform(rng) - 1.0);
 }
 
-static void fill_tokens(int32_t *t, int n, unsigned seed)
-{
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        t[i] = (int32_t)((seed >> 8) % VOCAB);
-    }
-}
 
-/* N block ids starting at FIRST in a fixed scattered order of the pool (37 is coprime to 64),
- * so neighbouring logical blocks are never neighbours in memory. */
-static void scattered_blocks(int32_t *blocks, int first, int n)
-{
-    for (int i = 0; i < n; i++)
-        blocks[i] = ((first + i) * 37 + 11) % NUM_BLOCKS;
-}
 
 /* What one sequence does in a forward: computes N_NEW tokens after CACHED ones already in its
  * blocks; PAD marks its tokens as padding (slot -1, not counted in the context). */

@@ -587,19 +587,7 @@ typedef struct seq_step {
     int cached, n_new, pad;
 } seq_step;
 
-static void fill_tokens(int32_t *t, int n, unsigned seed)
-{
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        t[i] = (int32_t)((seed >> 8) % VOCAB);
-    }
-}
 
-static void scattered_blocks(int32_t *blocks, int first, int n)
-{
-    for (int i = 0; i < n; i++)
-        blocks[i] = ((first + i) * 37 + 11) % NUM_BLOCKS;
-}
 
 static void run_batch(kb_backend *b, int bs, const seq_step *steps, int n, float *logits,
                       kb_timing *tm)
