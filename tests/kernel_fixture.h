@@ -4,6 +4,8 @@
 #define SERVESIM_TESTS_KERNEL_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <string.h>
+
 #include "kernels/backend.h"
 
 #define MAX_TOKENS 128
@@ -48,6 +50,41 @@ static inline void scattered_blocks(int32_t *blocks, int first, int n)
 {
     for (int i = 0; i < n; i++)
         blocks[i] = ((first + i) * 37 + 11) % NUM_BLOCKS;
+}
+
+/* What one sequence does in a forward: computes N_NEW tokens after CACHED ones already in its
+ * blocks; PAD marks its tokens as padding (slot -1, not counted in the context). */
+typedef struct seq_step {
+    const int32_t *tokens;
+    const int32_t *blocks;
+    int cached, n_new, pad;
+} seq_step;
+
+
+
+static inline void fixture_run(kb_backend *b, int bs, const seq_step *steps, int n, float *logits,
+                      kb_timing *tm)
+{
+    int32_t ids[MAX_TOKENS], pos[MAX_TOKENS], slots[MAX_TOKENS], qs[MAX_SEQS + 1], ctx[MAX_SEQS],
+        tables[MAX_SEQS * MAX_BLOCKS_PER_SEQ];
+    int t = 0;
+    for (int s = 0; s < n; s++) {
+        const seq_step *st = &steps[s];
+        qs[s] = t;
+        ctx[s] = st->cached + (st->pad ? 0 : st->n_new);
+        memcpy(tables + s * MAX_BLOCKS_PER_SEQ, st->blocks, MAX_BLOCKS_PER_SEQ * sizeof *tables);
+        for (int i = 0; i < st->n_new; i++, t++) {
+            int p = st->cached + i;
+            ids[t] = st->tokens[p];
+            pos[t] = p;
+            slots[t] = st->pad ? -1 : st->blocks[p / bs] * bs + p % bs;
+        }
+    }
+    qs[n] = t;
+    kb_batch batch = {t, ids, pos, slots, n, qs, ctx, tables};
+    cr_assert_eq(kb_forward(b, &batch, tm), 0, "kb_forward: %s", kb_error(b));
+    if (logits)
+        cr_assert_eq(kb_get_logits(b, logits), 0, "kb_get_logits: %s", kb_error(b));
 }
 
 #endif

@@ -35,40 +35,6 @@ static void fill_uniform(float *x, size_t n, gsl_rng *rng)
 
 
 
-/* What one sequence does in a forward: computes N_NEW tokens after CACHED ones already in its
- * blocks; PAD marks its tokens as padding (slot -1, not counted in the context). */
-typedef struct seq_step {
-    const int32_t *tokens;
-    const int32_t *blocks;
-    int cached, n_new, pad;
-} seq_step;
-
-static void run_batch(kb_backend *b, const kb_options *o, const seq_step *steps, int n,
-                      float *logits)
-{
-    int32_t ids[MAX_TOKENS], pos[MAX_TOKENS], slots[MAX_TOKENS], qs[MAX_SEQS + 1],
-        ctx[MAX_SEQS], tables[MAX_SEQS * MAX_BLOCKS_PER_SEQ];
-    int t = 0, bs = o->block_size;
-    for (int s = 0; s < n; s++) {
-        const seq_step *st = &steps[s];
-        qs[s] = t;
-        ctx[s] = st->cached + (st->pad ? 0 : st->n_new);
-        memcpy(tables + s * MAX_BLOCKS_PER_SEQ, st->blocks, MAX_BLOCKS_PER_SEQ * sizeof *tables);
-        for (int i = 0; i < st->n_new; i++, t++) {
-            int p = st->cached + i;
-            ids[t] = st->tokens[p];
-            pos[t] = p;
-            slots[t] = st->pad ? -1 : st->blocks[p / bs] * bs + p % bs;
-        }
-    }
-    qs[n] = t;
-    kb_batch batch = {.num_tokens = t, .token_ids = ids, .positions = pos, .slot_mapping = slots,
-                      .num_seqs = n, .query_start = qs, .context_lens = ctx,
-                      .block_tables = tables};
-    cr_assert_eq(kb_forward(b, &batch, NULL), 0, "kb_forward: %s", kb_error(b));
-    if (logits)
-        cr_assert_eq(kb_get_logits(b, logits), 0, "kb_get_logits: %s", kb_error(b));
-}
 
 /* Last logits of TOKENS[0..n) computed in one prefill in blocks from FIRST_BLOCK on. */
 static void from_scratch(kb_backend *b, const kb_options *o, const int32_t *tokens, int n,
@@ -77,7 +43,7 @@ static void from_scratch(kb_backend *b, const kb_options *o, const int32_t *toke
     int32_t blocks[MAX_BLOCKS_PER_SEQ];
     scattered_blocks(blocks, first_block, MAX_BLOCKS_PER_SEQ);
     seq_step st = {tokens, blocks, 0, n, 0};
-    run_batch(b, o, &st, 1, logits);
+    fixture_run(b, o->block_size, &st, 1, logits, NULL);
 }
 
 Test(kernels_cpu, matmul_matches_naive)
@@ -172,7 +138,7 @@ Test(kernels_cpu, chunked_prefill_matches_whole_prefill)
     static const int chunks[] = {13, 12, 12};
     for (int c = 0, done = 0; c < 3; done += chunks[c++]) {
         seq_step st = {tokens, blocks, done, chunks[c], 0};
-        run_batch(b, &o, &st, 1, chunked);
+        fixture_run(b, o.block_size, &st, 1, chunked, NULL);
     }
     double e = rel_err(chunked, whole, VOCAB);
     cr_assert_lt(e, TOL, "chunked prefill: rel err %g", e);
@@ -199,8 +165,8 @@ Test(kernels_cpu, prefix_cache_hit_matches_scratch)
 
     /* A in an earlier step, then B computes only its own tokens. */
     seq_step sa = {a, a_blocks, 0, 20, 0}, sb = {bt, b_blocks, 12, 9, 0};
-    run_batch(b, &o, &sa, 1, NULL);
-    run_batch(b, &o, &sb, 1, logits);
+    fixture_run(b, o.block_size, &sa, 1, NULL, NULL);
+    fixture_run(b, o.block_size, &sb, 1, logits, NULL);
     double e = rel_err(logits, b_ref, VOCAB);
     cr_assert_lt(e, TOL, "prefix hit after A's step: rel err %g", e);
 
@@ -209,7 +175,7 @@ Test(kernels_cpu, prefix_cache_hit_matches_scratch)
     memcpy(b_blocks, a_blocks, 3 * sizeof *b_blocks);
     scattered_blocks(b_blocks + 3, 30, 6);
     seq_step both[2] = {{bt, b_blocks, 12, 9, 0}, {a, a_blocks, 0, 20, 0}};
-    run_batch(b, &o, both, 2, logits);
+    fixture_run(b, o.block_size, both, 2, logits, NULL);
     e = rel_err(logits, b_ref, VOCAB);
     cr_assert_lt(e, TOL, "prefix hit within one step: rel err %g", e);
     e = rel_err(logits + VOCAB, a_ref, VOCAB);
@@ -227,7 +193,7 @@ Test(kernels_cpu, cached_decode_matches_recompute)
     scattered_blocks(blocks, 0, MAX_BLOCKS_PER_SEQ);
     float cached[VOCAB], naive[VOCAB];
     seq_step st = {tokens, blocks, 0, PROMPT, 0};
-    run_batch(b, &o, &st, 1, cached);
+    fixture_run(b, o.block_size, &st, 1, cached, NULL);
     kb_sampling greedy = {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f};
     int distinct = 0;
     for (int p = PROMPT; p < TOTAL; p++) {
@@ -237,12 +203,12 @@ Test(kernels_cpu, cached_decode_matches_recompute)
             seen |= tokens[i] == tokens[p];
         distinct += !seen;
         st = (seq_step){tokens, blocks, p, 1, 0};
-        run_batch(b, &o, &st, 1, cached);
+        fixture_run(b, o.block_size, &st, 1, cached, NULL);
         from_scratch(b, &o, tokens, p + 1, 30, naive);
         double e = rel_err(cached, naive, VOCAB);
         cr_assert_lt(e, TOL, "decode at position %d: rel err %g", p, e);
         /* Sampling reads the last forward: run the cached one again. */
-        run_batch(b, &o, &st, 1, NULL);
+        fixture_run(b, o.block_size, &st, 1, NULL, NULL);
     }
     cr_assert_gt(distinct, 3, "greedy decoding of random weights repeats itself: %d distinct "
                  "tokens in %d", distinct, TOTAL - PROMPT);
@@ -262,14 +228,14 @@ Test(kernels_cpu, mixed_batch_matches_each_sequence_alone)
         scattered_blocks(blocks[s], 8 * s, MAX_BLOCKS_PER_SEQ);
         if (cached_len[s]) {
             seq_step prefix = {tokens[s], blocks[s], 0, cached_len[s], 0};
-            run_batch(b, &o, &prefix, 1, NULL);
+            fixture_run(b, o.block_size, &prefix, 1, NULL, NULL);
         }
         steps[s] = (seq_step){tokens[s], blocks[s], cached_len[s], new_len[s], 0};
     }
     /* Padding rows over the last sequence's cache: computed, never written. */
     steps[NSEQ] = (seq_step){tokens[0], blocks[3], 14, 3, 1};
     float logits[(NSEQ + 1) * VOCAB], alone[VOCAB];
-    run_batch(b, &o, steps, NSEQ + 1, logits);
+    fixture_run(b, o.block_size, steps, NSEQ + 1, logits, NULL);
     for (int i = 0; i < VOCAB; i++)
         cr_assert(isfinite(logits[NSEQ * VOCAB + i]), "padding logits are not finite");
     for (int s = 0; s < NSEQ; s++) {
@@ -312,7 +278,7 @@ static void forward_two_seqs(kb_backend *b, const kb_options *o)
     scattered_blocks(b1, 0, MAX_BLOCKS_PER_SEQ);
     scattered_blocks(b2, 10, MAX_BLOCKS_PER_SEQ);
     seq_step steps[2] = {{t1, b1, 0, 9, 0}, {t2, b2, 0, 5, 0}};
-    run_batch(b, o, steps, 2, NULL);
+    fixture_run(b, o->block_size, steps, 2, NULL, NULL);
 }
 
 static void sample_rounds(kb_backend *b, int rounds, int32_t *out)

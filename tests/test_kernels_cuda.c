@@ -581,38 +581,6 @@ Test(kernels_cuda, top_k_and_top_p_keep_the_cpu_sets)
  * the whole backend against the CPU backend */
 
 
-typedef struct seq_step {
-    const int32_t *tokens;
-    const int32_t *blocks;
-    int cached, n_new, pad;
-} seq_step;
-
-
-
-static void run_batch(kb_backend *b, int bs, const seq_step *steps, int n, float *logits,
-                      kb_timing *tm)
-{
-    int32_t ids[MAX_TOKENS], pos[MAX_TOKENS], slots[MAX_TOKENS], qs[MAX_SEQS + 1], ctx[MAX_SEQS],
-        tables[MAX_SEQS * MAX_BLOCKS_PER_SEQ];
-    int t = 0;
-    for (int s = 0; s < n; s++) {
-        const seq_step *st = &steps[s];
-        qs[s] = t;
-        ctx[s] = st->cached + (st->pad ? 0 : st->n_new);
-        memcpy(tables + s * MAX_BLOCKS_PER_SEQ, st->blocks, MAX_BLOCKS_PER_SEQ * sizeof *tables);
-        for (int i = 0; i < st->n_new; i++, t++) {
-            int p = st->cached + i;
-            ids[t] = st->tokens[p];
-            pos[t] = p;
-            slots[t] = st->pad ? -1 : st->blocks[p / bs] * bs + p % bs;
-        }
-    }
-    qs[n] = t;
-    kb_batch batch = {t, ids, pos, slots, n, qs, ctx, tables};
-    cr_assert_eq(kb_forward(b, &batch, tm), 0, "kb_forward: %s", kb_error(b));
-    if (logits)
-        cr_assert_eq(kb_get_logits(b, logits), 0, "kb_get_logits: %s", kb_error(b));
-}
 
 /* bf16 weights and activations against fp32: the logits agree to about 1e-2 of their scale. */
 #define FORWARD_TOL 3e-2
@@ -634,14 +602,14 @@ Test(kernels_cuda, forward_matches_cpu_backend)
         if (cached_len[s]) {
             seq_step prefix = {tokens[s], blocks[s], 0, cached_len[s], 0};
             for (int k = 0; k < 2; k++)
-                run_batch(both[k], og.block_size, &prefix, 1, NULL, NULL);
+                fixture_run(both[k], og.block_size, &prefix, 1, NULL, NULL);
         }
         steps[s] = (seq_step){tokens[s], blocks[s], cached_len[s], new_len[s], 0};
     }
     steps[NSEQ] = (seq_step){tokens[0], blocks[3], 14, 3, 1}; /* padding rows */
     float ref[(NSEQ + 1) * VOCAB], got[(NSEQ + 1) * VOCAB];
-    run_batch(cpu, og.block_size, steps, NSEQ + 1, ref, NULL);
-    run_batch(gpu, og.block_size, steps, NSEQ + 1, got, NULL);
+    fixture_run(cpu, og.block_size, steps, NSEQ + 1, ref, NULL);
+    fixture_run(gpu, og.block_size, steps, NSEQ + 1, got, NULL);
     for (int s = 0; s < NSEQ; s++) {
         double e = rel_err(got + s * VOCAB, ref + s * VOCAB, VOCAB);
         cr_assert_lt(e, FORWARD_TOL, "mixed batch, sequence %d: rel err %g", s, e);
@@ -655,8 +623,8 @@ Test(kernels_cuda, forward_matches_cpu_backend)
             steps[s].cached += steps[s].n_new;
             steps[s].n_new = 1;
         }
-        run_batch(cpu, og.block_size, steps, NSEQ, ref, NULL);
-        run_batch(gpu, og.block_size, steps, NSEQ, got, NULL);
+        fixture_run(cpu, og.block_size, steps, NSEQ, ref, NULL);
+        fixture_run(gpu, og.block_size, steps, NSEQ, got, NULL);
         for (int s = 0; s < NSEQ; s++) {
             double e = rel_err(got + s * VOCAB, ref + s * VOCAB, VOCAB);
             cr_assert_lt(e, FORWARD_TOL, "decode step %d, sequence %d: rel err %g", step, s, e);
@@ -672,22 +640,22 @@ Test(kernels_cuda, forward_matches_cpu_backend)
     cr_assert_geq(cuda_backend_num_graphs(gpu), 1, "pure decode steps captured no graph");
     float eager[NSEQ * VOCAB];
     cuda_backend_set_graphs(gpu, 0);
-    run_batch(gpu, og.block_size, steps, NSEQ, eager, NULL);
+    fixture_run(gpu, og.block_size, steps, NSEQ, eager, NULL);
     cuda_backend_set_graphs(gpu, 1);
-    run_batch(gpu, og.block_size, steps, NSEQ, got, NULL);
+    fixture_run(gpu, og.block_size, steps, NSEQ, got, NULL);
     double e = rel_err(got, eager, NSEQ * VOCAB);
     cr_assert_lt(e, 1e-5, "graph replay differs from the eager forward: %g", e);
     /* a 3-sequence decode pads to the bucket of 4 */
-    run_batch(gpu, og.block_size, steps, 3, got, NULL);
+    fixture_run(gpu, og.block_size, steps, 3, got, NULL);
     cuda_backend_set_graphs(gpu, 0);
-    run_batch(gpu, og.block_size, steps, 3, eager, NULL);
+    fixture_run(gpu, og.block_size, steps, 3, eager, NULL);
     /* GEMMs over 4 rows against 3 may take other cuBLAS algorithms, and a last-bit change
      * can flip a bf16 rounding of an activation: close, not bitwise equal. */
     e = rel_err(got, eager, 3 * VOCAB);
     cr_assert_lt(e, 1e-2, "padded graph replay differs from the eager forward: %g", e);
 
     kb_timing t;
-    run_batch(gpu, og.block_size, steps, NSEQ, NULL, &t);
+    fixture_run(gpu, og.block_size, steps, NSEQ, NULL, &t);
     double parts = t.embed + t.norm + t.linear + t.rope + t.kv_write + t.attn_prefill
                  + t.attn_decode + t.mlp_act + t.lm_head;
     cr_assert_gt(t.total, 0.0);
@@ -708,11 +676,11 @@ Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
     scattered_blocks(other, 20, MAX_BLOCKS_PER_SEQ);
     float whole[VOCAB], chunked[VOCAB];
     seq_step st = {tokens, blocks, 0, 37, 0};
-    run_batch(b, o.block_size, &st, 1, whole, NULL);
+    fixture_run(b, o.block_size, &st, 1, whole, NULL);
     static const int chunks[] = {13, 12, 12};
     for (int c = 0, done = 0; c < 3; done += chunks[c++]) {
         seq_step ch = {tokens, other, done, chunks[c], 0};
-        run_batch(b, o.block_size, &ch, 1, chunked, NULL);
+        fixture_run(b, o.block_size, &ch, 1, chunked, NULL);
     }
     double e = rel_err(chunked, whole, VOCAB);
     cr_assert_lt(e, FORWARD_TOL, "chunked prefill: rel err %g", e);
@@ -723,12 +691,12 @@ Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
     float b_ref[VOCAB], logits[2 * VOCAB];
     scattered_blocks(b_blocks, 50, MAX_BLOCKS_PER_SEQ);
     seq_step sb = {bt, b_blocks, 0, 21, 0};
-    run_batch(b, o.block_size, &sb, 1, b_ref, NULL);
+    fixture_run(b, o.block_size, &sb, 1, b_ref, NULL);
     scattered_blocks(a_blocks, 10, MAX_BLOCKS_PER_SEQ);
     memcpy(b_blocks, a_blocks, 3 * sizeof *b_blocks);
     scattered_blocks(b_blocks + 3, 40, 6);
     seq_step two[2] = {{bt, b_blocks, 12, 9, 0}, {tokens, a_blocks, 0, 20, 0}};
-    run_batch(b, o.block_size, two, 2, logits, NULL);
+    fixture_run(b, o.block_size, two, 2, logits, NULL);
     e = rel_err(logits, b_ref, VOCAB);
     cr_assert_lt(e, FORWARD_TOL, "prefix hit within one step: rel err %g", e);
     kb_close(b);
@@ -776,7 +744,7 @@ Test(kernels_cuda, sampling_is_reproducible_from_its_seed)
         scattered_blocks(b1, 0, MAX_BLOCKS_PER_SEQ);
         scattered_blocks(b2, 10, MAX_BLOCKS_PER_SEQ);
         seq_step st[2] = {{t1, b1, 0, 9, 0}, {t2, b2, 0, 5, 0}};
-        run_batch(b, o.block_size, st, 2, NULL, NULL);
+        fixture_run(b, o.block_size, st, 2, NULL, NULL);
         kb_sampling p = {.temperature = 0.9f, .top_k = 50, .top_p = 0.9f};
         for (int r = 0; r < 20; r++)
             cr_assert_eq(kb_sample(b, &p, runs[k] + 2 * r, NULL), 0, "%s", kb_error(b));
