@@ -19,6 +19,7 @@ static void add_row(cmp_result *r, const char *metric, double sim, double real)
     row->simulated = sim;
     row->measured = real;
     row->rel_error = cmp_rel_error(sim, real);
+    row->spread = 0;
 }
 
 static void add_latency(cmp_result *r, const char *name, const latency_stats *s, const latency_stats *m)
@@ -114,6 +115,49 @@ int cmp_runs(const cmp_side *sim, const cmp_side *real, cmp_result *out, char *e
     add_row(out, "num_preemptions", (double)s->num_preemptions, (double)m->num_preemptions);
     compare_steps(sim, real, out);
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_sorted(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void combine_row(const cmp_result *runs, int n, int k, cmp_row *out)
+{
+    double sim[64], real[64], e[64];
+    if (n > 64) n = 64;
+    for (int i = 0; i < n; i++) {
+        sim[i] = runs[i].rows[k].simulated;
+        real[i] = runs[i].rows[k].measured;
+        e[i] = runs[i].rows[k].rel_error;
+    }
+    *out = runs[0].rows[k];
+    out->simulated = median_sorted(sim, n);
+    out->measured = median_sorted(real, n); /* sorts REAL: its ends are the range */
+    out->rel_error = median_sorted(e, n);
+    double range = real[n - 1] - real[0];
+    out->spread = range == 0 ? 0 : out->measured == 0 ? INFINITY : range / fabs(out->measured);
+}
+
+void cmp_combine(const cmp_result *runs, int n, cmp_result *out)
+{
+    *out = runs[0];
+    double weighted = 0;
+    out->steps_predicted = 0;
+    for (int i = 0; i < n; i++) {
+        if (runs[i].steps_predicted == 0) continue;
+        weighted += runs[i].step_mape * (double)runs[i].steps_predicted;
+        out->steps_predicted += runs[i].steps_predicted;
+    }
+    out->step_mape = out->steps_predicted ? weighted / (double)out->steps_predicted : NAN;
+    for (int k = 0; k < out->num_rows; k++) combine_row(runs, n, k, &out->rows[k]);
 }
 
 const cmp_row *cmp_find(const cmp_result *r, const char *metric)

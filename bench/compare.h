@@ -14,6 +14,9 @@ enum { CMP_MAX_ROWS = 48 };
 typedef struct cmp_row {
     char metric[40];
     double simulated, measured, rel_error;
+    /* Over several runs (cmp_combine): medians, and spread = (max - min) / |median| of the
+     * measured values, the engine's own run-to-run disagreement; 0 for one run. */
+    double spread;
 } cmp_row;
 
 typedef struct cmp_result {
@@ -39,6 +42,11 @@ typedef struct cmp_side {
  * on one side is an error, not a smaller sample). */
 int cmp_runs(const cmp_side *sim, const cmp_side *real, cmp_result *out, char *err, size_t errlen);
 double cmp_rel_error(double simulated, double measured);
+/* N runs, each a simulation against the engine run it predicted (RUNS[i] from cmp_runs):
+ * per metric the median simulated and measured values, the median of the runs' errors, and
+ * the measured runs' spread; the step error over all runs' steps; run 0's first divergence.
+ * N >= 1. */
+void cmp_combine(const cmp_result *runs, int n, cmp_result *out);
 /* The row named METRIC, or NULL. */
 const cmp_row *cmp_find(const cmp_result *r, const char *metric);
 

@@ -27,172 +27,140 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+/* One timed shape of the sweeps and the table rows it gives. */
+typedef struct shape {
+    ct_component comp;     /* CT_LINEAR, CT_PREFILL_ATTN or CT_DECODE_ATTN */
+    int nseq, q, ctx;      /* the batch timed */
+    double x, y;           /* its table coordinates */
+    bool seq_rows;         /* a decode at the shortest context also gives the LM head and sampling rows */
+    calib_timed *runs;     /* every timed run, all rounds */
+    int num_runs;
+} shape;
 
-/* One synthetic batch: NSEQ sequences of Q query tokens after CTX cached ones, each in its own
- * blocks, so caches do not serve one sequence's KV to the next, and those blocks scattered
- * over the pool by a fixed permutation, as a served pool is after some churn. */
-typedef struct synth {
-    int32_t *ids, *pos, *slots, *qs, *ctx, *tables;
-    int32_t *scatter;       /* block permutation */
-    int block_size, table_width;
-    unsigned seed;
-} synth;
+typedef struct shape_list {
+    shape *v;
+    int n, cap, runs_cap;
+} shape_list;
 
-static kb_batch synth_batch(synth *s, int nseq, int q, int ctx, int vocab)
+static int shape_add(shape_list *l, ct_component comp, int nseq, int q, int ctx, double x, double y, bool seq_rows)
 {
-    int t = 0, bs = s->block_size, per_seq = (ctx + q + bs - 1) / bs;
-    for (int i = 0; i < nseq; i++) {
-        s->qs[i] = t;
-        s->ctx[i] = ctx + q;
-        for (int b = 0; b < per_seq; b++) s->tables[i * s->table_width + b] = s->scatter[i * per_seq + b];
-        for (int j = 0; j < q; j++, t++) {
-            int p = ctx + j;
-            s->seed = s->seed * 1103515245u + 12345u; /* fresh token ids each run */
-            s->ids[t] = (int32_t)((s->seed >> 8) % (unsigned)vocab);
-            s->pos[t] = p;
-            s->slots[t] = s->tables[i * s->table_width + p / bs] * bs + p % bs;
-        }
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 256;
+        shape *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
     }
-    s->qs[nseq] = t;
-    return (kb_batch){t, s->ids, s->pos, s->slots, nseq, s->qs, s->ctx, s->tables};
-}
-
-struct calib {
-    calib_options opt;
-    const calib_options *o; /* &opt */
-    kb_backend *kb;
-    synth s;
-    cost_table *t;
-    double *glue;           /* forward total minus its parts, per timed forward */
-    int num_glue, glue_cap;
-    int done, total;
-};
-typedef calib_timed timed;
-typedef struct calib calib;
-
-static double non_attention(const kb_timing *t)
-{
-    return t->embed + t->norm + t->linear + t->rope + t->kv_write + t->mlp_act;
-}
-
-static int measure(calib *c, int nseq, int q, int ctx, timed *out)
-{
-    int reps = c->o->repeats;
-    double v[6][64];
-    kb_sampling greedy = {0, 0, 1};
-    for (int r = -1; r < reps; r++) {
-        kb_batch b = synth_batch(&c->s, nseq, q, ctx, c->o->kb.shape.vocab);
-        kb_timing t;
-        int32_t *tokens = c->s.ids; /* sampled ids land in scratch we overwrite next run */
-        if (kb_forward(c->kb, &b, &t) != 0 || kb_sample(c->kb, &greedy, tokens, &t) != 0) return -1;
-        if (r < 0) continue; /* warm-up run */
-        double parts[] = {non_attention(&t), t.attn_prefill, t.attn_decode, t.lm_head, t.sample, t.total};
-        for (int k = 0; k < 6; k++) v[k][r] = parts[k];
-        if (c->num_glue < c->glue_cap) {
-            double sum = non_attention(&t) + t.attn_prefill + t.attn_decode + t.lm_head + t.sample;
-            c->glue[c->num_glue++] = t.total - sum;
-        }
-    }
-    *out = (timed){median(v[0], reps), median(v[1], reps), median(v[2], reps), median(v[3], reps),
-                   median(v[4], reps), median(v[5], reps)};
-    c->done++;
-    if (c->o->progress) c->o->progress(c->o->progress_ctx, c->done, c->total);
+    calib_timed *runs = malloc(l->runs_cap * sizeof *runs);
+    if (!runs) return -1;
+    l->v[l->n++] = (shape){comp, nseq, q, ctx, x, y, seq_rows, runs, 0};
     return 0;
 }
 
-static int sweep_linear(calib *c, const int *tok, int ntok)
+static void shapes_free(shape_list *l)
 {
-    for (int i = 0; i < ntok; i++) {
-        timed m;
-        if (measure(c, 1, tok[i], 0, &m) < 0 || ct_add(c->t, CT_LINEAR, tok[i], 0, m.linear) < 0) return -1;
-    }
-    return 0;
+    for (int i = 0; i < l->n; i++) free(l->v[i].runs);
+    free(l->v);
 }
 
-static int sweep_prefill(calib *c, const int *tok, int ntok, const int *ctx, int nctx)
+/* Linear layers over batched tokens; prefill attention over (new tokens, cached context);
+ * decode attention over (sequences, context), with the LM head and sampling per sequence. */
+static int build_shapes(const calib_options *o, shape_list *l)
 {
+    int tok[64], seqs[64], dctx[64], pctx[64];
+    int ntok = grid_points(1, o->max_tokens, tok, 64), nseqs = grid_points(1, o->max_seqs, seqs, 64);
+    int ndctx = grid_points(16 < o->max_context ? 16 : o->max_context, o->max_context, dctx, 64);
+    pctx[0] = 0;
+    int npctx = 1 + (o->max_context >= 64 ? grid_points(64, o->max_context, pctx + 1, 63) : 0);
+    int rc = 0;
+    for (int i = 0; i < ntok; i++) rc |= shape_add(l, CT_LINEAR, 1, tok[i], 0, tok[i], 0, false);
     for (int i = 0; i < ntok; i++)
-        for (int j = 0; j < nctx; j++) {
-            if (tok[i] == 1) continue; /* a one-token step is a decode */
-            timed m;
-            if (measure(c, 1, tok[i], ctx[j], &m) < 0 || ct_add(c->t, CT_PREFILL_ATTN, tok[i], ctx[j], m.prefill) < 0)
-                return -1;
-        }
+        for (int j = 0; j < npctx && tok[i] > 1; j++) /* a one-token step is a decode */
+            rc |= shape_add(l, CT_PREFILL_ATTN, 1, tok[i], pctx[j], tok[i], pctx[j], false);
+    for (int i = 0; i < nseqs; i++)
+        for (int j = 0; j < ndctx; j++)
+            rc |= shape_add(l, CT_DECODE_ATTN, seqs[i], 1, dctx[j] - 1, seqs[i], dctx[j], j == 0);
+    return rc;
+}
+
+/* The table rows of SH from its runs [FROM, TO). */
+static int add_rows(cost_table *t, const shape *sh, int from, int to)
+{
+    calib_timed m;
+    calibrate_timed_median(sh->runs + from, to - from, &m);
+    double v = sh->comp == CT_LINEAR ? m.linear : sh->comp == CT_PREFILL_ATTN ? m.prefill : m.decode;
+    if (ct_add(t, sh->comp, sh->x, sh->y, v) < 0) return -1;
+    if (sh->seq_rows && (ct_add(t, CT_LM_HEAD, sh->x, 0, m.lm_head) < 0 || ct_add(t, CT_SAMPLE, sh->x, 0, m.sample) < 0))
+        return -1;
     return 0;
 }
 
-static int sweep_decode(calib *c, const int *seqs, int nseqs, const int *ctx, int nctx)
+/* A growing list of doubles. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+} samples;
+
+static int samples_push(samples *s, double x)
 {
-    for (int i = 0; i < nseqs; i++)
-        for (int j = 0; j < nctx; j++) {
-            timed m;
-            if (measure(c, seqs[i], 1, ctx[j] - 1, &m) < 0 || ct_add(c->t, CT_DECODE_ATTN, seqs[i], ctx[j], m.decode) < 0)
-                return -1;
-            if (j == 0 && (ct_add(c->t, CT_LM_HEAD, seqs[i], 0, m.lm_head) < 0 ||
-                           ct_add(c->t, CT_SAMPLE, seqs[i], 0, m.sample) < 0))
-                return -1;
-        }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        double *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
     return 0;
 }
 
 /* Serving is not the sweeps: a step shares the caches with every running sequence's state,
- * and the engine schedules, prepares inputs and keeps records around each forward. So the
- * calibration serves a small workload on the real engine, asking the table built so far what
- * each batch should cost, and measures (1) the overhead: the median of step time minus
- * forward and sampling, plus the forward's untimed glue; (2) the scales: the median ratio of
- * measured forward + sampling to the components' prediction, one for decode-only steps and
- * one for steps that carry prompt tokens (they inflate differently). A median, not a least-
- * squares fit: on a shared machine a few stalled steps would drag a fit, not a median. The simulator prices a step as scale x components + overhead. */
+ * and the engine schedules, prepares inputs and keeps records around each forward. So after
+ * each round of sweeps the calibration serves a segment of a small workload on the real
+ * engine, asking that round's table what each batch should cost, and the fit takes (1) the
+ * overhead: the median of step time minus forward and sampling, plus the forwards' untimed
+ * glue; (2) the scales: the median ratio of measured forward + sampling to the components'
+ * prediction, one for decode-only steps and one for steps that carry prompt tokens (they
+ * inflate differently). Each ratio pairs a serving step with sweeps timed seconds before it,
+ * so a shared machine's drift in speed between the two cancels, and the rounds spread both
+ * over the calibration's whole duration. A median, not a least-squares fit: a few stalled
+ * steps would drag a fit, not a median. The simulator prices a step as scale x components +
+ * overhead. */
+enum { FIT_EXTRA, FIT_DECODE, FIT_PREFILL, FIT_GLUE, FIT_LISTS };
 typedef struct serving_fit {
-    double overhead, scale_decode, scale_prefill;
-    size_t decode_steps, prefill_steps;
+    samples s[FIT_LISTS]; /* step time minus forward; decode and prefill ratios; forward glue */
 } serving_fit;
 
-/* The median of measured over predicted over the steps whose class is WANT_PREFILL (RATIO is
- * scratch); 1 when there are none. */
-static double fit_class(const recorder *rc, bool want_prefill, double *ratio, size_t *used)
+static void fit_free(serving_fit *f)
 {
-    size_t n = 0;
+    for (int k = 0; k < FIT_LISTS; k++) free(f->s[k].v);
+}
+
+static int fit_add_steps(serving_fit *f, const recorder *rc)
+{
+    int bad = 0;
     for (size_t i = 0; i < rc->num_steps; i++) {
         const step_record *s = &rc->steps[i];
-        if ((s->num_prefill_tokens > 0) != want_prefill || !(s->predicted_time > 0)) continue;
-        ratio[n++] = (s->forward_time + s->sample_time) / s->predicted_time;
+        double forward = s->forward_time + s->sample_time;
+        bad |= samples_push(&f->s[FIT_EXTRA], (s->end_time - s->start_time) - forward);
+        if (s->predicted_time > 0)
+            bad |= samples_push(&f->s[s->num_prefill_tokens > 0 ? FIT_PREFILL : FIT_DECODE], forward / s->predicted_time);
     }
-    *used = n;
-    return n > 0 ? median(ratio, (int)n) : 1;
+    return bad;
 }
 
-static int fit_steps(const recorder *rc, double glue, serving_fit *fit, char *err, size_t errlen)
-{
-    size_t n = rc->num_steps;
-    double *extra = malloc((n ? n : 1) * sizeof *extra), *ratio = malloc((n ? n : 1) * sizeof *ratio);
-    int status = extra && ratio && n > 1 ? 0 : 1;
-    if (status) snprintf(err, errlen, n > 1 ? "out of memory" : "the serving measurement ran too few steps");
-    for (size_t i = 0; status == 0 && i < n; i++) {
-        const step_record *s = &rc->steps[i];
-        extra[i] = (s->end_time - s->start_time) - s->forward_time - s->sample_time;
-    }
-    if (status == 0) {
-        fit->overhead = median(extra, (int)n) + glue;
-        fit->scale_decode = fit_class(rc, false, ratio, &fit->decode_steps);
-        fit->scale_prefill = fit_class(rc, true, ratio, &fit->prefill_steps);
-    }
-    free(extra);
-    free(ratio);
-    return status;
-}
+enum { SEGMENT_REQUESTS = 96 };
 
-static int measure_serving(const calib_options *o, cost_table *t, double glue, serving_fit *fit, char *err,
-                           size_t errlen)
+/* Serves segment ROUND of the calibration workload, each step priced by the components of
+ * ROUND_TABLE alone (scale 1, no overhead). */
+static int serve_segment(const calib_options *o, cost_table *round_table, int round, serving_fit *fit,
+                         char *err, size_t errlen)
 {
     table_cost components;
-    if (ct_add(t, CT_OVERHEAD, 0, 0, 0) < 0 || tc_init(&components, t, "(being calibrated)", err, errlen) < 0)
+    if (ct_add(round_table, CT_OVERHEAD, 0, 0, 0) < 0 ||
+        tc_init(&components, round_table, "(being calibrated)", err, errlen) < 0)
         return 1;
+    round_table->n[CT_OVERHEAD] = 0; /* components holds its own copy; the fit adds the real row */
     engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}, .predict = tc_step_time, .predict_ctx = &components};
     eo.sched = (sched_config){.policy = POLICY_PAGED, .max_num_seqs = o->max_seqs < 16 ? o->max_seqs : 16,
                               .max_num_batched_tokens = o->max_tokens, .chunked_prefill = true,
@@ -202,8 +170,9 @@ static int measure_serving(const calib_options *o, cost_table *t, double glue, s
     engine_backend_options(&eo.sched, &eo.backend);
     int longest = o->max_tokens < 256 ? o->max_tokens : 256;
     /* a closed loop keeps prompts arriving while others decode, as steady serving does */
-    wl_config wc = {.num_requests = 192, .arrival = ARRIVAL_CLOSED, .concurrency = eo.sched.max_num_seqs / 2 + 1,
-                    .num_prefixes = 1, .trace_time_scale = 1, .vocab_size = o->kb.shape.vocab, .seed = 1};
+    wl_config wc = {.num_requests = SEGMENT_REQUESTS, .arrival = ARRIVAL_CLOSED,
+                    .concurrency = eo.sched.max_num_seqs / 2 + 1, .num_prefixes = 1, .trace_time_scale = 1,
+                    .vocab_size = o->kb.shape.vocab, .seed = 1 + (uint64_t)round};
     wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
     wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
     workload w;
@@ -216,13 +185,82 @@ static int measure_serving(const calib_options *o, cost_table *t, double glue, s
     rec_init(&rc, met, NULL);
     rc.keep_steps = true;
     int status = engine_run(&eo, &w, &wc, &rc, NULL, err, errlen);
-    if (status == 0) status = fit_steps(&rc, glue, fit, err, errlen);
+    if (status == 0 && fit_add_steps(fit, &rc) != 0) {
+        snprintf(err, errlen, "out of memory");
+        status = 1;
+    }
     rec_free(&rc);
     met_free(met);
     wl_free(&w);
     tc_free(&components);
     return status;
 }
+
+typedef struct progress {
+    const calib_options *o;
+    int done, total;
+} progress;
+
+/* One pass over every shape, RUNS timed runs each, on a probe opened for it; the round's own
+ * table (medians of this pass) into ROUND_TABLE. */
+static int sweep_round(const calib_options *o, shape_list *l, int runs, progress *pr, cost_table *round_table,
+                       serving_fit *fit, char *device, size_t devlen, char *err, size_t errlen)
+{
+    int status;
+    calib_probe *p = calibrate_probe_open(o, &status, err, errlen);
+    if (!p) return status;
+    snprintf(device, devlen, "%s", calibrate_probe_device(p));
+    status = 0;
+    for (int i = 0; i < l->n && status == 0; i++) {
+        shape *sh = &l->v[i];
+        if (calibrate_probe_runs(p, sh->nseq, sh->q, sh->ctx, runs, sh->runs + sh->num_runs) < 0) {
+            snprintf(err, errlen, "backend: %s", calibrate_probe_error(p));
+            status = 1;
+            break;
+        }
+        sh->num_runs += runs;
+        if (add_rows(round_table, sh, sh->num_runs - runs, sh->num_runs) < 0) {
+            snprintf(err, errlen, "out of memory");
+            status = 1;
+        }
+        if (o->progress) o->progress(o->progress_ctx, ++pr->done, pr->total);
+    }
+    if (status == 0 && samples_push(&fit->s[FIT_GLUE], calibrate_probe_glue(p)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        status = 1;
+    }
+    calibrate_probe_close(p);
+    return status;
+}
+
+/* The fit over each list's samples from FROM[list] on, as T's overhead row and metadata. */
+static int write_fit(cost_table *t, serving_fit *f, const size_t *from)
+{
+    double m[FIT_LISTS];
+    size_t n[FIT_LISTS];
+    for (int k = 0; k < FIT_LISTS; k++) {
+        n[k] = f->s[k].n - from[k];
+        m[k] = n[k] ? calibrate_median(f->s[k].v + from[k], (int)n[k]) : k == FIT_DECODE || k == FIT_PREFILL;
+    }
+    char buf[96];
+    int rc = ct_add(t, CT_OVERHEAD, 0, 0, m[FIT_EXTRA] + m[FIT_GLUE]);
+    snprintf(buf, sizeof buf, "%.4f", m[FIT_DECODE]);
+    rc |= ct_set_meta(t, "serving_scale_decode", buf);
+    snprintf(buf, sizeof buf, "%.4f", m[FIT_PREFILL]);
+    rc |= ct_set_meta(t, "serving_scale_prefill", buf);
+    snprintf(buf, sizeof buf, "%zu decode-only, %zu with prompt tokens", n[FIT_DECODE], n[FIT_PREFILL]);
+    rc |= ct_set_meta(t, "serving_steps", buf);
+    return rc;
+}
+
+struct calib_session {
+    calib_options opt;
+    shape_list shapes;
+    serving_fit fit;
+    int rounds, runs, done;  /* rounds planned, timed runs per shape per round, rounds done */
+    progress pr;
+    char device[256];
+};
 
 static void add_metadata(cost_table *t, const calib_options *o, const char *device)
 {
@@ -239,7 +277,9 @@ static void add_metadata(cost_table *t, const calib_options *o, const char *devi
     ct_set_meta(t, "block_size", buf);
     snprintf(buf, sizeof buf, "%d", o->kb.threads);
     ct_set_meta(t, "threads", buf);
-    snprintf(buf, sizeof buf, "median of %d runs after one warm-up, fresh token ids each run", o->repeats);
+    int rounds = o->rounds > 0 ? o->rounds : 3;
+    snprintf(buf, sizeof buf, "median of %d rounds x %d runs (each after a warm-up, fresh token ids each run); "
+                              "a serving segment after each round", rounds, (o->repeats + rounds - 1) / rounds);
     ct_set_meta(t, "method", buf);
     ct_set_meta(t, "date", date);
 }
@@ -250,130 +290,92 @@ void calibrate_shape_string(const kb_shape *s, char *out, size_t len)
              s->num_layers, s->hidden, s->num_heads, s->num_kv_heads, s->head_dim, s->intermediate, s->vocab);
 }
 
-/* A Fisher-Yates shuffle of the pool's blocks with a fixed LCG: the same layout every run. */
-static int32_t *scatter_blocks(int num_blocks)
-{
-    int32_t *p = malloc((num_blocks ? num_blocks : 1) * sizeof *p);
-    if (!p) return NULL;
-    unsigned x = 2463534242u;
-    for (int i = 0; i < num_blocks; i++) p[i] = i;
-    for (int i = num_blocks - 1; i > 0; i--) {
-        x = x * 1664525u + 1013904223u;
-        int j = (int)((x >> 8) % (unsigned)(i + 1));
-        int32_t t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
-    return p;
-}
 
-static int alloc_synth(synth *s, const calib_options *o, int table_width)
+calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen)
 {
-    int tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
-    *s = (synth){.block_size = o->block_size, .table_width = table_width, .seed = 12345};
-    s->ids = malloc(tokens * sizeof *s->ids);
-    s->pos = malloc(tokens * sizeof *s->pos);
-    s->slots = malloc(tokens * sizeof *s->slots);
-    s->qs = malloc((o->max_seqs + 1) * sizeof *s->qs);
-    s->ctx = malloc(o->max_seqs * sizeof *s->ctx);
-    s->tables = malloc((size_t)o->max_seqs * table_width * sizeof *s->tables);
-    s->scatter = scatter_blocks(o->kb.num_blocks);
-    return s->ids && s->pos && s->slots && s->qs && s->ctx && s->tables && s->scatter ? 0 : -1;
-}
-
-static void free_synth(synth *s)
-{
-    free(s->ids); free(s->pos); free(s->slots); free(s->qs); free(s->ctx); free(s->tables); free(s->scatter);
-}
-
-static int sweeps(calib *c)
-{
-    const calib_options *o = c->o;
-    int tok[64], seqs[64], dctx[64], pctx[64];
-    int ntok = grid_points(1, o->max_tokens, tok, 64), nseqs = grid_points(1, o->max_seqs, seqs, 64);
-    int ndctx = grid_points(16 < o->max_context ? 16 : o->max_context, o->max_context, dctx, 64);
-    pctx[0] = 0;
-    int npctx = 1 + (o->max_context >= 64 ? grid_points(64, o->max_context, pctx + 1, 63) : 0);
-    c->total = ntok + (ntok - 1) * npctx + nseqs * ndctx;
-    if (sweep_linear(c, tok, ntok) < 0 || sweep_prefill(c, tok, ntok, pctx, npctx) < 0 ||
-        sweep_decode(c, seqs, nseqs, dctx, ndctx) < 0)
-        return -1;
-    return 0;
-}
-
-calib_probe *calibrate_probe_open(const calib_options *o, int *status, char *err, size_t errlen)
-{
-    calib *c = calloc(1, sizeof *c);
-    *status = 1;
-    if (!c) {
+    calib_session *s = calloc(1, sizeof *s);
+    if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    c->opt = *o;
-    c->o = &c->opt;
-    int bs = o->block_size;
-    int width = (o->max_tokens + o->max_context + bs - 1) / bs;
-    int decode_blocks = o->max_seqs * ((o->max_context + bs - 1) / bs);
-    kb_options *kb = &c->opt.kb;
-    kb->block_size = bs;
-    kb->num_blocks = decode_blocks > width ? decode_blocks : width;
-    kb->max_num_seqs = o->max_seqs;
-    kb->max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
-    kb->max_blocks_per_seq = width;
-    c->glue_cap = 4096;
-    c->kb = kb_open(kb, err, errlen);
-    if (!c->kb) *status = 2;
-    else if (!(c->glue = malloc(c->glue_cap * sizeof *c->glue)) || alloc_synth(&c->s, &c->opt, width) < 0)
+    s->opt = *o;
+    calibrate_size_pool(&s->opt);
+    s->rounds = o->rounds > 0 ? o->rounds : 3;
+    s->runs = (o->repeats + s->rounds - 1) / s->rounds;
+    s->shapes.runs_cap = s->rounds * s->runs;
+    if (build_shapes(&s->opt, &s->shapes) < 0) {
         snprintf(err, errlen, "out of memory");
-    else
-        return c;
-    calibrate_probe_close(c);
-    return NULL;
+        calibrate_end(s);
+        return NULL;
+    }
+    s->pr = (progress){&s->opt, 0, s->rounds * s->shapes.n};
+    return s;
 }
 
-int calibrate_probe_measure(calib_probe *c, int nseq, int q, int ctx, calib_timed *out)
+int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, size_t errlen)
 {
-    return measure(c, nseq, q, ctx, out);
+    if (s->done == s->rounds) {
+        snprintf(err, errlen, "all %d calibration rounds are done", s->rounds);
+        return 1;
+    }
+    size_t from[FIT_LISTS];
+    for (int k = 0; k < FIT_LISTS; k++) from[k] = s->fit.s[k].n;
+    cost_table round;
+    ct_init(&round);
+    err[0] = '\0';
+    int status = sweep_round(&s->opt, &s->shapes, s->runs, &s->pr, &round, &s->fit, s->device, sizeof s->device,
+                             err, errlen);
+    if (status == 0) status = serve_segment(&s->opt, &round, s->done, &s->fit, err, errlen);
+    if (status == 0 && round_out) {
+        *round_out = round;
+        ct_init(&round);
+        add_metadata(round_out, &s->opt, s->device);
+        if (write_fit(round_out, &s->fit, from) != 0) {
+            snprintf(err, errlen, "out of memory");
+            status = 1;
+            ct_free(round_out);
+        }
+    }
+    ct_free(&round);
+    if (status == 0) s->done++;
+    return status;
 }
 
-const char *calibrate_probe_device(const calib_probe *c) { return kb_device_name(c->kb); }
-const char *calibrate_probe_error(const calib_probe *c) { return kb_error(c->kb); }
-
-void calibrate_probe_close(calib_probe *c)
+int calibrate_finish(calib_session *s, cost_table *out, char *err, size_t errlen)
 {
-    if (!c) return;
-    free_synth(&c->s);
-    free(c->glue);
-    if (c->kb) kb_close(c->kb);
-    free(c);
+    const size_t from[FIT_LISTS] = {0};
+    ct_init(out);
+    if (s->done == 0 || s->fit.s[FIT_EXTRA].n < 2) {
+        snprintf(err, errlen, s->done ? "the serving measurement ran too few steps" : "no calibration round ran");
+        return 1;
+    }
+    int bad = 0;
+    for (int i = 0; i < s->shapes.n; i++) bad |= add_rows(out, &s->shapes.v[i], 0, s->shapes.v[i].num_runs);
+    add_metadata(out, &s->opt, s->device);
+    if (bad || write_fit(out, &s->fit, from) != 0) {
+        snprintf(err, errlen, "out of memory");
+        ct_free(out);
+        return 1;
+    }
+    return 0;
+}
+
+void calibrate_end(calib_session *s)
+{
+    if (!s) return;
+    shapes_free(&s->shapes);
+    fit_free(&s->fit);
+    free(s);
 }
 
 int calibrate_run(const calib_options *o, cost_table *out, char *err, size_t errlen)
 {
-    int status;
-    calib *c = calibrate_probe_open(o, &status, err, errlen);
-    if (!c) return status;
-    c->t = out;
-    ct_init(out);
-    add_metadata(out, &c->opt, kb_device_name(c->kb));
-    status = sweeps(c) < 0 ? 1 : 0;
-    if (status) snprintf(err, errlen, "backend: %s", kb_error(c->kb));
-    double glue = c->num_glue ? median(c->glue, c->num_glue) : 0;
-    calib_options opt = c->opt;
-    calibrate_probe_close(c);
-    serving_fit fit;
-    if (status == 0) status = measure_serving(&opt, out, glue, &fit, err, errlen);
-    if (status == 0) {
-        char buf[64];
-        out->points[CT_OVERHEAD][0].seconds = fit.overhead;
-        snprintf(buf, sizeof buf, "%.4f", fit.scale_decode);
-        ct_set_meta(out, "serving_scale_decode", buf);
-        snprintf(buf, sizeof buf, "%.4f", fit.scale_prefill);
-        ct_set_meta(out, "serving_scale_prefill", buf);
-        snprintf(buf, sizeof buf, "%zu decode-only, %zu with prompt tokens", fit.decode_steps, fit.prefill_steps);
-        ct_set_meta(out, "serving_steps", buf);
-    }
-    if (status != 0) ct_free(out);
+    calib_session *s = calibrate_begin(o, err, errlen);
+    if (!s) return 1;
+    int status = 0;
+    for (int r = 0; r < s->rounds && status == 0; r++) status = calibrate_next_round(s, NULL, err, errlen);
+    if (status == 0) status = calibrate_finish(s, out, err, errlen);
+    calibrate_end(s);
     return status;
 }
 

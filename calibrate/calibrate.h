@@ -14,7 +14,8 @@ typedef struct calib_options {
     int max_tokens;        /* largest batched token count and prefill chunk */
     int max_context;       /* largest context a sequence attends to */
     int max_seqs;          /* largest batch of sequences */
-    int repeats;           /* timed runs per shape (median), after one warm-up run */
+    int repeats;           /* timed runs per shape in all (median), spread over the rounds */
+    int rounds;            /* passes over the sweeps, each followed by a serving segment (0: 3) */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
 } calib_options;
@@ -24,15 +25,42 @@ typedef struct calib_timed {
     double linear, prefill, decode, lm_head, sample, total;
 } calib_timed;
 
+enum { CALIB_PARTS = 6 }; /* the fields of calib_timed, in order */
+double calibrate_timed_part(const calib_timed *t, int k);
+/* The median of each part over N runs (at most 256). */
+void calibrate_timed_median(const calib_timed *runs, int n, calib_timed *out);
+/* The median of V[0..N) (sorts V); NAN when N is 0. */
+double calibrate_median(double *v, int n);
+
 /* A backend opened with a pool for the options' largest shapes, to time single shapes. */
 typedef struct calib calib_probe;
+/* Sizes O's KV pool for its largest shapes: a block table row for the longest sequence, blocks
+ * for max_seqs sequences of max_context. Returns the row width in blocks. */
+int calibrate_size_pool(calib_options *o);
 /* NULL with *STATUS 2 (the backend refused) or 1, and a reason in ERR. */
 calib_probe *calibrate_probe_open(const calib_options *o, int *status, char *err, size_t errlen);
-/* Times NSEQ sequences of Q new tokens after CTX cached ones (forward and sampling). */
+/* Times NSEQ sequences of Q new tokens after CTX cached ones (forward and sampling): the
+ * medians of the options' repeats, after one warm-up run. */
 int calibrate_probe_measure(calib_probe *c, int nseq, int q, int ctx, calib_timed *out);
+/* The same shape timed RUNS times after one warm-up, each run's parts into OUT[0..RUNS). */
+int calibrate_probe_runs(calib_probe *c, int nseq, int q, int ctx, int runs, calib_timed *out);
+/* The median of what the forwards timed so far spent outside their timed parts. */
+double calibrate_probe_glue(calib_probe *c);
 const char *calibrate_probe_device(const calib_probe *c);
 const char *calibrate_probe_error(const calib_probe *c);
 void calibrate_probe_close(calib_probe *c);
+
+/* A calibration taken round by round, so a caller can interleave its own measurements with
+ * the rounds (validation serves its engine runs between them). */
+typedef struct calib_session calib_session;
+calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen);
+/* One round: every shape timed once more, then a serving segment. ROUND_OUT (NULL: not
+ * wanted) gets a table from this round alone, its own serving fit included. 0, 2 when the
+ * backend refuses, 1 on other failures. */
+int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, size_t errlen);
+/* The table over every round so far: each shape's median, the fit over all segments. */
+int calibrate_finish(calib_session *s, cost_table *out, char *err, size_t errlen);
+void calibrate_end(calib_session *s);
 
 /* Runs the sweeps into OUT (metadata included). Returns 0, 2 when the backend refuses (no
  * device, too large), 1 on other failures; a reason in ERR. */

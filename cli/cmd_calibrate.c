@@ -11,18 +11,21 @@
 static const char calibrate_usage[] =
     "usage: servesim calibrate [--backend cpu|cuda] [--model PRESET] [--out FILE]\n"
     "                          [--max-tokens N] [--max-context N] [--max-seqs N]\n"
-    "                          [--block-size N] [--threads N] [--repeats N] [--seed N]\n"
+    "                          [--block-size N] [--threads N] [--repeats N] [--rounds N]\n"
+    "                          [--seed N]\n"
     "       servesim calibrate --check FILE\n"
     "  Times the real backend's parts (linear layers over batched tokens, prefill attention\n"
     "  over new tokens x cached context, decode attention over sequences x context, LM head\n"
     "  and sampling over sequences, per-step overhead) and writes a cost table the simulator\n"
     "  reads with `[hardware] cost_table = FILE`. Defaults: cuda 16384 tokens, 8192 context,\n"
-    "  256 sequences, 5 repeats; cpu 512, 2048, 64, 3 (model tiny).\n"
+    "  256 sequences, 5 repeats; cpu 512, 2048, 64, 3 (model tiny). The sweeps run in --rounds\n"
+    "  passes (default 3), the repeats spread over them, each pass followed by a segment of\n"
+    "  real serving that fits the step overhead and the serving scales (docs/cost-model.md).\n"
     "  --check holds out every other point of each sweep and reports the interpolation error.\n";
 
 typedef struct calib_args {
     const char *backend, *model, *out, *check;
-    long max_tokens, max_context, max_seqs, block_size, threads, repeats, seed;
+    long max_tokens, max_context, max_seqs, block_size, threads, repeats, rounds, seed;
 } calib_args;
 
 static int parse_long(const char *flag, const char *val, long lo, long hi, long *out)
@@ -58,6 +61,7 @@ static int parse_args(int argc, char **argv, calib_args *a)
         else if (strcmp(f, "--block-size") == 0) rc = parse_long(f, v, 1, 1024, &a->block_size);
         else if (strcmp(f, "--threads") == 0) rc = parse_long(f, v, 0, 1024, &a->threads);
         else if (strcmp(f, "--repeats") == 0) rc = parse_long(f, v, 1, 64, &a->repeats);
+        else if (strcmp(f, "--rounds") == 0) rc = parse_long(f, v, 1, 64, &a->rounds);
         else if (strcmp(f, "--seed") == 0) rc = parse_long(f, v, 0, 2147483647, &a->seed);
         else {
             fprintf(stderr, "servesim: unknown option %s\n%s", f, calibrate_usage);
@@ -128,7 +132,7 @@ int cmd_calibrate(int argc, char **argv)
                          m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
         .model_name = a.model, .block_size = (int)a.block_size, .max_tokens = (int)a.max_tokens,
         .max_context = (int)a.max_context, .max_seqs = (int)a.max_seqs, .repeats = (int)a.repeats,
-        .progress = show_progress,
+        .rounds = (int)a.rounds, .progress = show_progress,
     };
     cost_table t;
     char err[1024];

@@ -9,6 +9,7 @@
 #include "bench/compare.h"
 #include "bench/outdir.h"
 #include "bench/plot.h"
+#include "cli/validate.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "cli/job.h"
@@ -18,21 +19,15 @@ static const char validate_usage[] =
     "usage: servesim validate SCENARIO.ini [--backend cpu|cuda] [--cost-table FILE] [--out DIR]\n"
     "                         [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  For each point of the [validate] section (rates x policies), builds the request list\n"
-    "  once, serves it on the real engine, replays exactly the same requests through the\n"
-    "  simulator with the cost table, and compares TTFT/TPOT/ITL/E2EL, throughput, batch size\n"
-    "  and preemptions, and every executed step's predicted against measured time. Without a\n"
-    "  table (--cost-table or hardware.cost_table) it calibrates the backend first. Writes\n"
-    "  validation.json, report.md and plots to DIR (default results/runs/NAME-validate); exits\n"
-    "  1 when an error exceeds the [validate] thresholds.\n";
-
-enum { MAX_POINTS = 32 };
-
-typedef struct point {
-    char rate[32], policy[32];
-    summary sim, real;
-    cmp_result cmp;
-    bool passed;
-} point;
+    "  once, serves it on the real engine ([validate] engine_runs times), replays exactly the\n"
+    "  same requests through the simulator with the cost table, and compares TTFT/TPOT/ITL/\n"
+    "  E2EL, throughput, batch size and preemptions, and every executed step's predicted\n"
+    "  against measured time. Without a table (--cost-table or hardware.cost_table) it\n"
+    "  calibrates the backend in one round before each engine run and prices that run with\n"
+    "  the round's table. Writes validation.json, report.md, latency plots, each run's files\n"
+    "  (pointN-runK-engine/ and pointN-runK-sim/: summary.json, requests.csv, steps.csv) and\n"
+    "  the tables it calibrated to DIR (default results/runs/NAME-validate); exits 1 when an\n"
+    "  error exceeds the [validate] thresholds.\n";
 
 /* Splits a comma list into ITEMS; an empty list gives FALLBACK alone. */
 static int split_list(const char *list, const char *fallback, char items[][32], int cap)
@@ -121,180 +116,176 @@ static bool point_passes(const point *p, const scenario *sc)
     return ok;
 }
 
-/* Latency CDFs of one point, both sides, for the plot. */
-static int write_cdf(const outdir *od, int index, const run_side *sim, const run_side *real, char *err, size_t errlen)
+/* One side's whole run (summary.json, requests.csv, steps.csv) as DIR/NAME, so a point's
+ * error can be traced to the steps that made it. */
+static int write_side(const outdir *od, const char *name, const run_side *s, char *err, size_t errlen)
 {
-    char name[64];
-    snprintf(name, sizeof name, "point%d-latency.csv", index);
-    FILE *f = od_fopen(od, name, err, errlen);
-    if (!f) return -1;
-    fprintf(f, "side,e2el_ms,ttft_ms\n");
-    const run_side *sides[2] = {sim, real};
-    for (int s = 0; s < 2; s++) {
-        size_t n;
-        const req_record *r = met_requests(sides[s]->met, &n);
-        for (size_t i = 0; i < n; i++)
-            if (!r[i].warmup && r[i].stop == STOP_LENGTH)
-                fprintf(f, "%d,%.6f,%.6f\n", s, 1e3 * (r[i].finish_time - r[i].arrival_time),
-                        1e3 * (r[i].first_token_time - r[i].arrival_time));
+    char path[2200];
+    if (od_path(od, name, path, sizeof path) < 0) {
+        snprintf(err, errlen, "%s/%s: path too long", od->final_path, name);
+        return -1;
     }
-    return od_fclose(f, name, err, errlen);
+    res_dir dir;
+    if (res_open(&dir, path, err, errlen) < 0) return -1;
+    for (size_t i = 0; i < s->rc.num_steps; i++) res_write_step(&dir, &s->rc.steps[i]);
+    if (job_write_results(&dir, s->met, &s->sum, NULL, err, errlen) < 0) {
+        res_abort(&dir);
+        return -1;
+    }
+    return 0;
 }
 
-static int run_point(const scenario *base, int index, point *p, const outdir *od, table_cost *tc,
-                     char *err, size_t errlen)
+/* The point's scenario resolved, and its request list. */
+static int point_setup(const scenario *base, const point *p, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
+                       workload *w, char *err, size_t errlen)
 {
     scenario sc;
+    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, r, err, errlen) < 0 ||
+        scenario_resolve_engine(&sc, r, kb, sp, err, errlen) < 0 || wl_build(&r->workload, w, err, errlen) < 0)
+        return EXIT_BAD_INPUT;
+    return EXIT_OK;
+}
+
+/* Engine run RUN of point INDEX, each step's predicted time from TC; its files written. */
+static int engine_once(const scenario *base, int index, int run, const point *p, const outdir *od,
+                       table_cost *tc, run_side *out, char *err, size_t errlen)
+{
     scenario_resolved r;
     kb_options kb;
     kb_sampling sp;
-    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, &r, err, errlen) < 0 ||
-        scenario_resolve_engine(&sc, &r, &kb, &sp, err, errlen) < 0)
-        return EXIT_BAD_INPUT;
     workload w;
-    if (wl_build(&r.workload, &w, err, errlen) < 0) return EXIT_BAD_INPUT;
-    run_side real = {0}, sim = {0};
-    int status = serve_real(&r, &kb, &sp, &w, tc, &real, err, errlen);
-    if (status == 0) status = simulate(&r, &w, tc, &sim, err, errlen);
-    if (status == 0) {
-        p->sim = sim.sum;
-        p->real = real.sum;
-        size_t ns, nr;
-        const req_record *rs = met_requests(sim.met, &ns), *rr = met_requests(real.met, &nr);
+    int status = point_setup(base, p, &r, &kb, &sp, &w, err, errlen);
+    if (status != EXIT_OK) return status;
+    status = serve_real(&r, &kb, &sp, &w, tc, out, err, errlen);
+    char name[64];
+    snprintf(name, sizeof name, "point%d-engine-run%d", index, run + 1);
+    if (status == 0 && write_side(od, name, out, err, errlen) < 0) status = 1;
+    wl_free(&w);
+    return status;
+}
+
+/* Point INDEX simulated with TC and compared with each of its engine runs REAL[0..runs). */
+static int simulate_point(const scenario *base, int index, point *p, const run_side *real, const outdir *od,
+                          table_cost *tc, char *err, size_t errlen)
+{
+    scenario_resolved r;
+    kb_options kb;
+    kb_sampling sp;
+    workload w;
+    int status = point_setup(base, p, &r, &kb, &sp, &w, err, errlen);
+    if (status != EXIT_OK) return status;
+    run_side sim = {0};
+    status = simulate(&r, &w, tc, &sim, err, errlen);
+    size_t ns;
+    const req_record *rs = status == 0 ? met_requests(sim.met, &ns) : NULL;
+    for (int k = 0; k < p->num_runs && status == 0; k++) {
+        size_t nr;
+        const req_record *rr = met_requests(real[k].met, &nr);
         cmp_side a = {&sim.sum, rs, ns, sim.rc.steps, sim.rc.num_steps};
-        cmp_side b = {&real.sum, rr, nr, real.rc.steps, real.rc.num_steps};
-        status = cmp_runs(&a, &b, &p->cmp, err, errlen) == 0 ? 0 : 1;
+        cmp_side b = {&real[k].sum, rr, nr, real[k].rc.steps, real[k].rc.num_steps};
+        status = cmp_runs(&a, &b, &p->runs[k], err, errlen) == 0 ? 0 : 1;
     }
-    if (status == 0) status = write_cdf(od, index, &sim, &real, err, errlen) == 0 ? 0 : 1;
-    p->passed = status == 0 && point_passes(p, base);
-    side_free(&real);
+    char name[64];
+    snprintf(name, sizeof name, "point%d-sim", index);
+    if (status == 0 && write_side(od, name, &sim, err, errlen) < 0) status = 1;
     side_free(&sim);
     wl_free(&w);
     return status;
 }
 
-static void json_number(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.10g", v);
-    else fputs("null", f);
-}
+/* What prices the runs: the one table given, or a calibration taken round by round, round K
+ * just before engine run K, so that the table (the median over the rounds) is measured over
+ * the same minutes as the runs it predicts: a shared machine's speed drifts over minutes. */
+typedef struct pricing {
+    calib_session *session;  /* NULL: GIVEN prices every run */
+    table_cost given, round, final;
+    bool have_given, have_round, have_final, per_round;
+    char table[1100], device[256];
+} pricing;
 
-static int write_json(const outdir *od, const point *pts, int n, const char *table, char *err, size_t errlen)
+static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table, int runs, bool quiet, char *err,
+                        size_t errlen)
 {
-    FILE *f = od_fopen(od, "validation.json", err, errlen);
-    if (!f) return -1;
-    fprintf(f, "{\n  \"cost_table\": \"%s\",\n  \"points\": [\n", table);
-    for (int i = 0; i < n; i++) {
-        const point *p = &pts[i];
-        fprintf(f, "    {\n      \"rate\": %s,\n      \"policy\": \"%s\",\n      \"passed\": %s,\n", p->rate,
-                p->policy, p->passed ? "true" : "false");
-        fprintf(f, "      \"step_time_mape\": ");
-        json_number(f, p->cmp.step_mape);
-        fprintf(f, ",\n      \"steps_predicted\": %lld,\n      \"first_divergent_step\": %lld,\n      \"metrics\": [\n",
-                (long long)p->cmp.steps_predicted, (long long)p->cmp.first_divergence);
-        for (int k = 0; k < p->cmp.num_rows; k++) {
-            const cmp_row *r = &p->cmp.rows[k];
-            fprintf(f, "        {\"metric\": \"%s\", \"simulated\": ", r->metric);
-            json_number(f, r->simulated);
-            fprintf(f, ", \"measured\": ");
-            json_number(f, r->measured);
-            fprintf(f, ", \"rel_error\": ");
-            json_number(f, r->rel_error);
-            fprintf(f, "}%s\n", k + 1 < p->cmp.num_rows ? "," : "");
-        }
-        fprintf(f, "      ]\n    }%s\n", i + 1 < n ? "," : "");
-    }
-    fprintf(f, "  ]\n}\n");
-    return od_fclose(f, "validation.json", err, errlen);
-}
-
-static int plot_point(const outdir *od, int index, const point *p, const char *term, char *err, size_t errlen)
-{
-    plot pl;
-    char png[64], title[160];
-    snprintf(png, sizeof png, "point%d-latency.png", index);
-    snprintf(title, sizeof title, "Latency CDF, %s at %s req/s: simulated vs measured", p->policy, p->rate);
-    FILE *f = plot_begin(&pl, term, png, title, 900, 500);
-    if (!f) {
-        snprintf(err, errlen, "out of memory building a plot");
-        return -1;
-    }
-    fprintf(f, "set xlabel 'latency (ms)'\nset ylabel 'fraction of requests'\nset logscale x\n"
-               "file = 'point%d-latency.csv'\n"
-               "plot file using ($1==0?$2:1/0):(1) smooth cnormal lw 2 title 'E2EL simulated', \\\n"
-               "     file using ($1==1?$2:1/0):(1) smooth cnormal lw 2 dt 2 title 'E2EL measured', \\\n"
-               "     file using ($1==0?$3:1/0):(1) smooth cnormal lw 2 title 'TTFT simulated', \\\n"
-               "     file using ($1==1?$3:1/0):(1) smooth cnormal lw 2 dt 2 title 'TTFT measured'\n",
-            index);
-    return plot_finish(&pl, od->tmp_path, err, errlen);
-}
-
-static void report_point(FILE *f, int index, const point *p, bool plotted)
-{
-    fprintf(f, "## %s at %s req/s: %s\n\n", p->policy, p->rate, p->passed ? "within the thresholds" : "OUTSIDE the thresholds");
-    if (isfinite(p->cmp.step_mape))
-        fprintf(f, "The cost table predicted the %lld steps the engine ran with a mean absolute error of "
-                   "%.1f%%. ", (long long)p->cmp.steps_predicted, 100 * p->cmp.step_mape);
-    if (p->cmp.first_divergence < 0) fprintf(f, "Both runs scheduled identical batches throughout.\n\n");
-    else fprintf(f, "The two schedules first differ at step %lld (different step times move arrivals "
-                    "into other batches).\n\n", (long long)p->cmp.first_divergence);
-    fprintf(f, "| metric | simulated | measured | error |\n|---|---:|---:|---:|\n");
-    for (int k = 0; k < p->cmp.num_rows; k++) {
-        const cmp_row *r = &p->cmp.rows[k];
-        fprintf(f, "| %s | %.4g | %.4g | ", r->metric, r->simulated, r->measured);
-        if (isfinite(r->rel_error)) fprintf(f, "%+.1f%% |\n", 100 * r->rel_error);
-        else fprintf(f, "n/a |\n");
-    }
-    if (plotted) fprintf(f, "\n![latency CDFs](point%d-latency.png)\n", index);
-    fprintf(f, "\n");
-}
-
-static int write_report(const outdir *od, const point *pts, int n, const scenario *sc, const char *table,
-                        const char *device, bool plotted, char *err, size_t errlen)
-{
-    FILE *f = od_fopen(od, "report.md", err, errlen);
-    if (!f) return -1;
-    fprintf(f, "# Validation: %s\n\nDevice: %s. Cost table: `%s`. Thresholds: P50 %.0f%%, P99 %.0f%%, "
-               "throughput %.0f%%.\n\n",
-            scenario_name(sc), device, table, 100 * sc->v[K_validate_max_median_error].d,
-            100 * sc->v[K_validate_max_p99_error].d, 100 * sc->v[K_validate_max_throughput_error].d);
-    for (int i = 0; i < n; i++) report_point(f, i, &pts[i], plotted);
-    return od_fclose(f, "report.md", err, errlen);
-}
-
-/* The table the scenario or flag names, or one calibrated now on the engine's own backend. */
-static int load_or_calibrate(const scenario *sc, const char *flag_table, const outdir *od, table_cost *tc,
-                             char *path, size_t pathlen, char *device, size_t devlen, bool quiet, char *err,
-                             size_t errlen)
-{
+    memset(pr, 0, sizeof *pr);
     scenario_resolved r;
     kb_options kb;
     kb_sampling sp;
     if (scenario_resolve(sc, &r, err, errlen) < 0 || scenario_resolve_engine(sc, &r, &kb, &sp, err, errlen) < 0)
         return EXIT_BAD_INPUT;
     if (flag_table) snprintf(r.cost_table_path, sizeof r.cost_table_path, "%s", flag_table);
-    if (!r.cost_table_path[0]) {
-        if (!quiet) fprintf(stderr, "servesim: no cost table given for %s on %s: calibrating first\n",
-                            r.model.name, kb.kind == KB_CUDA ? "cuda" : "cpu");
-        calib_options o = {.kb = kb, .model_name = r.model.name, .block_size = r.sched.block_size,
-                           .max_tokens = r.sched.max_num_batched_tokens, .max_context = r.sched.max_model_len,
-                           .max_seqs = r.sched.max_num_seqs, .repeats = 5};
-        cost_table t;
-        int status = calibrate_run(&o, &t, err, errlen);
-        if (status != 0) return status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
-        if (od_path(od, "cost-table.csv", r.cost_table_path, sizeof r.cost_table_path) < 0 ||
-            ct_write(&t, r.cost_table_path, err, errlen) < 0) {
-            ct_free(&t);
-            return EXIT_FAILURE_OTHER;
-        }
-        ct_free(&t);
+    if (r.cost_table_path[0]) {
+        job_cost jc;
+        if (job_cost_init(&jc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+        pr->given = jc.table;
+        pr->have_given = true;
+        snprintf(pr->table, sizeof pr->table, "%s", r.cost_table_path);
+        snprintf(pr->device, sizeof pr->device, "%s", jc.device);
+        return EXIT_OK;
     }
-    job_cost jc;
-    if (job_cost_init(&jc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
-    *tc = jc.table;
-    snprintf(path, pathlen, "%s", r.cost_table_path);
-    snprintf(device, devlen, "%s", jc.device);
+    if (!quiet)
+        fprintf(stderr, "servesim: no cost table given for %s on %s: calibrating first, in %d round%s, one before "
+                        "each engine run\n", r.model.name, kb.kind == KB_CUDA ? "cuda" : "cpu", runs, runs > 1 ? "s" : "");
+    calib_options o = {.kb = kb, .model_name = r.model.name, .block_size = r.sched.block_size,
+                       .max_tokens = r.sched.max_num_batched_tokens, .max_context = r.sched.max_model_len,
+                       .max_seqs = r.sched.max_num_seqs, .repeats = 5, .rounds = runs};
+    pr->session = calibrate_begin(&o, err, errlen);
+    pr->per_round = true;
+    snprintf(pr->table, sizeof pr->table, "cost-table.csv (calibrated by this run)");
+    return pr->session ? EXIT_OK : EXIT_FAILURE_OTHER;
+}
+
+/* The table that predicts each step of engine run K: the given one, or a calibration round
+ * taken now. */
+static int pricing_next(pricing *pr, int k, const outdir *od, table_cost **tc, char *err, size_t errlen)
+{
+    if (!pr->session) {
+        *tc = &pr->given;
+        return EXIT_OK;
+    }
+    if (pr->have_round) tc_free(&pr->round);
+    pr->have_round = false;
+    cost_table t;
+    int status = calibrate_next_round(pr->session, &t, err, errlen);
+    if (status != 0) return status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
+    char name[64], path[2200];
+    snprintf(name, sizeof name, "cost-table-round%d.csv", k + 1);
+    snprintf(pr->device, sizeof pr->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "?");
+    status = od_path(od, name, path, sizeof path) < 0 || ct_write(&t, path, err, errlen) < 0 ||
+             tc_init(&pr->round, &t, name, err, errlen) < 0;
+    ct_free(&t);
+    if (status) return EXIT_FAILURE_OTHER;
+    pr->have_round = true;
+    *tc = &pr->round;
     return EXIT_OK;
+}
+
+/* The table the simulation uses: the given one, or the calibration over every round, also
+ * written as DIR/cost-table.csv. */
+static int pricing_final(pricing *pr, const outdir *od, table_cost **tc, char *err, size_t errlen)
+{
+    if (!pr->session) {
+        *tc = &pr->given;
+        return EXIT_OK;
+    }
+    cost_table t;
+    char path[2200];
+    if (calibrate_finish(pr->session, &t, err, errlen) != 0) return EXIT_FAILURE_OTHER;
+    int bad = od_path(od, "cost-table.csv", path, sizeof path) < 0 || ct_write(&t, path, err, errlen) < 0 ||
+              tc_init(&pr->final, &t, "cost-table.csv", err, errlen) < 0;
+    ct_free(&t);
+    if (bad) return EXIT_FAILURE_OTHER;
+    pr->have_final = true;
+    *tc = &pr->final;
+    return EXIT_OK;
+}
+
+static void pricing_close(pricing *pr)
+{
+    calibrate_end(pr->session);
+    pr->session = NULL;
+    if (pr->have_given) tc_free(&pr->given);
+    if (pr->have_round) tc_free(&pr->round);
+    if (pr->have_final) tc_free(&pr->final);
 }
 
 static int build_points(const scenario *sc, point *pts)
@@ -313,16 +304,53 @@ static int build_points(const scenario *sc, point *pts)
     return n;
 }
 
-static void print_point(const point *p)
+/* Every engine run of every point (run K of all points, then run K + 1), then each point's
+ * simulation against its runs. */
+static int run_points(const scenario *sc, point *pts, int n, pricing *pr, const outdir *od, bool quiet, char *err,
+                      size_t errlen)
 {
-    const char *m[] = {"p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p99_e2el_ms",
-                       "output_throughput"};
-    printf("%-10s %8s %s  step MAPE %5.1f%%", p->policy, p->rate, p->passed ? "ok  " : "FAIL", 100 * p->cmp.step_mape);
-    for (int i = 0; i < 7; i++) {
-        const cmp_row *r = cmp_find(&p->cmp, m[i]);
-        printf("  %s %+.1f%%", m[i], 100 * r->rel_error);
+    int runs = (int)sc->v[K_validate_engine_runs].i, status = EXIT_OK;
+    run_side(*real)[MAX_ENGINE_RUNS] = calloc(n, sizeof *real);
+    if (!real) {
+        snprintf(err, errlen, "out of memory");
+        return EXIT_FAILURE_OTHER;
     }
-    printf("\n");
+    for (int k = 0; k < runs && status == EXIT_OK; k++) {
+        table_cost *tc;
+        status = pricing_next(pr, k, od, &tc, err, errlen);
+        for (int i = 0; i < n && status == EXIT_OK; i++) {
+            if (!quiet && isatty(2))
+                fprintf(stderr, "serving %s at %s req/s, engine run %d/%d\\n", pts[i].policy, pts[i].rate, k + 1, runs);
+            pts[i].num_runs = k + 1;
+            status = engine_once(sc, i, k, &pts[i], od, tc, &real[i][k], err, errlen);
+        }
+    }
+    table_cost *tc = NULL;
+    if (status == EXIT_OK) status = pricing_final(pr, od, &tc, err, errlen);
+    for (int i = 0; i < n && status == EXIT_OK; i++) {
+        status = simulate_point(sc, i, &pts[i], real[i], od, tc, err, errlen);
+        if (status != EXIT_OK) break;
+        cmp_combine(pts[i].runs, pts[i].num_runs, &pts[i].cmp);
+        pts[i].passed = point_passes(&pts[i], sc);
+        if (!quiet) validate_print_point(&pts[i]);
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < MAX_ENGINE_RUNS; k++) side_free(&real[i][k]);
+    free(real);
+    return status;
+}
+
+static int write_outputs(const scenario *sc, const point *pts, int n, const validation_info *vi, outdir *od,
+                         char *err, size_t errlen)
+{
+    char term[32];
+    bool plotted = plot_available(term, sizeof term);
+    for (int i = 0; plotted && i < n; i++)
+        if (validate_plot_point(od, i, &pts[i], term, err, errlen) < 0) return EXIT_FAILURE_OTHER;
+    if (validate_write_json(od, pts, n, vi, err, errlen) < 0 ||
+        validate_write_report(od, pts, n, sc, vi, plotted, err, errlen) < 0 || od_commit(od, err, errlen) < 0)
+        return EXIT_FAILURE_OTHER;
+    return EXIT_OK;
 }
 
 static int validate(const scenario *sc, const scenario_args *a, const char *flag_table, const char *out)
@@ -335,30 +363,18 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
         free(pts);
         return EXIT_FAILURE_OTHER;
     }
-    table_cost tc;
-    char table[1100], device[256] = "";
-    int status = load_or_calibrate(sc, flag_table, &od, &tc, table, sizeof table, device, sizeof device, a->quiet,
-                                   err, sizeof err);
-    bool have_table = status == EXIT_OK;
-    int n = have_table ? build_points(sc, pts) : 0;
-    if (have_table && n == 0) {
+    int n = build_points(sc, pts), status = EXIT_OK;
+    pricing pr = {0};
+    if (n == 0) {
         snprintf(err, sizeof err, "%s: [validate] rates and policies give no point to validate", sc->path);
         status = EXIT_BAD_INPUT;
     }
-    for (int i = 0; i < n && status == EXIT_OK; i++) {
-        if (!a->quiet && isatty(2)) fprintf(stderr, "validating %s at %s req/s (%d/%d)\n", pts[i].policy, pts[i].rate, i + 1, n);
-        status = run_point(sc, i, &pts[i], &od, &tc, err, sizeof err);
-        if (status == EXIT_OK && !a->quiet) print_point(&pts[i]);
-    }
-    char term[32];
-    bool plotted = status == EXIT_OK && plot_available(term, sizeof term);
-    for (int i = 0; plotted && i < n; i++)
-        if (plot_point(&od, i, &pts[i], term, err, sizeof err) < 0) plotted = false, status = EXIT_FAILURE_OTHER;
-    const char *shown = flag_table || sc->v[K_hardware_cost_table].s[0] ? table : "cost-table.csv (calibrated by this run)";
-    if (status == EXIT_OK && (write_json(&od, pts, n, shown, err, sizeof err) < 0 ||
-                              write_report(&od, pts, n, sc, shown, device, plotted, err, sizeof err) < 0 ||
-                              od_commit(&od, err, sizeof err) < 0))
-        status = EXIT_FAILURE_OTHER;
+    if (status == EXIT_OK)
+        status = pricing_open(&pr, sc, flag_table, (int)sc->v[K_validate_engine_runs].i, a->quiet, err, sizeof err);
+    if (status == EXIT_OK) status = run_points(sc, pts, n, &pr, &od, a->quiet, err, sizeof err);
+    pricing_close(&pr);
+    validation_info vi = {pr.table, pr.device, pr.per_round};
+    if (status == EXIT_OK) status = write_outputs(sc, pts, n, &vi, &od, err, sizeof err);
     if (status != EXIT_OK) {
         od_abort(&od);
         fprintf(stderr, "servesim: %s\n", err);
@@ -366,7 +382,6 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
     bool all_passed = true;
     for (int i = 0; i < n; i++) all_passed = all_passed && pts[i].passed;
     if (status == EXIT_OK && !a->quiet) printf("Validation %s; report in %s/report.md\n", all_passed ? "passed" : "FAILED", out);
-    if (have_table) tc_free(&tc);
     free(pts);
     return status != EXIT_OK ? status : all_passed ? EXIT_OK : EXIT_FAILURE_OTHER;
 }

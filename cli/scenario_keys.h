@@ -56,6 +56,7 @@
     X(engine, top_p, NUM, "1", "0.000001", "1", "sample within this probability mass (1 = all)") \
     X(validate, rates, TEXT, "", "", "", "arrival rates to validate at, comma-separated (empty: workload.rate)") \
     X(validate, policies, TEXT, "", "", "", "policies to validate, comma-separated (empty: scheduler.policy)") \
+    X(validate, engine_runs, INT, "1", "1", "9", "times each point is served on the engine; errors are against the median run, the report shows the runs' spread") \
     X(validate, max_median_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P50 latencies") \
     X(validate, max_p99_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P99 latencies") \
     X(validate, max_throughput_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on throughputs") \

@@ -87,3 +87,52 @@ Test(compare, steps_give_the_prediction_error_and_the_first_divergence)
     cr_assert_eq(r.steps_predicted, 2);
     cr_assert_float_eq(r.step_mape, (0.1 + 0.2) / 2, 1e-12);
 }
+
+Test(compare, several_measured_runs_give_the_median_and_the_spread)
+{
+    /* Measured P99 TTFT 300, 360 and 240 across three runs: median 300, spread (360 - 240) / 300
+     * = 40%; simulated 330 is +10% off the median. */
+    double p99[3] = {300, 360, 240};
+    summary sim = base(), real[3];
+    sim.ttft_ms.p99 = 330;
+    cmp_result runs[3], all;
+    char err[256];
+    for (int i = 0; i < 3; i++) {
+        real[i] = base();
+        real[i].ttft_ms.p99 = p99[i];
+        cmp_side ss = side(&sim, reqs, 3), sr = side(&real[i], reqs, 3);
+        cr_assert_eq(cmp_runs(&ss, &sr, &runs[i], err, sizeof err), 0, "%s", err);
+        runs[i].step_mape = 0.1 * (i + 1); /* 10%, 20%, 30% over 100, 100 and 200 steps: 22.5% */
+        runs[i].steps_predicted = i == 2 ? 200 : 100;
+    }
+    cmp_combine(runs, 3, &all);
+    const cmp_row *row = cmp_find(&all, "p99_ttft_ms");
+    cr_assert_float_eq(row->measured, 300, 1e-12);
+    cr_assert_float_eq(row->rel_error, 0.10, 1e-12);
+    cr_assert_float_eq(row->spread, 0.40, 1e-12);
+    cr_assert_eq(cmp_find(&all, "p50_ttft_ms")->spread, 0, "identical runs have no spread");
+    cr_assert_float_eq(all.step_mape, 0.225, 1e-12);
+    cr_assert_eq(all.steps_predicted, 400);
+}
+
+Test(compare, each_run_is_judged_against_its_own_simulation)
+{
+    /* Runs priced by different tables: simulated P50 TPOT 9.9 / 8.1 / 11 against measured 9 / 9 /
+     * 10: errors +10%, -10%, +10%, median +10% (not the error of the medians, 9.9 vs 9). */
+    double sim_v[3] = {9.9, 8.1, 11}, real_v[3] = {9, 9, 10};
+    cmp_result runs[3], all;
+    char err[256];
+    for (int i = 0; i < 3; i++) {
+        summary s = base(), m = base();
+        s.tpot_ms.p50 = sim_v[i];
+        m.tpot_ms.p50 = real_v[i];
+        cmp_side ss = side(&s, reqs, 3), sm = side(&m, reqs, 3);
+        cr_assert_eq(cmp_runs(&ss, &sm, &runs[i], err, sizeof err), 0, "%s", err);
+    }
+    cmp_combine(runs, 3, &all);
+    const cmp_row *row = cmp_find(&all, "p50_tpot_ms");
+    cr_assert_float_eq(row->rel_error, 0.10, 1e-12);
+    cr_assert_float_eq(row->simulated, 9.9, 1e-12);
+    cr_assert_float_eq(row->measured, 9, 1e-12);
+    cr_assert_float_eq(row->spread, 1.0 / 9, 1e-12);
+}
