@@ -69,7 +69,7 @@ static int build_shapes(const calib_options *o, shape_list *l)
 {
     int tok[64], seqs[64], dctx[64], pctx[64];
     int ntok = grid_points(1, o->max_tokens, tok, 64), nseqs = grid_points(1, o->max_seqs, seqs, 64);
-    int ndctx = grid_points(16 < o->max_context ? 16 : o->max_context, o->max_context, dctx, 64);
+    int ndctx = grid_points(1, o->max_context, dctx, 64);
     pctx[0] = 0;
     int npctx = 1 + (o->max_context >= 64 ? grid_points(64, o->max_context, pctx + 1, 63) : 0);
     int rc = 0;

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "calibrate/calibrate.h"
@@ -98,16 +99,21 @@ Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
     ct_free(&t);
 }
 
+static calib_options small_calibration(void)
+{
+    const model_shape *m = model_preset("tiny");
+    return (calib_options){.kb = {.kind = KB_CPU, .weight_seed = 1, .sample_seed = 1, .threads = 1,
+                                  .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                                            m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
+                           .model_name = "tiny", .block_size = 16, .max_tokens = 64, .max_context = 128,
+                           .max_seqs = 8, .repeats = 1};
+}
+
 /* A real, small calibration of the tiny model: every component present, the table usable,
  * the held-out check finite, and the serving scales fitted from real engine steps. */
 Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
 {
-    const model_shape *m = model_preset("tiny");
-    calib_options o = {.kb = {.kind = KB_CPU, .weight_seed = 1, .sample_seed = 1, .threads = 1,
-                              .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
-                                        m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
-                       .model_name = "tiny", .block_size = 16, .max_tokens = 64, .max_context = 128,
-                       .max_seqs = 8, .repeats = 1};
+    calib_options o = small_calibration();
     cost_table t;
     char err[512];
     cr_assert_eq(calibrate_run(&o, &t, err, sizeof err), 0, "%s", err);
@@ -125,4 +131,43 @@ Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
     cr_assert(isfinite(calibrate_check(&t, devnull)));
     fclose(devnull);
     ct_free(&t);
+}
+
+/* Round by round: each round gives a complete table of its own, with its own serving fit;
+ * the final table has every shape once, its time the median over the rounds; a round past
+ * the planned ones is refused. */
+Test(calibrate, rounds_give_their_own_tables_and_the_median_over_them, .timeout = 120)
+{
+    calib_options o = small_calibration();
+    o.rounds = 3;
+    o.repeats = 3; /* one timed run per shape per round */
+    char err[512];
+    calib_session *s = calibrate_begin(&o, err, sizeof err);
+    cr_assert(s, "%s", err);
+    cost_table round[3], all;
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(calibrate_next_round(s, &round[r], err, sizeof err), 0, "%s", err);
+        for (int c = 0; c < CT_COUNT; c++) cr_assert_gt(round[r].n[c], 0, "round %d: no %s rows", r, ct_component_name(c));
+        cr_assert_gt(atof(ct_meta(&round[r], "serving_scale_decode")), 0);
+        cr_assert_eq(round[r].n[CT_OVERHEAD], 1);
+    }
+    cr_assert_neq(calibrate_next_round(s, NULL, err, sizeof err), 0);
+    cr_assert_str_eq(err, "all 3 calibration rounds are done");
+    cr_assert_eq(calibrate_finish(s, &all, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(ct_meta(&all, "method"), "median of 3 rounds x 1 runs"), "%s", ct_meta(&all, "method"));
+    for (int c = 0; c < CT_OVERHEAD; c++) {
+        cr_assert_eq(all.n[c], round[0].n[c], "%s", ct_component_name(c));
+        for (size_t i = 0; i < all.n[c]; i++) {
+            double v[3], lo, hi, mid;
+            for (int r = 0; r < 3; r++) v[r] = round[r].points[c][i].seconds;
+            lo = fmin(v[0], fmin(v[1], v[2]));
+            hi = fmax(v[0], fmax(v[1], v[2]));
+            mid = v[0] + v[1] + v[2] - lo - hi;
+            cr_assert_eq(all.points[c][i].seconds, mid, "%s row %zu: %g is not the median of %g %g %g",
+                         ct_component_name(c), i, all.points[c][i].seconds, v[0], v[1], v[2]);
+        }
+    }
+    for (int r = 0; r < 3; r++) ct_free(&round[r]);
+    ct_free(&all);
+    calibrate_end(s);
 }

@@ -1,0 +1,109 @@
+/* `servesim validate` end to end on the CPU engine: a small scenario served twice with
+ * calibration rounds between the runs, every file in place; bad input writes nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s missing", path);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static const char scenario_text[] =
+    "[model]\npreset = tiny\n"
+    "[kv]\nblock_size = 16\nnum_blocks = 256\n"
+    "[scheduler]\npolicy = paged\nchunked_prefill = on\nmax_num_seqs = 8\nmax_num_batched_tokens = 64\n"
+    "max_model_len = 256\n"
+    "[workload]\nnum_requests = 12\narrival = poisson\nprompt_len = uniform:8:64\noutput_len = uniform:4:16\n"
+    "[engine]\nbackend = cpu\nthreads = 1\n"
+    "[run]\nseed = 3\nwarmup_requests = 2\n"
+    "[validate]\nrates = 20\nengine_runs = 2\nmax_median_error = 1000\nmax_p99_error = 1000\n"
+    "max_throughput_error = 1000\n";
+
+static void write_scenario(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(scenario_text, f);
+    fclose(f);
+}
+
+static int validate(const char **args)
+{
+    char *argv[32];
+    int n = 0;
+    while (args[n]) argv[n] = (char *)args[n], n++;
+    return cmd_validate(n, argv);
+}
+
+Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_scenario(ini);
+    const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 0);
+    const char *files[] = {"validation.json", "report.md", "cost-table.csv", "cost-table-round1.csv",
+                           "cost-table-round2.csv", "point0-sim/requests.csv", "point0-engine-run1/steps.csv",
+                           "point0-engine-run2/requests.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) cr_assert(exists(out, files[i]), "%s missing", files[i]);
+    cr_assert_not(exists(out, "cost-table-round3.csv"));
+    const char *json = slurp(out, "validation.json");
+    cr_assert(strstr(json, "\"engine_runs\": 2"), "%s", json);
+    cr_assert(strstr(json, "\"calibrated_between_runs\": true"));
+    /* every metric lists both runs' measurements */
+    const char *m = strstr(json, "\"metric\": \"p50_ttft_ms\"");
+    cr_assert(m);
+    const char *runs = strstr(m, "\"measured_runs\": [");
+    cr_assert(runs);
+    double a, b;
+    cr_assert_eq(sscanf(runs, "\"measured_runs\": [%lf, %lf]", &a, &b), 2, "%.80s", runs);
+    cr_assert_gt(a, 0);
+    cr_assert_gt(b, 0);
+    cr_assert(strstr(slurp(out, "report.md"), "| metric | simulated | measured | error | engine spread |"));
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(validate, a_missing_cost_table_is_named_and_nothing_is_written)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_scenario(ini);
+    const char *args[] = {"validate", ini, "--cost-table", "/nonexistent/table.csv", "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 2);
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0, "a failed validation left %s behind", out);
+    const char *zero[] = {"validate", ini, "--set", "validate.engine_runs=0", "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(zero), 2);
+    cr_assert_neq(stat(out, &st), 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
