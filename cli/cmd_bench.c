@@ -9,19 +9,23 @@
 #include <time.h>
 
 #include "calibrate/calibrate.h"
+#include "cli/bench_serving.h"
 #include "cli/commands.h"
 #include "engine/model.h"
 
 static const char bench_usage[] =
     "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N]\n"
     "       servesim bench --engine PRESET [--threads N]\n"
+    "       servesim bench --serving PRESET [--threads N]\n"
     "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
     "  trace (default traces/azure_llm_2023_conv.csv), Poisson arrivals at 80% of the\n"
     "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
     "  chunked prefill. Prints simulated requests and events per wall-clock second, for each of\n"
     "  --runs runs (default 3) of the same requests, and their median.\n"
     "  --engine: the CPU engine's decode step time at batch 1 to 64 (context 128) against this\n"
-    "  machine's floor (weight bytes over measured memcpy bandwidth), and prefill tokens/s.\n";
+    "  machine's floor (weight bytes over measured memcpy bandwidth), and prefill tokens/s.\n"
+    "  --serving: 64- and 256-token prefills timed by the calibration probe and served by the\n"
+    "  engine (one step per request), in six pairs seconds apart: what serving adds to a step.\n";
 
 static double now_s(void);
 
@@ -148,13 +152,14 @@ int cmd_bench(int argc, char **argv)
         return EXIT_OK;
     }
     long n = 1000000, seed = 0, threads = 0, runs = 3;
-    const char *trace = "traces/azure_llm_2023_conv.csv", *engine = NULL;
+    const char *trace = "traces/azure_llm_2023_conv.csv", *engine = NULL, *serving = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
         const char *opt = argv[i], *val = argv[++i];
         char *end;
         if (strcmp(opt, "--trace") == 0) trace = val;
         else if (strcmp(opt, "--engine") == 0) engine = val;
+        else if (strcmp(opt, "--serving") == 0) serving = val;
         else if (strcmp(opt, "--runs") == 0 && (runs = strtol(val, &end, 10)) > 0 && runs <= 99 && !*end) continue;
         else if (strcmp(opt, "--threads") == 0 && (threads = strtol(val, &end, 10)) >= 0 && !*end) continue;
         else if (strcmp(opt, "--requests") == 0 && (n = strtol(val, &end, 10)) > 0 && !*end) continue;
@@ -162,6 +167,7 @@ int cmd_bench(int argc, char **argv)
         else { fprintf(stderr, "servesim: bad option %s %s\n%s", opt, val, bench_usage); return EXIT_BAD_INPUT; }
     }
     if (engine) return bench_engine(engine, (int)threads);
+    if (serving) return bench_serving(serving, (int)threads);
     scenario sc;
     scenario_defaults(&sc);
     char err[1024];

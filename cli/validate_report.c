@@ -110,9 +110,10 @@ static void report_point(FILE *f, int index, const point *p, bool plotted)
     if (isfinite(p->cmp.step_mape))
         fprintf(f, "The cost table predicted the %lld steps the engine ran with a mean absolute error of "
                    "%.1f%%. ", (long long)p->cmp.steps_predicted, 100 * p->cmp.step_mape);
-    if (p->cmp.first_divergence < 0) fprintf(f, "Both runs scheduled identical batches throughout.\n\n");
-    else fprintf(f, "The two schedules first differ at step %lld (different step times move arrivals "
-                    "into other batches).\n\n", (long long)p->cmp.first_divergence);
+    const char *who = p->num_runs > 1 ? "The simulation and engine run 1" : "The simulation and the engine";
+    if (p->cmp.first_divergence < 0) fprintf(f, "%s scheduled identical batches throughout.\n\n", who);
+    else fprintf(f, "%s first schedule different batches at step %lld (different step times move arrivals "
+                    "into other batches).\n\n", who, (long long)p->cmp.first_divergence);
     report_table(f, p);
     if (plotted) fprintf(f, "\n![latency CDFs](point%d-latency.png)\n", index);
     fprintf(f, "\n");
