@@ -135,13 +135,20 @@ static int write_side(const outdir *od, const char *name, const run_side *s, cha
     return 0;
 }
 
-/* The point's scenario resolved, and its request list. */
-static int point_setup(const scenario *base, const point *p, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
-                       workload *w, char *err, size_t errlen)
+/* A point's scenario resolved, and its request list. */
+typedef struct point_setup {
+    scenario_resolved r;
+    kb_options kb;
+    kb_sampling sp;
+    workload w;
+} point_setup;
+
+static int setup_point(const scenario *base, const point *p, point_setup *ps, char *err, size_t errlen)
 {
     scenario sc;
-    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, r, err, errlen) < 0 ||
-        scenario_resolve_engine(&sc, r, kb, sp, err, errlen) < 0 || wl_build(&r->workload, w, err, errlen) < 0)
+    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, &ps->r, err, errlen) < 0 ||
+        scenario_resolve_engine(&sc, &ps->r, &ps->kb, &ps->sp, err, errlen) < 0 ||
+        wl_build(&ps->r.workload, &ps->w, err, errlen) < 0)
         return EXIT_BAD_INPUT;
     return EXIT_OK;
 }
@@ -150,17 +157,14 @@ static int point_setup(const scenario *base, const point *p, scenario_resolved *
 static int engine_once(const scenario *base, int index, int run, const point *p, const outdir *od,
                        table_cost *tc, run_side *out, char *err, size_t errlen)
 {
-    scenario_resolved r;
-    kb_options kb;
-    kb_sampling sp;
-    workload w;
-    int status = point_setup(base, p, &r, &kb, &sp, &w, err, errlen);
+    point_setup ps;
+    int status = setup_point(base, p, &ps, err, errlen);
     if (status != EXIT_OK) return status;
-    status = serve_real(&r, &kb, &sp, &w, tc, out, err, errlen);
+    status = serve_real(&ps.r, &ps.kb, &ps.sp, &ps.w, tc, out, err, errlen);
     char name[64];
     snprintf(name, sizeof name, "point%d-engine-run%d", index, run + 1);
     if (status == 0 && write_side(od, name, out, err, errlen) < 0) status = 1;
-    wl_free(&w);
+    wl_free(&ps.w);
     return status;
 }
 
@@ -168,14 +172,11 @@ static int engine_once(const scenario *base, int index, int run, const point *p,
 static int simulate_point(const scenario *base, int index, point *p, const run_side *real, const outdir *od,
                           table_cost *tc, char *err, size_t errlen)
 {
-    scenario_resolved r;
-    kb_options kb;
-    kb_sampling sp;
-    workload w;
-    int status = point_setup(base, p, &r, &kb, &sp, &w, err, errlen);
+    point_setup ps;
+    int status = setup_point(base, p, &ps, err, errlen);
     if (status != EXIT_OK) return status;
     run_side sim = {0};
-    status = simulate(&r, &w, tc, &sim, err, errlen);
+    status = simulate(&ps.r, &ps.w, tc, &sim, err, errlen);
     size_t ns;
     const req_record *rs = status == 0 ? met_requests(sim.met, &ns) : NULL;
     for (int k = 0; k < p->num_runs && status == 0; k++) {
@@ -189,7 +190,7 @@ static int simulate_point(const scenario *base, int index, point *p, const run_s
     snprintf(name, sizeof name, "point%d-sim", index);
     if (status == 0 && write_side(od, name, &sim, err, errlen) < 0) status = 1;
     side_free(&sim);
-    wl_free(&w);
+    wl_free(&ps.w);
     return status;
 }
 

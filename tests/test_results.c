@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_fixture.h"
 #include "bench/results.h"
 
 static char root[64];
@@ -32,19 +33,6 @@ static void remove_root(void)
 }
 
 TestSuite(results, .init = make_root, .fini = remove_root);
-
-static char *slurp(const char *dir, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s missing", path);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return strdup(buf);
-}
 
 static int exists(const char *path)
 {

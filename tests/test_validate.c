@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "file_fixture.h"
 
 static bool exists(const char *dir, const char *name)
 {
@@ -15,19 +16,6 @@ static bool exists(const char *dir, const char *name)
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
-}
-
-static char *slurp(const char *dir, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s missing", path);
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
 }
 
 static const char scenario_text[] =
@@ -71,7 +59,7 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
                            "point0-engine-run2/requests.csv"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) cr_assert(exists(out, files[i]), "%s missing", files[i]);
     cr_assert_not(exists(out, "cost-table-round3.csv"));
-    const char *json = slurp(out, "validation.json");
+    char *json = slurp(out, "validation.json"), *report = slurp(out, "report.md");
     cr_assert(strstr(json, "\"engine_runs\": 2"), "%s", json);
     cr_assert(strstr(json, "\"calibrated_between_runs\": true"));
     /* every metric lists both runs' measurements */
@@ -83,7 +71,9 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
     cr_assert_eq(sscanf(runs, "\"measured_runs\": [%lf, %lf]", &a, &b), 2, "%.80s", runs);
     cr_assert_gt(a, 0);
     cr_assert_gt(b, 0);
-    cr_assert(strstr(slurp(out, "report.md"), "| metric | simulated | measured | error | engine spread |"));
+    cr_assert(strstr(report, "| metric | simulated | measured | error | engine spread |"));
+    free(json);
+    free(report);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
