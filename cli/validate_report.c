@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/plot.h"
 
@@ -104,6 +105,27 @@ static void report_table(FILE *f, const point *p)
     }
 }
 
+/* How many of the latency percentiles' simulated values fall between the fastest and the
+ * slowest engine run, out of how many. */
+static int inside_engine_range(const point *p, int *total)
+{
+    int inside = 0;
+    *total = 0;
+    for (int k = 0; k < p->cmp.num_rows; k++) {
+        const char *m = p->cmp.rows[k].metric;
+        if (strncmp(m, "p", 1) != 0 || !strstr(m, "_ms")) continue;
+        double lo = p->runs[0].rows[k].measured, hi = lo;
+        for (int j = 1; j < p->num_runs; j++) {
+            lo = fmin(lo, p->runs[j].rows[k].measured);
+            hi = fmax(hi, p->runs[j].rows[k].measured);
+        }
+        double sim = p->cmp.rows[k].simulated;
+        inside += sim >= lo && sim <= hi;
+        ++*total;
+    }
+    return inside;
+}
+
 static void report_point(FILE *f, int index, const point *p, bool plotted)
 {
     fprintf(f, "## %s at %s req/s: %s\n\n", p->policy, p->rate, p->passed ? "within the thresholds" : "OUTSIDE the thresholds");
@@ -114,6 +136,11 @@ static void report_point(FILE *f, int index, const point *p, bool plotted)
     if (p->cmp.first_divergence < 0) fprintf(f, "%s scheduled identical batches throughout.\n\n", who);
     else fprintf(f, "%s first schedule different batches at step %lld (different step times move arrivals "
                     "into other batches).\n\n", who, (long long)p->cmp.first_divergence);
+    if (p->num_runs > 1) {
+        int total, inside = inside_engine_range(p, &total);
+        fprintf(f, "%d of the %d latency percentiles simulated lie between the fastest and the slowest engine "
+                   "run.\n\n", inside, total);
+    }
     report_table(f, p);
     if (plotted) fprintf(f, "\n![latency CDFs](point%d-latency.png)\n", index);
     fprintf(f, "\n");

@@ -72,6 +72,12 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
     cr_assert_gt(a, 0);
     cr_assert_gt(b, 0);
     cr_assert(strstr(report, "| metric | simulated | measured | error | engine spread |"));
+    int inside;
+    const char *range = strstr(report, " of the 12 latency percentiles simulated lie between");
+    cr_assert(range, "%s", report);
+    while (range > report && range[-1] >= '0' && range[-1] <= '9') range--;
+    cr_assert_eq(sscanf(range, "%d of the 12", &inside), 1);
+    cr_assert(inside >= 0 && inside <= 12);
     free(json);
     free(report);
     char cmd[700];
