@@ -131,23 +131,26 @@ static double median_sorted(double *v, int n)
 
 static void combine_row(const cmp_result *runs, int n, int k, cmp_row *out)
 {
-    double sim[64], real[64], e[64];
+    double sim[64], real[64];
     if (n > 64) n = 64;
     for (int i = 0; i < n; i++) {
         sim[i] = runs[i].rows[k].simulated;
         real[i] = runs[i].rows[k].measured;
-        e[i] = runs[i].rows[k].rel_error;
     }
     *out = runs[0].rows[k];
     out->simulated = median_sorted(sim, n);
     out->measured = median_sorted(real, n); /* sorts REAL: its ends are the range */
-    out->rel_error = median_sorted(e, n);
+    out->rel_error = cmp_rel_error(out->simulated, out->measured);
     double range = real[n - 1] - real[0];
     out->spread = range == 0 ? 0 : out->measured == 0 ? INFINITY : range / fabs(out->measured);
 }
 
 void cmp_combine(const cmp_result *runs, int n, cmp_result *out)
 {
+    memset(out, 0, sizeof *out);
+    out->first_divergence = -1;
+    out->step_mape = NAN;
+    if (n < 1) return;
     *out = runs[0];
     double weighted = 0;
     out->steps_predicted = 0;

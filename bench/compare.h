@@ -42,10 +42,10 @@ typedef struct cmp_side {
  * on one side is an error, not a smaller sample). */
 int cmp_runs(const cmp_side *sim, const cmp_side *real, cmp_result *out, char *err, size_t errlen);
 double cmp_rel_error(double simulated, double measured);
-/* N runs, each a simulation against the engine run it predicted (RUNS[i] from cmp_runs):
- * per metric the median simulated and measured values, the median of the runs' errors, and
- * the measured runs' spread; the step error over all runs' steps; run 0's first divergence.
- * N >= 1. */
+/* N runs of the engine against their simulations (RUNS[i] from cmp_runs): per metric the
+ * median simulated and measured values, the error between those medians, and the measured
+ * runs' spread; the step error over all runs' steps; run 0's first divergence. N < 1 gives
+ * no rows. */
 void cmp_combine(const cmp_result *runs, int n, cmp_result *out);
 /* The row named METRIC, or NULL. */
 const cmp_row *cmp_find(const cmp_result *r, const char *metric);

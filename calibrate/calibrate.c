@@ -244,9 +244,9 @@ static int write_fit(cost_table *t, serving_fit *f, const size_t *from)
     }
     char buf[96];
     int rc = ct_add(t, CT_OVERHEAD, 0, 0, m[FIT_EXTRA] + m[FIT_GLUE]);
-    snprintf(buf, sizeof buf, "%.4f", m[FIT_DECODE]);
+    snprintf(buf, sizeof buf, "%.6g", m[FIT_DECODE]);
     rc |= ct_set_meta(t, "serving_scale_decode", buf);
-    snprintf(buf, sizeof buf, "%.4f", m[FIT_PREFILL]);
+    snprintf(buf, sizeof buf, "%.6g", m[FIT_PREFILL]);
     rc |= ct_set_meta(t, "serving_scale_prefill", buf);
     snprintf(buf, sizeof buf, "%zu decode-only, %zu with prompt tokens", n[FIT_DECODE], n[FIT_PREFILL]);
     rc |= ct_set_meta(t, "serving_steps", buf);
@@ -258,6 +258,7 @@ struct calib_session {
     shape_list shapes;
     serving_fit fit;
     int rounds, runs, done;  /* rounds planned, timed runs per shape per round, rounds done */
+    bool failed;             /* a round broke off: its partial samples would skew the medians */
     progress pr;
     char device[256];
 };
@@ -301,7 +302,7 @@ calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen)
     s->opt = *o;
     calibrate_size_pool(&s->opt);
     s->rounds = o->rounds > 0 ? o->rounds : 3;
-    s->runs = (o->repeats + s->rounds - 1) / s->rounds;
+    s->runs = o->repeats > s->rounds ? (o->repeats + s->rounds - 1) / s->rounds : 1;
     s->shapes.runs_cap = s->rounds * s->runs;
     if (build_shapes(&s->opt, &s->shapes) < 0) {
         snprintf(err, errlen, "out of memory");
@@ -314,8 +315,9 @@ calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen)
 
 int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, size_t errlen)
 {
-    if (s->done == s->rounds) {
-        snprintf(err, errlen, "all %d calibration rounds are done", s->rounds);
+    if (s->failed || s->done == s->rounds) {
+        snprintf(err, errlen, s->failed ? "an earlier calibration round failed"
+                                        : "all %d calibration rounds are done", s->rounds);
         return 1;
     }
     size_t from[FIT_LISTS];
@@ -338,6 +340,7 @@ int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, siz
     }
     ct_free(&round);
     if (status == 0) s->done++;
+    else s->failed = true;
     return status;
 }
 
@@ -345,8 +348,9 @@ int calibrate_finish(calib_session *s, cost_table *out, char *err, size_t errlen
 {
     const size_t from[FIT_LISTS] = {0};
     ct_init(out);
-    if (s->done == 0 || s->fit.s[FIT_EXTRA].n < 2) {
-        snprintf(err, errlen, s->done ? "the serving measurement ran too few steps" : "no calibration round ran");
+    if (s->failed || s->done == 0 || s->fit.s[FIT_EXTRA].n < 2) {
+        snprintf(err, errlen, s->failed ? "an earlier calibration round failed"
+                              : s->done ? "the serving measurement ran too few steps" : "no calibration round ran");
         return 1;
     }
     int bad = 0;

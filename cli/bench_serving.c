@@ -30,7 +30,7 @@ static int probe_prefill(const calib_options *o, int prompt, double *out, char *
     calib_timed t;
     status = calibrate_probe_measure(p, 1, prompt, 0, &t);
     if (status != 0) snprintf(err, errlen, "backend: %s", calibrate_probe_error(p));
-    *out = t.total;
+    else *out = t.total;
     calibrate_probe_close(p);
     return status ? 1 : 0;
 }

@@ -19,7 +19,7 @@ static const char calibrate_usage[] =
     "  and sampling over sequences, per-step overhead) and writes a cost table the simulator\n"
     "  reads with `[hardware] cost_table = FILE`. Defaults: cuda 16384 tokens, 8192 context,\n"
     "  256 sequences, 5 repeats; cpu 512, 2048, 64, 3 (model tiny). The sweeps run in --rounds\n"
-    "  passes (default 3), the repeats spread over them, each pass followed by a segment of\n"
+    "  passes (default: cuda 1, cpu 3), the repeats spread over them, each followed by a segment of\n"
     "  real serving that fits the step overhead and the serving scales (docs/cost-model.md).\n"
     "  --check holds out every other point of each sweep and reports the interpolation error.\n";
 
@@ -98,6 +98,9 @@ static void fill_defaults(calib_args *a, bool cuda)
     if (!a->max_context) a->max_context = cuda ? 8192 : 2048;
     if (!a->max_seqs) a->max_seqs = cuda ? 256 : 64;
     if (!a->repeats) a->repeats = cuda ? 5 : 3;
+    /* Rounds are for machines whose speed drifts (the shared CPU VM); on a GPU they would
+     * only multiply the warm-ups and the backend openings of the 8B model. */
+    if (!a->rounds) a->rounds = cuda ? 1 : 3;
 }
 
 static void show_progress(void *ctx, int done, int total)

@@ -23,9 +23,10 @@ static const char validate_usage[] =
     "  same requests through the simulator with the cost table, and compares TTFT/TPOT/ITL/\n"
     "  E2EL, throughput, batch size and preemptions, and every executed step's predicted\n"
     "  against measured time. Without a table (--cost-table or hardware.cost_table) it\n"
-    "  calibrates the backend in one round before each engine run and prices that run with\n"
-    "  the round's table. Writes validation.json, report.md, latency plots, each run's files\n"
-    "  (pointN-runK-engine/ and pointN-runK-sim/: summary.json, requests.csv, steps.csv) and\n"
+    "  calibrates the backend in rounds, one before each engine run (whose steps that round\n"
+    "  prices), and simulates with the median over the rounds. Writes validation.json,\n"
+    "  report.md, latency plots, each run's files\n"
+    "  (pointN-engine-runK/ and pointN-sim/: summary.json, requests.csv, steps.csv) and\n"
     "  the tables it calibrated to DIR (default results/runs/NAME-validate); exits 1 when an\n"
     "  error exceeds the [validate] thresholds.\n";
 
@@ -116,15 +117,20 @@ static bool point_passes(const point *p, const scenario *sc)
     return ok;
 }
 
+/* DIR/NAME (in the temporary directory) into PATH; -1 with a reason when it does not fit. */
+static int out_path(const outdir *od, const char *name, char *path, size_t len, char *err, size_t errlen)
+{
+    if (od_path(od, name, path, len) == 0) return 0;
+    snprintf(err, errlen, "%s/%s: path too long", od->final_path, name);
+    return -1;
+}
+
 /* One side's whole run (summary.json, requests.csv, steps.csv) as DIR/NAME, so a point's
  * error can be traced to the steps that made it. */
 static int write_side(const outdir *od, const char *name, const run_side *s, char *err, size_t errlen)
 {
     char path[2200];
-    if (od_path(od, name, path, sizeof path) < 0) {
-        snprintf(err, errlen, "%s/%s: path too long", od->final_path, name);
-        return -1;
-    }
+    if (out_path(od, name, path, sizeof path, err, errlen) < 0) return -1;
     res_dir dir;
     if (res_open(&dir, path, err, errlen) < 0) return -1;
     for (size_t i = 0; i < s->rc.num_steps; i++) res_write_step(&dir, &s->rc.steps[i]);
@@ -251,7 +257,7 @@ static int pricing_next(pricing *pr, int k, const outdir *od, table_cost **tc, c
     char name[64], path[2200];
     snprintf(name, sizeof name, "cost-table-round%d.csv", k + 1);
     snprintf(pr->device, sizeof pr->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "?");
-    status = od_path(od, name, path, sizeof path) < 0 || ct_write(&t, path, err, errlen) < 0 ||
+    status = out_path(od, name, path, sizeof path, err, errlen) < 0 || ct_write(&t, path, err, errlen) < 0 ||
              tc_init(&pr->round, &t, name, err, errlen) < 0;
     ct_free(&t);
     if (status) return EXIT_FAILURE_OTHER;
@@ -271,7 +277,7 @@ static int pricing_final(pricing *pr, const outdir *od, table_cost **tc, char *e
     cost_table t;
     char path[2200];
     if (calibrate_finish(pr->session, &t, err, errlen) != 0) return EXIT_FAILURE_OTHER;
-    int bad = od_path(od, "cost-table.csv", path, sizeof path) < 0 || ct_write(&t, path, err, errlen) < 0 ||
+    int bad = out_path(od, "cost-table.csv", path, sizeof path, err, errlen) < 0 || ct_write(&t, path, err, errlen) < 0 ||
               tc_init(&pr->final, &t, "cost-table.csv", err, errlen) < 0;
     ct_free(&t);
     if (bad) return EXIT_FAILURE_OTHER;
@@ -321,7 +327,7 @@ static int run_points(const scenario *sc, point *pts, int n, pricing *pr, const 
         status = pricing_next(pr, k, od, &tc, err, errlen);
         for (int i = 0; i < n && status == EXIT_OK; i++) {
             if (!quiet && isatty(2))
-                fprintf(stderr, "serving %s at %s req/s, engine run %d/%d\\n", pts[i].policy, pts[i].rate, k + 1, runs);
+                fprintf(stderr, "serving %s at %s req/s, engine run %d/%d\n", pts[i].policy, pts[i].rate, k + 1, runs);
             pts[i].num_runs = k + 1;
             status = engine_once(sc, i, k, &pts[i], od, tc, &real[i][k], err, errlen);
         }

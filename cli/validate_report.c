@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/plot.h"
@@ -10,6 +11,19 @@ static void json_number(FILE *f, double v)
 {
     if (isfinite(v)) fprintf(f, "%.10g", v);
     else fputs("null", f);
+}
+
+/* S as a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
 }
 
 /* Metric K as each engine run measured it, as a JSON list. */
@@ -44,12 +58,16 @@ int validate_write_json(const outdir *od, const point *pts, int n, const validat
 {
     FILE *f = od_fopen(od, "validation.json", err, errlen);
     if (!f) return -1;
-    fprintf(f, "{\n  \"cost_table\": \"%s\",\n  \"calibrated_between_runs\": %s,\n  \"points\": [\n",
-            vi->table, vi->per_round ? "true" : "false");
+    fprintf(f, "{\n  \"cost_table\": ");
+    json_string(f, vi->table);
+    fprintf(f, ",\n  \"calibrated_between_runs\": %s,\n  \"points\": [\n", vi->per_round ? "true" : "false");
     for (int i = 0; i < n; i++) {
         const point *p = &pts[i];
-        fprintf(f, "    {\n      \"rate\": %s,\n      \"policy\": \"%s\",\n      \"passed\": %s,\n", p->rate,
-                p->policy, p->passed ? "true" : "false");
+        fprintf(f, "    {\n      \"rate\": ");
+        json_number(f, strtod(p->rate, NULL));
+        fprintf(f, ",\n      \"policy\": ");
+        json_string(f, p->policy);
+        fprintf(f, ",\n      \"passed\": %s,\n", p->passed ? "true" : "false");
         fprintf(f, "      \"engine_runs\": %d,\n      \"step_time_mape\": ", p->num_runs);
         json_number(f, p->cmp.step_mape);
         fprintf(f, ",\n      \"steps_predicted\": %lld,\n      \"first_divergent_step\": %lld,\n      \"metrics\": [\n",
