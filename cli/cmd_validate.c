@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "engine/engine.h"
+#include "sim/replay.h"
 
 static const char validate_usage[] =
     "usage: servesim validate SCENARIO.ini [--backend cpu|cuda] [--cost-table FILE] [--out DIR]\n"
@@ -81,9 +82,27 @@ static int serve_real(const scenario_resolved *r, const kb_options *kb, const kb
     return status;
 }
 
-static int simulate(const scenario_resolved *r, workload *w, table_cost *tc, run_side *out, char *err, size_t errlen)
+/* A point's scenario resolved, and its request list. */
+typedef struct point_setup {
+    scenario_resolved r;
+    kb_options kb;
+    kb_sampling sp;
+    workload w;
+} point_setup;
+
+static int setup_point(const scenario *base, const point *p, point_setup *ps, char *err, size_t errlen)
 {
-    sim_options o = {.sched = r->sched, .cost = {tc_step_time, tc}, .num_replicas = 1};
+    scenario sc;
+    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, &ps->r, err, errlen) < 0 ||
+        scenario_resolve_engine(&sc, &ps->r, &ps->kb, &ps->sp, err, errlen) < 0 ||
+        wl_build(&ps->r.workload, &ps->w, err, errlen) < 0)
+        return EXIT_BAD_INPUT;
+    return EXIT_OK;
+}
+
+static int simulate(const scenario_resolved *r, workload *w, step_cost cost, run_side *out, char *err, size_t errlen)
+{
+    sim_options o = {.sched = r->sched, .cost = cost, .num_replicas = 1};
     out->met = met_create();
     rec_init(&out->rc, out->met, NULL);
     out->rc.keep_steps = true;
@@ -95,6 +114,15 @@ static int simulate(const scenario_resolved *r, workload *w, table_cost *tc, run
     return 0;
 }
 
+static int compare_sides(const run_side *sim, const run_side *real, cmp_result *out, char *err, size_t errlen)
+{
+    size_t ns, nr;
+    const req_record *rs = met_requests(sim->met, &ns), *rr = met_requests(real->met, &nr);
+    cmp_side a = {&sim->sum, rs, ns, sim->rc.steps, sim->rc.num_steps};
+    cmp_side b = {&real->sum, rr, nr, real->rc.steps, real->rc.num_steps};
+    return cmp_runs(&a, &b, out, err, errlen) == 0 ? 0 : 1;
+}
+
 static bool within(const cmp_result *c, const char *metric, double limit)
 {
     const cmp_row *row = cmp_find(c, metric);
@@ -104,15 +132,15 @@ static bool within(const cmp_result *c, const char *metric, double limit)
 static bool point_passes(const point *p, const scenario *sc)
 {
     double med = sc->v[K_validate_max_median_error].d, p99 = sc->v[K_validate_max_p99_error].d;
-    double thr = sc->v[K_validate_max_throughput_error].d;
+    double thr = sc->v[K_validate_max_throughput_error].d, replay = sc->v[K_validate_max_replay_error].d;
     const char *lat[] = {"ttft", "tpot", "itl", "e2el"};
     bool ok = within(&p->cmp, "request_throughput", thr) && within(&p->cmp, "output_throughput", thr);
     for (int i = 0; i < 4; i++) {
         char m[40];
         snprintf(m, sizeof m, "p50_%s_ms", lat[i]);
-        ok = ok && within(&p->cmp, m, med);
+        ok = ok && within(&p->cmp, m, med) && within(&p->replay, m, replay);
         snprintf(m, sizeof m, "p99_%s_ms", lat[i]);
-        ok = ok && within(&p->cmp, m, p99);
+        ok = ok && within(&p->cmp, m, p99) && within(&p->replay, m, replay);
     }
     return ok;
 }
@@ -141,22 +169,23 @@ static int write_side(const outdir *od, const char *name, const run_side *s, cha
     return 0;
 }
 
-/* A point's scenario resolved, and its request list. */
-typedef struct point_setup {
-    scenario_resolved r;
-    kb_options kb;
-    kb_sampling sp;
-    workload w;
-} point_setup;
-
-static int setup_point(const scenario *base, const point *p, point_setup *ps, char *err, size_t errlen)
+/* Engine run RUN simulated with its own measured step times (TC prices any step after the
+ * schedules part), into P's replay rows. */
+static int replay_run(const point_setup *ps, int index, int run, point *p, const run_side *real, table_cost *tc,
+                      const outdir *od, char *err, size_t errlen)
 {
-    scenario sc;
-    if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, &ps->r, err, errlen) < 0 ||
-        scenario_resolve_engine(&sc, &ps->r, &ps->kb, &ps->sp, err, errlen) < 0 ||
-        wl_build(&ps->r.workload, &ps->w, err, errlen) < 0)
-        return EXIT_BAD_INPUT;
-    return EXIT_OK;
+    replay_cost rp;
+    replay_init(&rp, real->rc.steps, real->rc.num_steps, (step_cost){.step_time = tc_step_time, .ctx = tc});
+    run_side rs = {0};
+    int status = simulate(&ps->r, (workload *)&ps->w, replay_step_cost(&rp), &rs, err, errlen);
+    if (status == 0) status = compare_sides(&rs, real, &p->replays[run], err, errlen);
+    char name[64];
+    snprintf(name, sizeof name, "point%d-replay-run%d", index, run + 1);
+    if (status == 0 && write_side(od, name, &rs, err, errlen) < 0) status = 1;
+    p->replay_mismatch[run] = rp.first_mismatch;
+    p->replay_steps[run] = (int64_t)real->rc.num_steps;
+    side_free(&rs);
+    return status;
 }
 
 /* Engine run RUN of point INDEX, each step's predicted time from TC; its files written. */
@@ -182,15 +211,10 @@ static int simulate_point(const scenario *base, int index, point *p, const run_s
     int status = setup_point(base, p, &ps, err, errlen);
     if (status != EXIT_OK) return status;
     run_side sim = {0};
-    status = simulate(&ps.r, &ps.w, tc, &sim, err, errlen);
-    size_t ns;
-    const req_record *rs = status == 0 ? met_requests(sim.met, &ns) : NULL;
+    status = simulate(&ps.r, &ps.w, (step_cost){.step_time = tc_step_time, .ctx = tc}, &sim, err, errlen);
     for (int k = 0; k < p->num_runs && status == 0; k++) {
-        size_t nr;
-        const req_record *rr = met_requests(real[k].met, &nr);
-        cmp_side a = {&sim.sum, rs, ns, sim.rc.steps, sim.rc.num_steps};
-        cmp_side b = {&real[k].sum, rr, nr, real[k].rc.steps, real[k].rc.num_steps};
-        status = cmp_runs(&a, &b, &p->runs[k], err, errlen) == 0 ? 0 : 1;
+        status = compare_sides(&sim, &real[k], &p->runs[k], err, errlen);
+        if (status == 0) status = replay_run(&ps, index, k, p, &real[k], tc, od, err, errlen);
     }
     char name[64];
     snprintf(name, sizeof name, "point%d-sim", index);
@@ -338,6 +362,7 @@ static int run_points(const scenario *sc, point *pts, int n, pricing *pr, const 
         status = simulate_point(sc, i, &pts[i], real[i], od, tc, err, errlen);
         if (status != EXIT_OK) break;
         cmp_combine(pts[i].runs, pts[i].num_runs, &pts[i].cmp);
+        cmp_combine(pts[i].replays, pts[i].num_runs, &pts[i].replay);
         pts[i].passed = point_passes(&pts[i], sc);
         if (!quiet) validate_print_point(&pts[i]);
     }

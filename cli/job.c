@@ -67,7 +67,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
 
 step_cost job_cost_fn(job_cost *c)
 {
-    return c->use_table ? (step_cost){tc_step_time, &c->table} : (step_cost){roofline_step_time, &c->roofline};
+    return c->use_table ? (step_cost){.step_time = tc_step_time, .ctx = &c->table} : (step_cost){.step_time = roofline_step_time, .ctx = &c->roofline};
 }
 
 void job_cost_free(job_cost *c)

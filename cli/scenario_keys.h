@@ -60,5 +60,6 @@
     X(validate, max_median_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P50 latencies") \
     X(validate, max_p99_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on P99 latencies") \
     X(validate, max_throughput_error, NUM, "0.25", "0", "1000", "largest |relative error| allowed on throughputs") \
+    X(validate, max_replay_error, NUM, "0.01", "0", "1000", "largest |relative error| allowed on P50 and P99 latencies when each engine run is replayed with its own step times") \
     X(run, seed, INT, "0", "0", "2147483647", "seed of every random draw") \
     X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics")

@@ -15,6 +15,10 @@ typedef struct point {
     cmp_result runs[MAX_ENGINE_RUNS]; /* engine run K against its own simulation */
     int num_runs;
     cmp_result cmp;                   /* over the runs (cmp_combine) */
+    /* Each run replayed: simulated with that run's own measured step times (sim/replay.h). */
+    cmp_result replays[MAX_ENGINE_RUNS], replay;
+    int64_t replay_mismatch[MAX_ENGINE_RUNS]; /* first step whose batch differed; -1: none */
+    int64_t replay_steps[MAX_ENGINE_RUNS];    /* steps the engine ran */
     bool passed;
 } point;
 

@@ -90,6 +90,7 @@ static void start_step(sim *m, replica *rep, double now)
 {
     const sched_batch *b;
     if (sched_schedule(rep->s, now, &b) == 0) return;
+    if (m->o->cost.now) *m->o->cost.now = now;
     double dt = m->o->cost.step_time(m->o->cost.ctx, b);
     step_record *st = &rep->step;
     *st = (step_record){.step_id = rep->next_step_id++, .start_time = now, .end_time = now + dt,

@@ -12,6 +12,9 @@
 typedef struct step_cost {
     double (*step_time)(const void *ctx, const sched_batch *b);
     const void *ctx;
+    /* Where the simulator writes each step's start time before pricing it (NULL: not
+     * wanted); a replay of measured times needs it to stay on the engine's clock. */
+    double *now;
 } step_cost;
 
 typedef struct sim_options {

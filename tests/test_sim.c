@@ -1,4 +1,5 @@
-/* Simulator: event order, exact times under a constant step cost, Little's law, determinism. */
+/* Simulator: event order, exact times under a constant step cost, Little's law, determinism,
+ * replays of measured step times. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -6,6 +7,7 @@
 
 #include "cli/simjob.h"
 #include "sim/heap.h"
+#include "sim/replay.h"
 #include "sim/sim.h"
 
 Test(heap, pops_by_time_then_insertion_order)
@@ -162,4 +164,93 @@ Test(sim, every_request_of_the_azure_conversation_trace_finishes)
     cr_assert_eq(j.sum.completed, 19366);
     cr_assert_eq(j.sum.rejected, 0);
     cr_assert_eq(j.sum.total_output_tokens, 4088665);
+}
+
+/* A cost that varies with the batch, so a replay cannot match by accident. */
+static double linear_cost(const void *ctx, const sched_batch *b)
+{
+    (void)ctx;
+    return 1e-3 + 2e-5 * b->num_batched_tokens + 1e-4 * b->num_decode_seqs;
+}
+
+typedef struct recorded {
+    met_acc *met;
+    recorder rc;
+} recorded;
+
+static void record_run(const sim_options *o, wl_config *wc, recorded *out)
+{
+    workload w;
+    char err[512];
+    cr_assert_eq(wl_build(wc, &w, err, sizeof err), 0, "%s", err);
+    out->met = met_create();
+    rec_init(&out->rc, out->met, NULL);
+    out->rc.keep_steps = true;
+    cr_assert_eq(sim_run(o, &w, wc, &out->rc, NULL, err, sizeof err), 0, "%s", err);
+    wl_free(&w);
+}
+
+static void recorded_free(recorded *r)
+{
+    rec_free(&r->rc);
+    met_free(r->met);
+}
+
+/* Replaying a run's own step times reproduces it: every request's times, every step's start.
+ * The source's steps end 2 us before the next starts, as the engine's do (it delivers tokens
+ * and keeps records in between): those gaps belong to the step before, and the replay stays
+ * on the source's clock. */
+Test(replay, a_replay_of_measured_step_times_reproduces_the_run)
+{
+    sim_options o = {.sched = small_sched(), .cost = {linear_cost, NULL}, .num_replicas = 1};
+    wl_config wc = constant_workload(300, 20);
+    recorded src, rep;
+    record_run(&o, &wc, &src);
+    size_t gaps = 0;
+    for (size_t i = 0; i + 1 < src.rc.num_steps; i++)
+        if (src.rc.steps[i].end_time == src.rc.steps[i + 1].start_time) {
+            src.rc.steps[i].end_time -= 2e-6;
+            gaps++;
+        }
+    cr_assert_gt(gaps, 1000, "the run needs busy stretches (got %zu back-to-back steps)", gaps);
+    replay_cost rp;
+    double never = 1;
+    replay_init(&rp, src.rc.steps, src.rc.num_steps, (step_cost){.step_time = constant_cost, .ctx = &never});
+    o.cost = replay_step_cost(&rp);
+    record_run(&o, &wc, &rep);
+    cr_assert_eq(rp.first_mismatch, -1, "schedules parted at step %lld", (long long)rp.first_mismatch);
+    cr_assert_eq(rep.rc.num_steps, src.rc.num_steps);
+    for (size_t i = 0; i < src.rc.num_steps; i++)
+        cr_assert_float_eq(rep.rc.steps[i].start_time, src.rc.steps[i].start_time, 1e-12, "step %zu", i);
+    size_t n, m;
+    const req_record *a = met_requests(src.met, &n), *b = met_requests(rep.met, &m);
+    cr_assert_eq(n, m);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(a[i].request_id, b[i].request_id);
+        cr_assert_float_eq(a[i].first_token_time, b[i].first_token_time, 1e-12, "request %zu", i);
+    }
+    recorded_free(&src);
+    recorded_free(&rep);
+}
+
+/* Steps of another schedule: the replay notices the first batch that differs and prices
+ * everything from there with its fallback. */
+Test(replay, a_different_schedule_is_noticed_and_priced_by_the_fallback)
+{
+    sim_options o = {.sched = small_sched(), .cost = {linear_cost, NULL}, .num_replicas = 1};
+    wl_config wc = constant_workload(100, 20);
+    recorded src, rep;
+    record_run(&o, &wc, &src);
+    o.sched.chunked_prefill = true;
+    o.sched.max_num_batched_tokens = 64; /* other batches from the first prompt on */
+    replay_cost rp;
+    double fallback = 0.005;
+    replay_init(&rp, src.rc.steps, src.rc.num_steps, (step_cost){.step_time = constant_cost, .ctx = &fallback});
+    o.cost = replay_step_cost(&rp);
+    record_run(&o, &wc, &rep);
+    cr_assert_eq(rp.first_mismatch, 0);
+    for (size_t i = 0; i < rep.rc.num_steps; i++)
+        cr_assert_float_eq(rep.rc.steps[i].end_time - rep.rc.steps[i].start_time, fallback, 1e-12, "step %zu", i);
+    recorded_free(&src);
+    recorded_free(&rep);
 }

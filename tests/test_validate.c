@@ -1,5 +1,6 @@
 /* `servesim validate` end to end on the CPU engine: a small scenario served twice with
- * calibration rounds between the runs, every file in place; bad input writes nothing. */
+ * calibration rounds between the runs, every file in place, the replays within 1%; bad
+ * input writes nothing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +57,16 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
     cr_assert_eq(validate(args), 0);
     const char *files[] = {"validation.json", "report.md", "cost-table.csv", "cost-table-round1.csv",
                            "cost-table-round2.csv", "point0-sim/requests.csv", "point0-engine-run1/steps.csv",
-                           "point0-engine-run2/requests.csv"};
+                           "point0-engine-run2/requests.csv", "point0-replay-run1/steps.csv",
+                           "point0-replay-run2/requests.csv"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) cr_assert(exists(out, files[i]), "%s missing", files[i]);
     cr_assert_not(exists(out, "cost-table-round3.csv"));
     char *json = slurp(out, "validation.json"), *report = slurp(out, "report.md");
     cr_assert(strstr(json, "\"engine_runs\": 2"), "%s", json);
     cr_assert(strstr(json, "\"calibrated_between_runs\": true"));
+    /* exit 0 above also means each run, replayed with its own step times, came within the
+     * default 1% on every P50 and P99 latency */
+    cr_assert(strstr(json, "\"replay\": {\"first_mismatch\": ["), "%s", json);
     /* every metric lists both runs' measurements */
     const char *m = strstr(json, "\"metric\": \"p50_ttft_ms\"");
     cr_assert(m);
