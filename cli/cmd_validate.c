@@ -23,13 +23,14 @@ static const char validate_usage[] =
     "  once, serves it on the real engine ([validate] engine_runs times), replays exactly the\n"
     "  same requests through the simulator with the cost table, and compares TTFT/TPOT/ITL/\n"
     "  E2EL, throughput, batch size and preemptions, and every executed step's predicted\n"
-    "  against measured time. Without a table (--cost-table or hardware.cost_table) it\n"
-    "  calibrates the backend in rounds, one before each engine run (whose steps that round\n"
-    "  prices), and simulates with the median over the rounds. Writes validation.json,\n"
-    "  report.md, latency plots, each run's files\n"
-    "  (pointN-engine-runK/ and pointN-sim/: summary.json, requests.csv, steps.csv) and\n"
-    "  the tables it calibrated to DIR (default results/runs/NAME-validate); exits 1 when an\n"
-    "  error exceeds the [validate] thresholds.\n";
+    "  against measured time. Each engine run is also simulated with its own measured step\n"
+    "  times, which must reproduce it ([validate] max_replay_error). Without a table\n"
+    "  (--cost-table or hardware.cost_table) it calibrates the backend in rounds, one before\n"
+    "  each engine run (whose steps that round prices), and simulates with the median over\n"
+    "  the rounds. Writes validation.json, report.md, latency plots, each run's files\n"
+    "  (pointN-engine-runK/, pointN-sim/, pointN-replay-runK/: summary.json, requests.csv,\n"
+    "  steps.csv) and the tables it calibrated to DIR (default results/runs/NAME-validate);\n"
+    "  exits 1 when an error exceeds the [validate] thresholds.\n";
 
 /* Splits a comma list into ITEMS; an empty list gives FALLBACK alone. */
 static int split_list(const char *list, const char *fallback, char items[][32], int cap)
