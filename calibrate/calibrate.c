@@ -197,8 +197,7 @@ static int serve_segment(const calib_options *o, cost_table *round_table, int ro
 }
 
 typedef struct progress {
-    const calib_options *o;
-    int done, total;
+    int done, total; /* shapes timed, over all rounds */
 } progress;
 
 /* One pass over every shape, RUNS timed runs each, on a probe opened for it; the round's own
@@ -309,7 +308,7 @@ calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen)
         calibrate_end(s);
         return NULL;
     }
-    s->pr = (progress){&s->opt, 0, s->rounds * s->shapes.n};
+    s->pr = (progress){0, s->rounds * s->shapes.n};
     return s;
 }
 
