@@ -4,6 +4,8 @@
 #define SERVESIM_TESTS_KERNEL_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/backend.h"
@@ -13,6 +15,26 @@
 #define MAX_BLOCKS_PER_SEQ 32
 #define NUM_BLOCKS 64
 #define VOCAB 512
+
+/* max |a - ref| / max |ref|: one scale for the whole vector, so near-zero entries of a
+ * correct result do not blow the error up; NaN anywhere fails. */
+static inline double rel_err(const float *a, const float *ref, size_t n)
+{
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        diff = fmax(diff, fabs((double)a[i] - ref[i]));
+        scale = fmax(scale, fabs((double)ref[i]));
+    }
+    return scale > 0.0 ? diff / scale : diff;
+}
+
+static inline void fill_uniform(float *x, size_t n, gsl_rng *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(2.0 * gsl_rng_uniform(rng) - 1.0);
+}
 
 static inline kb_options fixture_options(kb_kind kind)
 {

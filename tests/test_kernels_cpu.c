@@ -14,28 +14,6 @@
 
 #define TOL 1e-4
 
-
-/* max |a - ref| / max |ref|: one scale for the whole vector, so near-zero entries of a
- * correct result do not blow the error up. */
-static double rel_err(const float *a, const float *ref, size_t n)
-{
-    double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)a[i] - ref[i]));
-        scale = fmax(scale, fabs((double)ref[i]));
-    }
-    return scale > 0.0 ? diff / scale : diff;
-}
-
-static void fill_uniform(float *x, size_t n, gsl_rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(2.0 * gsl_rng_uniform(rng) - 1.0);
-}
-
-
-
-
 /* Last logits of TOKENS[0..n) computed in one prefill in blocks from FIRST_BLOCK on. */
 static void from_scratch(kb_backend *b, const kb_options *o, const int32_t *tokens, int n,
                          int first_block, float *logits)

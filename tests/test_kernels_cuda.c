@@ -41,25 +41,6 @@ Test(kernels_cuda, needs_a_cuda_build)
         cr_assert_eq(e_, 0, "%s: %s", #call, cuda_error_string(e_));                      \
     } while (0)
 
-/* max |a - ref| / max |ref|; NaN anywhere fails. */
-static double rel_err(const float *a, const float *ref, size_t n)
-{
-    double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i]))
-            return INFINITY;
-        diff = fmax(diff, fabs((double)a[i] - ref[i]));
-        scale = fmax(scale, fabs((double)ref[i]));
-    }
-    return scale > 0.0 ? diff / scale : diff;
-}
-
-static void fill_uniform(float *x, size_t n, gsl_rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(2.0 * gsl_rng_uniform(rng) - 1.0);
-}
-
 /* Rounds in place to what a bf16 upload keeps. */
 static void round_bf16(float *x, size_t n)
 {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_fixture.h"
+#include "tests/file_fixture.h"
 #include "bench/results.h"
 
 static char root[64];

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "file_fixture.h"
+#include "tests/file_fixture.h"
 
 static bool exists(const char *dir, const char *name)
 {
