@@ -144,7 +144,8 @@ static int fit_add_steps(serving_fit *f, const recorder *rc)
         double forward = s->forward_time + s->sample_time;
         bad |= samples_push(&f->s[FIT_EXTRA], (s->end_time - s->start_time) - forward);
         if (s->predicted_time > 0)
-            bad |= samples_push(&f->s[s->num_prefill_tokens > 0 ? FIT_PREFILL : FIT_DECODE], forward / s->predicted_time);
+            bad |= samples_push(&f->s[tc_prompt_bound(s->num_prefill_tokens, s->num_decode_seqs) ? FIT_PREFILL : FIT_DECODE],
+                                forward / s->predicted_time);
     }
     return bad;
 }

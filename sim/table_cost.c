@@ -149,7 +149,8 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     int decodes = b->num_items - b->num_multi_token_items;
     if (decodes > 0)
         t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
-    t = (b->num_prefill_tokens > 0 ? tc->scale_prefill : tc->scale_decode) * t + tc->g[CT_OVERHEAD].s[0];
+    t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill : tc->scale_decode) * t +
+        tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;
         fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "

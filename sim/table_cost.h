@@ -21,8 +21,8 @@ typedef struct grid {
 
 typedef struct table_cost {
     grid g[CT_COUNT];
-    /* serving over isolated timings, for decode-only steps and for steps with prompt tokens
-     * (the table's serving_scale_decode and _prefill; 1 when absent) */
+    /* serving over isolated timings, for decode-like steps and for prompt-bound ones
+     * (tc_prompt_bound; the table's serving_scale_decode and _prefill; 1 when absent) */
     double scale_decode, scale_prefill;
     char name[256];      /* for warnings */
     bool warned;
@@ -35,6 +35,14 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
 void tc_free(table_cost *tc);
 /* Seconds for component C at (X, Y); sets *OUTSIDE when it had to extrapolate. */
 double tc_component(const table_cost *tc, ct_component c, double x, double y, bool *outside);
+/* Which serving scale prices a step: a step is prompt-bound when it computes more prompt
+ * tokens than it decodes sequences. A few prompt tokens riding along with many decodes cost
+ * like a decode step, and fitting them into the prefill scale let decode-dominated steps
+ * set the price of prompt-heavy ones. The calibration's fit classifies with the same rule. */
+static inline bool tc_prompt_bound(int num_prefill_tokens, int num_decode_seqs)
+{
+    return num_prefill_tokens > num_decode_seqs;
+}
 /* CTX is a table_cost (the step_cost signature). */
 double tc_step_time(const void *ctx, const sched_batch *b);
 

@@ -57,6 +57,18 @@ Test(table_cost, interpolates_exactly_on_bilinear_data_and_extrapolates)
     ct_set_meta(&t, "serving_scale_prefill", "2");
     cr_assert_eq(tc_init(&tc, &t, "scaled", err, sizeof err), 0);
     cr_assert_float_eq(tc_step_time(&tc, &b), 2 * (want - 5e-4) + 5e-4, 1e-12);
+    /* ...of prompt-bound steps only: a 2-token chunk riding with 4 decodes (all at context
+     * 16 + 1) is priced as decode work, scale 1 */
+    request q[5];
+    sched_item ride[5];
+    for (int i = 0; i < 4; i++) ride[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 16, .emits_token = true};
+    ride[4] = (sched_item){.req = &q[4], .num_new_tokens = 2, .context_len = 0};
+    sched_batch d = {.items = ride, .num_items = 5, .num_batched_tokens = 6, .num_prefill_tokens = 2,
+                     .num_prefill_seqs = 1, .num_decode_seqs = 4, .decode_context_sum = 4 * 17,
+                     .num_multi_token_items = 1};
+    double unscaled = 6e-3 + 2 * 5e-4 + 1e-6 * 2 * 10 + 1e-6 * 4 * 17 + 5e-4;
+    cr_assert_float_eq(tc_step_time(&tc, &d), unscaled, 1e-12);
+    cr_assert(tc_prompt_bound(5, 4) && !tc_prompt_bound(4, 4) && !tc_prompt_bound(0, 0));
     tc_free(&tc);
     ct_set_meta(&t, "serving_scale_decode", "-1");
     cr_assert_eq(tc_init(&tc, &t, "bad", err, sizeof err), -1);
