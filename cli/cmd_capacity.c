@@ -238,10 +238,8 @@ static int search(const scenario *sc, const capacity_cli *c)
         fprintf(stderr, "servesim: %s\n", s->err);
         status = s->status;
     }
-    char out[1200], stem[300], err[2048];
-    scenario_stem_into(sc, stem, sizeof stem);
-    if (c->out) snprintf(out, sizeof out, "%s", c->out);
-    else snprintf(out, sizeof out, "results/runs/%s-capacity", stem);
+    char out[1200], err[2048];
+    scenario_out_dir(sc, c->out, "capacity", out, sizeof out);
     if (status == EXIT_OK && write_outputs(s, &res, out, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         status = EXIT_FAILURE_OTHER;

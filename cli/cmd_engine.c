@@ -96,10 +96,9 @@ int cmd_engine(int argc, char **argv)
     scenario sc;
     scenario_args a;
     if (parse_scenario_args(argc, argv, engine_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
-    char out[1200], stem[300];
-    scenario_stem_into(&sc, stem, sizeof stem);
-    if (a.out_dir) snprintf(out, sizeof out, "%s", a.out_dir);
-    else snprintf(out, sizeof out, "results/runs/%s-engine-seed%lld", stem, sc.v[K_run_seed].i);
+    char out[1200], suffix[64];
+    snprintf(suffix, sizeof suffix, "engine-seed%lld", sc.v[K_run_seed].i);
+    scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
     summary sum;
     bool have = false;
     char err[1024];

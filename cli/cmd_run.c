@@ -51,10 +51,9 @@ int cmd_run(int argc, char **argv)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN), repeat = 1, jobs = cpus > 0 ? cpus : 1;
     if (take_repeat_args(&argc, argv, &repeat, &jobs) < 0) return EXIT_BAD_INPUT;
     if (parse_scenario_args(argc, argv, run_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
-    char out[1200], stem[300];
-    scenario_stem_into(&sc, stem, sizeof stem);
-    if (a.out_dir) snprintf(out, sizeof out, "%s", a.out_dir);
-    else snprintf(out, sizeof out, "results/runs/%s-seed%lld", stem, sc.v[K_run_seed].i);
+    char out[1200], suffix[64];
+    snprintf(suffix, sizeof suffix, "seed%lld", sc.v[K_run_seed].i);
+    scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
     if (repeat > 1) return run_repeats(&sc, out, (int)repeat, (int)jobs, a.quiet);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
     char err[1024];

@@ -169,10 +169,8 @@ int cmd_sweep(int argc, char **argv)
         fprintf(stderr, "servesim: %s\n", err);
         goto done;
     }
-    char out[1200], stem[300];
-    scenario_stem_into(&sc, stem, sizeof stem);
-    if (c.out) snprintf(out, sizeof out, "%s", c.out);
-    else snprintf(out, sizeof out, "results/runs/%s-sweep", stem);
+    char out[1200];
+    scenario_out_dir(&sc, c.out, "sweep", out, sizeof out);
     status = run_sweep(&c, &plan, out, argc, argv);
 done:
     sweep_plan_free(&plan);

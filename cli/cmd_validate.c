@@ -447,9 +447,7 @@ int cmd_validate(int argc, char **argv)
         fprintf(stderr, "servesim: validate needs a scenario file\n%s", validate_usage);
         return EXIT_BAD_INPUT;
     }
-    char out[1200], stem[300];
-    scenario_stem_into(&sc, stem, sizeof stem);
-    if (a.out_dir) snprintf(out, sizeof out, "%s", a.out_dir);
-    else snprintf(out, sizeof out, "results/runs/%s-validate", stem);
+    char out[1200];
+    scenario_out_dir(&sc, a.out_dir, "validate", out, sizeof out);
     return validate(&sc, &a, table, out);
 }

@@ -287,6 +287,14 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len)
     if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
 }
 
+void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len)
+{
+    char stem[300];
+    scenario_stem_into(sc, stem, sizeof stem);
+    if (flag) snprintf(out, len, "%s", flag);
+    else snprintf(out, len, "results/runs/%s-%s", stem, suffix);
+}
+
 const char *scenario_name(const scenario *sc)
 {
     if (!sc->path[0]) return "default";

@@ -67,5 +67,7 @@ void scenario_print_keys(FILE *f);
 const char *scenario_name(const scenario *sc);
 /* The file name without its .ini ending ("default" for the built-in scenario). */
 void scenario_stem_into(const scenario *sc, char *out, size_t len);
+/* A command's output directory: FLAG (its --out) when given, else results/runs/STEM-SUFFIX. */
+void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len);
 
 #endif
