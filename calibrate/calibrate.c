@@ -87,7 +87,7 @@ static int build_shapes(const calib_options *o, shape_list *l)
 static int add_rows(cost_table *t, const shape *sh, int from, int to)
 {
     calib_timed m;
-    calibrate_timed_median(sh->runs + from, to - from, &m);
+    calibrate_timed_stat(sh->runs + from, to - from, calibrate_expected, &m);
     double v = sh->comp == CT_LINEAR ? m.linear : sh->comp == CT_PREFILL_ATTN ? m.prefill : m.decode;
     if (ct_add(t, sh->comp, sh->x, sh->y, v) < 0) return -1;
     if (sh->seq_rows && (ct_add(t, CT_LM_HEAD, sh->x, 0, m.lm_head) < 0 || ct_add(t, CT_SAMPLE, sh->x, 0, m.sample) < 0))
@@ -118,14 +118,14 @@ static int samples_push(samples *s, double x)
  * and the engine schedules, prepares inputs and keeps records around each forward. So after
  * each round of sweeps the calibration serves a segment of a small workload on the real
  * engine, asking that round's table what each batch should cost, and the fit takes (1) the
- * overhead: the median of step time minus forward and sampling, plus the forwards' untimed
- * glue; (2) the scales: the median ratio of measured forward + sampling to the components'
- * prediction, one for decode-only steps and one for steps that carry prompt tokens (they
- * inflate differently). Each ratio pairs a serving step with sweeps timed seconds before it,
- * so a shared machine's drift in speed between the two cancels, and the rounds spread both
- * over the calibration's whole duration. A median, not a least-squares fit: a few stalled
- * steps would drag a fit, not a median. The simulator prices a step as scale x components +
- * overhead. */
+ * overhead: the expected step time minus forward and sampling, plus the forwards' untimed
+ * glue; (2) the scales: the expected ratio of measured forward + sampling to the components'
+ * prediction, one for decode-only steps and one for prompt-bound steps (they inflate
+ * differently). Each ratio pairs a serving step with sweeps timed seconds before it, so a
+ * shared machine's drift in speed between the two cancels, and the rounds spread both over
+ * the calibration's whole duration. Expected values (calibrate_expected), not a least-squares
+ * fit: a few stalled steps would drag a fit. The simulator prices a step as scale x
+ * components + overhead. */
 enum { FIT_EXTRA, FIT_DECODE, FIT_PREFILL, FIT_GLUE, FIT_LISTS };
 typedef struct serving_fit {
     samples s[FIT_LISTS]; /* step time minus forward; decode and prefill ratios; forward glue */
@@ -202,7 +202,7 @@ typedef struct progress {
 } progress;
 
 /* One pass over every shape, RUNS timed runs each, on a probe opened for it; the round's own
- * table (medians of this pass) into ROUND_TABLE. */
+ * table (this pass alone) into ROUND_TABLE. */
 static int sweep_round(const calib_options *o, shape_list *l, int runs, progress *pr, cost_table *round_table,
                        serving_fit *fit, char *device, size_t devlen, char *err, size_t errlen)
 {
@@ -240,7 +240,7 @@ static int write_fit(cost_table *t, serving_fit *f, const size_t *from)
     size_t n[FIT_LISTS];
     for (int k = 0; k < FIT_LISTS; k++) {
         n[k] = f->s[k].n - from[k];
-        m[k] = n[k] ? calibrate_median(f->s[k].v + from[k], (int)n[k]) : k == FIT_DECODE || k == FIT_PREFILL;
+        m[k] = n[k] ? calibrate_expected(f->s[k].v + from[k], (int)n[k]) : k == FIT_DECODE || k == FIT_PREFILL;
     }
     char buf[96];
     int rc = ct_add(t, CT_OVERHEAD, 0, 0, m[FIT_EXTRA] + m[FIT_GLUE]);
@@ -258,7 +258,7 @@ struct calib_session {
     shape_list shapes;
     serving_fit fit;
     int rounds, runs, done;  /* rounds planned, timed runs per shape per round, rounds done */
-    bool failed;             /* a round broke off: its partial samples would skew the medians */
+    bool failed;             /* a round broke off: its partial samples would skew the table */
     progress pr;
     char device[256];
 };
@@ -279,8 +279,9 @@ static void add_metadata(cost_table *t, const calib_options *o, const char *devi
     snprintf(buf, sizeof buf, "%d", o->kb.threads);
     ct_set_meta(t, "threads", buf);
     int rounds = o->rounds > 0 ? o->rounds : 3;
-    snprintf(buf, sizeof buf, "median of %d rounds x %d runs (each after a warm-up, fresh token ids each run); "
-                              "a serving segment after each round", rounds, (o->repeats + rounds - 1) / rounds);
+    snprintf(buf, sizeof buf, "mean of %d rounds x %d runs, stalls over %dx the median left out (each after a "
+                              "warm-up, fresh token ids each run); a serving segment after each round", rounds, (o->repeats + rounds - 1) / rounds,
+             STALL_FACTOR);
     ct_set_meta(t, "method", buf);
     ct_set_meta(t, "date", date);
 }

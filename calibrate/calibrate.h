@@ -14,8 +14,9 @@ typedef struct calib_options {
     int max_tokens;        /* largest batched token count and prefill chunk */
     int max_context;       /* largest context a sequence attends to */
     int max_seqs;          /* largest batch of sequences */
-    int repeats;           /* timed runs per shape in all (median), spread over the rounds */
+    int repeats;           /* timed runs per shape in all (calibrate_expected), spread over the rounds */
     int rounds;            /* passes over the sweeps, each followed by a serving segment (0: 3) */
+    int max_pool_blocks;   /* caps the KV pool below what memory holds (0: no cap) */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
 } calib_options;
@@ -27,15 +28,27 @@ typedef struct calib_timed {
 
 enum { CALIB_PARTS = 6 }; /* the fields of calib_timed, in order */
 double calibrate_timed_part(const calib_timed *t, int k);
-/* The median of each part over N runs (at most 256). */
-void calibrate_timed_median(const calib_timed *runs, int n, calib_timed *out);
+/* STAT (calibrate_median or calibrate_expected) of each part over N runs (at most 256). */
+void calibrate_timed_stat(const calib_timed *runs, int n, double (*stat)(double *, int), calib_timed *out);
 /* The median of V[0..N) (sorts V); NAN when N is 0. */
 double calibrate_median(double *v, int n);
+/* What the simulator should charge for a cost sampled N times: the mean of V[0..N), leaving
+ * out stalls above STALL_FACTOR x the median (sorts V; NAN when N is 0). Not the median: a
+ * shared machine's interference only ever slows a step down, so timings are skewed to the
+ * right, and their median picks the fast state while the engine spends part of its time in
+ * the slow one (docs/validation.md). A stall that rare is dropped so that one of them in a
+ * handful of runs cannot drag a shape. */
+enum { STALL_FACTOR = 3 };
+double calibrate_expected(double *v, int n);
 
 /* A backend opened with a pool for the options' largest shapes, to time single shapes. */
 typedef struct calib calib_probe;
 /* Sizes O's KV pool for its largest shapes: a block table row for the longest sequence, blocks
- * for max_seqs sequences of max_context. Returns the row width in blocks. */
+ * for max_seqs sequences of max_context, or as many as fit in POOL_MEMORY_FRACTION of the
+ * device's memory next to the weights, or max_pool_blocks, when that is fewer (never fewer than
+ * one row). Returns
+ * the row width in blocks. */
+#define POOL_MEMORY_FRACTION 0.9
 int calibrate_size_pool(calib_options *o);
 /* NULL with *STATUS 2 (the backend refused) or 1, and a reason in ERR. */
 calib_probe *calibrate_probe_open(const calib_options *o, int *status, char *err, size_t errlen);
@@ -58,7 +71,7 @@ calib_session *calibrate_begin(const calib_options *o, char *err, size_t errlen)
  * wanted) gets a table from this round alone, its own serving fit included. 0, 2 when the
  * backend refuses, 1 on other failures. */
 int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, size_t errlen);
-/* The table over every round so far: each shape's median, the fit over all segments. */
+/* The table over every round so far: each shape's expected time, the fit over all segments. */
 int calibrate_finish(calib_session *s, cost_table *out, char *err, size_t errlen);
 void calibrate_end(calib_session *s);
 

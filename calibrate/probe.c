@@ -12,7 +12,7 @@
 typedef struct synth {
     int32_t *ids, *pos, *slots, *qs, *ctx, *tables;
     int32_t *scatter;       /* block permutation */
-    int block_size, table_width;
+    int num_blocks, block_size, table_width;
     unsigned seed;
 } synth;
 
@@ -22,7 +22,8 @@ static kb_batch synth_batch(synth *s, int nseq, int q, int ctx, int vocab)
     for (int i = 0; i < nseq; i++) {
         s->qs[i] = t;
         s->ctx[i] = ctx + q;
-        for (int b = 0; b < per_seq; b++) s->tables[i * s->table_width + b] = s->scatter[i * per_seq + b];
+        for (int b = 0; b < per_seq; b++)
+            s->tables[i * s->table_width + b] = s->scatter[(i * per_seq + b) % s->num_blocks];
         for (int j = 0; j < q; j++, t++) {
             int p = ctx + j;
             s->seed = s->seed * 1103515245u + 12345u; /* fresh token ids each run */
@@ -57,6 +58,14 @@ double calibrate_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double calibrate_expected(double *v, int n)
+{
+    double limit = STALL_FACTOR * calibrate_median(v, n), sum = 0;
+    int kept = 0;
+    for (int i = 0; i < n && v[i] <= limit; i++, kept++) sum += v[i]; /* V is sorted now */
+    return kept ? sum / kept : NAN;
+}
+
 static double non_attention(const kb_timing *t)
 {
     return t->embed + t->norm + t->linear + t->rope + t->kv_write + t->mlp_act;
@@ -80,14 +89,14 @@ int calibrate_probe_runs(calib_probe *c, int nseq, int q, int ctx, int runs, cal
     return 0;
 }
 
-void calibrate_timed_median(const calib_timed *runs, int n, calib_timed *out)
+void calibrate_timed_stat(const calib_timed *runs, int n, double (*stat)(double *, int), calib_timed *out)
 {
     double v[CALIB_PARTS][256];
     if (n > 256) n = 256;
     for (int r = 0; r < n; r++)
         for (int k = 0; k < CALIB_PARTS; k++) v[k][r] = calibrate_timed_part(&runs[r], k);
     double m[CALIB_PARTS];
-    for (int k = 0; k < CALIB_PARTS; k++) m[k] = calibrate_median(v[k], n);
+    for (int k = 0; k < CALIB_PARTS; k++) m[k] = stat(v[k], n);
     *out = (calib_timed){m[0], m[1], m[2], m[3], m[4], m[5]};
 }
 
@@ -122,7 +131,8 @@ static int32_t *scatter_blocks(int num_blocks)
 static int alloc_synth(synth *s, const calib_options *o, int table_width)
 {
     int tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
-    *s = (synth){.block_size = o->block_size, .table_width = table_width, .seed = 12345};
+    *s = (synth){.num_blocks = o->kb.num_blocks, .block_size = o->block_size, .table_width = table_width,
+                 .seed = 12345};
     s->ids = malloc(tokens * sizeof *s->ids);
     s->pos = malloc(tokens * sizeof *s->pos);
     s->slots = malloc(tokens * sizeof *s->slots);
@@ -149,6 +159,13 @@ int calibrate_size_pool(calib_options *o)
     kb->max_num_seqs = o->max_seqs;
     kb->max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
     kb->max_blocks_per_seq = width;
+    /* The largest decode shapes can want more KV than the device holds (256 sequences of 8192
+     * tokens of an 8B model: 256 GiB). Their sequences then share blocks (synth_batch wraps),
+     * and still read far more than any cache holds. Unreadable memory is left to kb_open. */
+    char why[256];
+    long fit = kb_blocks_that_fit(kb, POOL_MEMORY_FRACTION, why, sizeof why);
+    if (o->max_pool_blocks > 0 && (fit < 0 || o->max_pool_blocks < fit)) fit = o->max_pool_blocks;
+    if (fit > 0 && fit < kb->num_blocks) kb->num_blocks = fit > width ? (int)fit : width;
     return width;
 }
 
@@ -178,7 +195,7 @@ int calibrate_probe_measure(calib_probe *c, int nseq, int q, int ctx, calib_time
     calib_timed runs[64];
     int n = c->opt.repeats < 1 ? 1 : c->opt.repeats > 64 ? 64 : c->opt.repeats;
     if (calibrate_probe_runs(c, nseq, q, ctx, n, runs) < 0) return -1;
-    calibrate_timed_median(runs, n, out);
+    calibrate_timed_stat(runs, n, calibrate_median, out);
     return 0;
 }
 

@@ -132,6 +132,29 @@ kb_backend *kb_open(const kb_options *opt, char *err, size_t errlen)
     return dev->open(opt, err, errlen);
 }
 
+long kb_blocks_that_fit(const kb_options *opt, double fraction, char *err, size_t errlen)
+{
+    const kb_device *dev = device_of(opt->kind);
+    if (!dev) {
+        invalid(err, errlen, "backend cuda: this build has no CUDA backend");
+        return -1;
+    }
+    size_t avail;
+    if (dev->memory_available(&avail, err, errlen))
+        return -1;
+    const kb_shape *s = &opt->shape;
+    double room = fraction * (double)avail - (double)kb_weight_bytes(s, opt->kind)
+                - (double)dev->workspace_bytes(opt);
+    double block = (double)kb_kv_bytes(s, opt->kind, 1, opt->block_size);
+    if (room < block) {
+        invalid(err, errlen, "no room for a KV pool next to %.1f GiB of weights in %.0f%% of the "
+                "%.1f GiB %s has available", kb_weight_bytes(s, opt->kind) / GIB, 100 * fraction,
+                avail / GIB, dev->memory_name);
+        return -1;
+    }
+    return room / block > INT32_MAX ? INT32_MAX : (long)(room / block);
+}
+
 void kb_close(kb_backend *b)
 {
     if (b)

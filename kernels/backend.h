@@ -76,6 +76,10 @@ const char *kb_device_name(const kb_backend *b);
 /* Bytes the weights and the KV pool will take, for messages and records. */
 size_t kb_weight_bytes(const kb_shape *s, kb_kind kind);
 size_t kb_kv_bytes(const kb_shape *s, kb_kind kind, int num_blocks, int block_size);
+/* KV blocks of OPT's block size that fit in FRACTION of the memory OPT's device has available,
+ * next to OPT's weights and activations (OPT's num_blocks is ignored). -1 with a reason in ERR
+ * when the memory cannot be read or not even one block fits. */
+long kb_blocks_that_fit(const kb_options *opt, double fraction, char *err, size_t errlen);
 
 /* Runs the model over BATCH; keeps the logits of each sequence's last token inside. */
 int kb_forward(kb_backend *b, const kb_batch *batch, kb_timing *t);

@@ -385,6 +385,19 @@ Test(kernels_cpu, open_refuses_what_does_not_fit)
     cr_assert(strstr(err, "262.8 GiB of fp32 weights"), "message: %s", err);
 }
 
+/* The pool that fits grows with the share of memory it may take, and a share too small for the
+ * weights leaves no room, said so. */
+Test(kernels_cpu, blocks_that_fit_follow_the_memory_share)
+{
+    kb_options o = fixture_options(KB_CPU);
+    char err[512] = "";
+    long half = kb_blocks_that_fit(&o, 0.5, err, sizeof err), quarter = kb_blocks_that_fit(&o, 0.25, err, sizeof err);
+    cr_assert_gt(quarter, 0, "%s", err);
+    cr_assert_gt(half, quarter);
+    cr_assert_eq(kb_blocks_that_fit(&o, 1e-12, err, sizeof err), -1);
+    cr_assert(strstr(err, "no room for a KV pool"), "message: %s", err);
+}
+
 Test(kernels_cpu, open_refuses_bad_shapes_and_missing_cuda)
 {
     static const struct { const char *field; int layers, heads, kv_heads, head_dim, hidden; }
