@@ -359,6 +359,8 @@ static const kb_ops cuda_ops;
         }                                                                                 \
     } while (0)
 
+static int warm_graphs(cuda_backend *b);
+
 static kb_backend *cuda_open(const kb_options *opt, char *err, size_t errlen)
 {
     const kb_shape *s = &opt->shape;
@@ -442,6 +444,10 @@ static kb_backend *cuda_open(const kb_options *opt, char *err, size_t errlen)
     }
     build_buckets(b);
     describe_gpu(b);
+    if (warm_graphs(b)) {
+        snprintf(err, errlen, "backend cuda: capturing the decode graphs failed: %s", b->base.error);
+        goto fail;
+    }
     b->base.error[0] = 0;
     return &b->base;
 fail:
@@ -623,6 +629,46 @@ static int capture(cuda_backend *b, int bi)
     return 0;
 }
 
+/* Graphs only save launches: a capture that fails leaves the eager run that preceded it
+ * standing and turns graphs off, rather than failing this and every later decode step. */
+static void capture_or_go_eager(cuda_backend *b, int bi)
+{
+    if (capture(b, bi) == 0)
+        return;
+    cudaGetLastError();
+    b->graphs_on = 0;
+    fprintf(stderr, "servesim: warning: CUDA graph capture failed (%s); decode steps run "
+            "eagerly from now on\n", b->base.error);
+    b->base.error[0] = 0;
+}
+
+/* Captures every decode bucket's graph at open, on batches of padding rows only, as vLLM
+ * captures its graphs at start-up: a first use is an eager run plus the capture and
+ * instantiation of a graph of every layer, which would otherwise land inside the first served
+ * step of each batch size, and inside the latencies a validation measures. */
+static int warm_graphs(cuda_backend *b)
+{
+    int32_t *h = b->h_in;
+    for (int bi = 0; bi < b->num_buckets && b->graphs_on; bi++) {
+        int n = b->buckets[bi];
+        h[b->off_qs] = 0;
+        for (int r = 0; r < n; r++) {
+            h[b->off_ids + r] = 0;
+            h[b->off_pos + r] = 0;
+            h[b->off_slots + r] = -1;
+            h[b->off_qs + r + 1] = r + 1;
+            h[b->off_ctx + r] = 0;
+            h[b->off_row_token + r] = r;
+            h[b->off_row_seq + r] = r;
+        }
+        if (upload_inputs(b, n, n, 0) || enqueue_forward(b, n, n, n, 0, 0, NULL))
+            return -1;
+        capture_or_go_eager(b, bi);
+        CK(cudaStreamSynchronize(b->stream)); /* before the next bucket rewrites h */
+    }
+    return 0;
+}
+
 static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
 {
     cuda_backend *b = (cuda_backend *)base;
@@ -677,8 +723,9 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
     } else if (bi >= 0) {
         /* First use of the bucket: run it eagerly (which also loads every kernel and lets
          * cuBLAS settle its choices outside the capture), then capture it for next time. */
-        if (enqueue_forward(b, rows, seqs, rows, 0, 0, NULL) || capture(b, bi))
+        if (enqueue_forward(b, rows, seqs, rows, 0, 0, NULL))
             return -1;
+        capture_or_go_eager(b, bi);
     } else if (enqueue_forward(b, n_tok, n_seq, n_dec, n_pre, n_tiles, t)) {
         return -1;
     }
