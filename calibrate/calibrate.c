@@ -126,9 +126,11 @@ static int samples_push(samples *s, double x)
  * the calibration's whole duration. Expected values (calibrate_expected), not a least-squares
  * fit: a few stalled steps would drag a fit. The simulator prices a step as scale x
  * components + overhead. */
-enum { FIT_EXTRA, FIT_DECODE, FIT_PREFILL, FIT_GLUE, FIT_LISTS };
+enum { FIT_EXTRA, FIT_DECODE, FIT_PREFILL, FIT_GLUE, FIT_BY_SEQS, FIT_LISTS = FIT_BY_SEQS + TC_SEQ_BUCKETS };
 typedef struct serving_fit {
-    samples s[FIT_LISTS]; /* step time minus forward; decode and prefill ratios; forward glue */
+    /* step time minus forward; decode and prefill ratios; forward glue; then the decode ratios
+     * again, one list per tc_seq_bucket */
+    samples s[FIT_LISTS];
 } serving_fit;
 
 static void fit_free(serving_fit *f)
@@ -143,14 +145,50 @@ static int fit_add_steps(serving_fit *f, const recorder *rc)
         const step_record *s = &rc->steps[i];
         double forward = s->forward_time + s->sample_time;
         bad |= samples_push(&f->s[FIT_EXTRA], (s->end_time - s->start_time) - forward);
-        if (s->predicted_time > 0)
-            bad |= samples_push(&f->s[tc_prompt_bound(s->num_prefill_tokens, s->num_decode_seqs) ? FIT_PREFILL : FIT_DECODE],
-                                forward / s->predicted_time);
+        if (!(s->predicted_time > 0)) continue;
+        double ratio = forward / s->predicted_time;
+        if (tc_prompt_bound(s->num_prefill_tokens, s->num_decode_seqs)) {
+            bad |= samples_push(&f->s[FIT_PREFILL], ratio);
+        } else {
+            bad |= samples_push(&f->s[FIT_DECODE], ratio);
+            bad |= samples_push(&f->s[FIT_BY_SEQS + tc_seq_bucket(s->num_decode_seqs + s->num_prefill_seqs)], ratio);
+        }
     }
     return bad;
 }
 
-enum { SEGMENT_REQUESTS = 96 };
+/* The segment serves its requests at three loads, so that every batch size the decode scales
+ * are fitted for has steps: one request at a time, a few, and half the batch. */
+enum { SEGMENT_PHASES = 3 };
+static const int segment_requests[SEGMENT_PHASES] = {24, 24, 48};
+
+static int serve_phase(const calib_options *o, engine_options *eo, int phase, int round, serving_fit *fit,
+                       char *err, size_t errlen)
+{
+    int concurrency[SEGMENT_PHASES] = {1, 4, eo->sched.max_num_seqs / 2 + 1};
+    int longest = o->max_tokens < 256 ? o->max_tokens : 256;
+    /* a closed loop keeps prompts arriving while others decode, as steady serving does */
+    wl_config wc = {.num_requests = segment_requests[phase], .arrival = ARRIVAL_CLOSED,
+                    .concurrency = concurrency[phase], .num_prefixes = 1, .trace_time_scale = 1,
+                    .vocab_size = o->kb.shape.vocab, .seed = 1 + (uint64_t)(SEGMENT_PHASES * round + phase)};
+    wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
+    wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
+    workload w;
+    if (wl_build(&wc, &w, err, errlen) < 0) return 1;
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    rc.keep_steps = true;
+    int status = engine_run(eo, &w, &wc, &rc, NULL, err, errlen);
+    if (status == 0 && fit_add_steps(fit, &rc) != 0) {
+        snprintf(err, errlen, "out of memory");
+        status = 1;
+    }
+    rec_free(&rc);
+    met_free(met);
+    wl_free(&w);
+    return status;
+}
 
 /* Serves segment ROUND of the calibration workload, each step priced by the components of
  * ROUND_TABLE alone (scale 1, no overhead). */
@@ -163,36 +201,15 @@ static int serve_segment(const calib_options *o, cost_table *round_table, int ro
         return 1;
     round_table->n[CT_OVERHEAD] = 0; /* components holds its own copy; the fit adds the real row */
     engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}, .predict = tc_step_time, .predict_ctx = &components};
-    eo.sched = (sched_config){.policy = POLICY_PAGED, .max_num_seqs = o->max_seqs < 16 ? o->max_seqs : 16,
+    eo.sched = (sched_config){.policy = POLICY_PAGED, .max_num_seqs = o->max_seqs < 64 ? o->max_seqs : 64,
                               .max_num_batched_tokens = o->max_tokens, .chunked_prefill = true,
                               .block_size = o->block_size, .num_blocks = o->kb.num_blocks,
                               .max_model_len = o->max_tokens + o->max_context};
     if (eo.sched.max_num_batched_tokens < eo.sched.max_num_seqs) eo.sched.max_num_batched_tokens = eo.sched.max_num_seqs;
     engine_backend_options(&eo.sched, &eo.backend);
-    int longest = o->max_tokens < 256 ? o->max_tokens : 256;
-    /* a closed loop keeps prompts arriving while others decode, as steady serving does */
-    wl_config wc = {.num_requests = SEGMENT_REQUESTS, .arrival = ARRIVAL_CLOSED,
-                    .concurrency = eo.sched.max_num_seqs / 2 + 1, .num_prefixes = 1, .trace_time_scale = 1,
-                    .vocab_size = o->kb.shape.vocab, .seed = 1 + (uint64_t)round};
-    wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
-    wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
-    workload w;
-    if (wl_build(&wc, &w, err, errlen) < 0) {
-        tc_free(&components);
-        return 1;
-    }
-    met_acc *met = met_create();
-    recorder rc;
-    rec_init(&rc, met, NULL);
-    rc.keep_steps = true;
-    int status = engine_run(&eo, &w, &wc, &rc, NULL, err, errlen);
-    if (status == 0 && fit_add_steps(fit, &rc) != 0) {
-        snprintf(err, errlen, "out of memory");
-        status = 1;
-    }
-    rec_free(&rc);
-    met_free(met);
-    wl_free(&w);
+    int status = 0;
+    for (int phase = 0; phase < SEGMENT_PHASES && status == 0; phase++)
+        status = serve_phase(o, &eo, phase, round, fit, err, errlen);
     tc_free(&components);
     return status;
 }
@@ -233,8 +250,29 @@ static int sweep_round(const calib_options *o, shape_list *l, int runs, progress
     return status;
 }
 
+enum { MIN_BUCKET_STEPS = 20 }; /* fewer steps than this leave a bucket to its neighbours */
+
+/* "1:s0 2:s1 ..." up to the bucket of MAX_SEQS: each bucket's expected ratio M[FIT_BY_SEQS + k]
+ * where it has MIN_BUCKET_STEPS steps, else the nearest bucket's that has (the lower on a
+ * tie), else the decode scale over all steps. */
+static void format_seq_scales(char *buf, size_t len, const double *m, const size_t *n, int max_seqs)
+{
+    int last = tc_seq_bucket(max_seqs);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k <= last && used < len; k++) {
+        double scale = m[FIT_DECODE];
+        for (int d = 0; d <= last; d++) {
+            int lo = k - d, hi = k + d;
+            if (lo >= 0 && n[FIT_BY_SEQS + lo] >= MIN_BUCKET_STEPS) { scale = m[FIT_BY_SEQS + lo]; break; }
+            if (hi <= last && n[FIT_BY_SEQS + hi] >= MIN_BUCKET_STEPS) { scale = m[FIT_BY_SEQS + hi]; break; }
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%ld:%.6g", k ? " " : "", 1L << k, scale);
+    }
+}
+
 /* The fit over each list's samples from FROM[list] on, as T's overhead row and metadata. */
-static int write_fit(cost_table *t, serving_fit *f, const size_t *from)
+static int write_fit(cost_table *t, serving_fit *f, const size_t *from, int max_seqs)
 {
     double m[FIT_LISTS];
     size_t n[FIT_LISTS];
@@ -242,10 +280,12 @@ static int write_fit(cost_table *t, serving_fit *f, const size_t *from)
         n[k] = f->s[k].n - from[k];
         m[k] = n[k] ? calibrate_expected(f->s[k].v + from[k], (int)n[k]) : k == FIT_DECODE || k == FIT_PREFILL;
     }
-    char buf[96];
+    char buf[TC_SEQ_BUCKETS * 24];
     int rc = ct_add(t, CT_OVERHEAD, 0, 0, m[FIT_EXTRA] + m[FIT_GLUE]);
     snprintf(buf, sizeof buf, "%.6g", m[FIT_DECODE]);
     rc |= ct_set_meta(t, "serving_scale_decode", buf);
+    format_seq_scales(buf, sizeof buf, m, n, max_seqs);
+    rc |= ct_set_meta(t, "serving_scale_decode_by_seqs", buf);
     snprintf(buf, sizeof buf, "%.6g", m[FIT_PREFILL]);
     rc |= ct_set_meta(t, "serving_scale_prefill", buf);
     snprintf(buf, sizeof buf, "%zu decode-only, %zu with prompt tokens", n[FIT_DECODE], n[FIT_PREFILL]);
@@ -333,7 +373,7 @@ int calibrate_next_round(calib_session *s, cost_table *round_out, char *err, siz
         *round_out = round;
         ct_init(&round);
         add_metadata(round_out, &s->opt, s->device);
-        if (write_fit(round_out, &s->fit, from) != 0) {
+        if (write_fit(round_out, &s->fit, from, s->opt.max_seqs) != 0) {
             snprintf(err, errlen, "out of memory");
             status = 1;
             ct_free(round_out);
@@ -357,7 +397,7 @@ int calibrate_finish(calib_session *s, cost_table *out, char *err, size_t errlen
     int bad = 0;
     for (int i = 0; i < s->shapes.n; i++) bad |= add_rows(out, &s->shapes.v[i], 0, s->shapes.v[i].num_runs);
     add_metadata(out, &s->opt, s->device);
-    if (bad || write_fit(out, &s->fit, from) != 0) {
+    if (bad || write_fit(out, &s->fit, from, s->opt.max_seqs) != 0) {
         snprintf(err, errlen, "out of memory");
         ct_free(out);
         return 1;

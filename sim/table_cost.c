@@ -67,6 +67,42 @@ int tc_build_grid(grid *g, const ct_point *p, size_t n, bool two_d, const char *
     return rc;
 }
 
+/* "1:s0 2:s1 4:s2 ..." into TC's per-bucket decode scales. */
+static int parse_seq_scales(table_cost *tc, const char *v, char *err, size_t errlen)
+{
+    tc->num_seq_buckets = 0;
+    if (!v) return 0;
+    const char *p = v;
+    while (*p) {
+        char *end;
+        long bound = strtol(p, &end, 10);
+        double scale = 0;
+        bool ok = end != p && *end == ':' && tc->num_seq_buckets < TC_SEQ_BUCKETS &&
+                  bound == 1L << tc->num_seq_buckets;
+        if (ok) {
+            p = end + 1;
+            scale = strtod(p, &end);
+            ok = end != p && scale > 0 && (*end == ' ' || *end == '\0');
+        }
+        if (!ok) {
+            snprintf(err, errlen, "cost table %s: serving_scale_decode_by_seqs must read \"1:S 2:S 4:S ...\" "
+                     "(sequences from 1, doubling, each with a positive scale), got \"%s\"", tc->name, v);
+            return -1;
+        }
+        tc->scale_by_seqs[tc->num_seq_buckets++] = scale;
+        p = end;
+        while (*p == ' ') p++;
+    }
+    return 0;
+}
+
+double tc_decode_scale(const table_cost *tc, int seqs)
+{
+    if (tc->num_seq_buckets == 0) return tc->scale_decode;
+    int k = tc_seq_bucket(seqs);
+    return tc->scale_by_seqs[k < tc->num_seq_buckets ? k : tc->num_seq_buckets - 1];
+}
+
 int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, size_t errlen)
 {
     memset(tc, 0, sizeof *tc);
@@ -81,6 +117,7 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
             return -1;
         }
     }
+    if (parse_seq_scales(tc, ct_meta(t, "serving_scale_decode_by_seqs"), err, errlen) < 0) return -1;
     char why[256];
     for (int c = 0; c < CT_COUNT; c++) {
         bool two_d = c == CT_PREFILL_ATTN || c == CT_DECODE_ATTN;
@@ -149,7 +186,8 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     int decodes = b->num_items - b->num_multi_token_items;
     if (decodes > 0)
         t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
-    t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill : tc->scale_decode) * t +
+    t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill
+                                                                      : tc_decode_scale(tc, b->num_items)) * t +
         tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;

@@ -3,7 +3,8 @@
  *   step = scale x [linear(batched tokens) + lm_head(sequences) + sample(sequences)
  *                   + sum over multi-token items of prefill_attn(new tokens, cached context)
  *                   + decode_attn(one-token items, their mean context)] + overhead
- * where the scale is the table's decode-only or with-prompt-tokens one.
+ * where the scale is the table's prompt-bound one, or for a decode-like step the one for its
+ * number of sequences (serving_scale_decode_by_seqs; serving_scale_decode when absent).
  * Outside the grid it extrapolates from the nearest cell and warns once. */
 #ifndef SERVESIM_SIM_TABLE_COST_H
 #define SERVESIM_SIM_TABLE_COST_H
@@ -19,11 +20,17 @@ typedef struct grid {
     double *s;           /* seconds, nx * ny, x-major */
 } grid;
 
+enum { TC_SEQ_BUCKETS = 16 }; /* sequences 1, 2-3, 4-7, ... 32768-65535 */
+
 typedef struct table_cost {
     grid g[CT_COUNT];
     /* serving over isolated timings, for decode-like steps and for prompt-bound ones
      * (tc_prompt_bound; the table's serving_scale_decode and _prefill; 1 when absent) */
     double scale_decode, scale_prefill;
+    /* decode-like steps by tc_seq_bucket of their sequences, from serving_scale_decode_by_seqs
+     * ("1:s0 2:s1 4:s2 ...", bounds from 1 doubling); buckets past the last take its scale */
+    double scale_by_seqs[TC_SEQ_BUCKETS];
+    int num_seq_buckets; /* 0: none given, scale_decode prices every decode-like step */
     char name[256];      /* for warnings */
     bool warned;
 } table_cost;
@@ -43,6 +50,21 @@ static inline bool tc_prompt_bound(int num_prefill_tokens, int num_decode_seqs)
 {
     return num_prefill_tokens > num_decode_seqs;
 }
+/* The bucket of a step of SEQS sequences: floor(log2(SEQS)), at most TC_SEQ_BUCKETS - 1. A
+ * decode step's cost grows with its batch differently in serving than in the sweeps (on the
+ * GPU, graph replay saves a fixed launch cost that weighs most on small batches; on the CPU,
+ * a few sequences keep their working set in cache), so one scale cannot price them all. */
+static inline int tc_seq_bucket(int seqs)
+{
+    int k = 0;
+    while (seqs > 1 && k < TC_SEQ_BUCKETS - 1) {
+        seqs >>= 1;
+        k++;
+    }
+    return k;
+}
+/* The serving scale of a decode-like step of SEQS sequences. */
+double tc_decode_scale(const table_cost *tc, int seqs);
 /* CTX is a table_cost (the step_cost signature). */
 double tc_step_time(const void *ctx, const sched_batch *b);
 

@@ -76,6 +76,58 @@ Test(table_cost, interpolates_exactly_on_bilinear_data_and_extrapolates)
     ct_free(&t);
 }
 
+/* N one-token sequences at context 16 + 1, into B (ITEMS holds N). */
+static sched_batch decodes(int n, sched_item *items, request *reqs)
+{
+    for (int i = 0; i < n; i++)
+        items[i] = (sched_item){.req = &reqs[i], .num_new_tokens = 1, .context_len = 16, .emits_token = true};
+    return (sched_batch){.items = items, .num_items = n, .num_batched_tokens = n, .num_decode_seqs = n,
+                         .decode_context_sum = 17 * n};
+}
+
+/* Decode-like steps take the scale of their number of sequences' bucket (1, 2-3, 4-7, ...),
+ * the last bucket's past the end; prompt-bound steps keep theirs. */
+Test(table_cost, decode_steps_are_scaled_by_their_number_of_sequences)
+{
+    cr_assert_eq(tc_seq_bucket(1), 0);
+    cr_assert_eq(tc_seq_bucket(2), 1);
+    cr_assert_eq(tc_seq_bucket(3), 1);
+    cr_assert_eq(tc_seq_bucket(4), 2);
+    cr_assert_eq(tc_seq_bucket(7), 2);
+    cr_assert_eq(tc_seq_bucket(8), 3);
+    cr_assert_eq(tc_seq_bucket(1 << 20), TC_SEQ_BUCKETS - 1);
+    cost_table t;
+    synthetic(&t);
+    ct_set_meta(&t, "serving_scale_decode", "7");
+    ct_set_meta(&t, "serving_scale_prefill", "5");
+    ct_set_meta(&t, "serving_scale_decode_by_seqs", "1:0.5 2:2 4:3");
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "by-seqs", err, sizeof err), 0, "%s", err);
+    sched_item items[12];
+    request reqs[12];
+    const struct { int n; double scale; } cases[] = {{1, 0.5}, {2, 2}, {3, 2}, {4, 3}, {7, 3}, {12, 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = cases[i].n;
+        sched_batch b = decodes(n, items, reqs);
+        double components = 1e-3 * n + 2e-4 * n + 1e-6 * n * 17;
+        cr_assert_float_eq(tc_step_time(&tc, &b), cases[i].scale * components + 5e-4, 1e-12, "%d sequences", n);
+    }
+    /* a whole prompt of 8 tokens alone is prompt-bound: scale 5 */
+    items[0] = (sched_item){.req = &reqs[0], .num_new_tokens = 8, .context_len = 0};
+    sched_batch p = {.items = items, .num_items = 1, .num_batched_tokens = 8, .num_prefill_tokens = 8,
+                     .num_prefill_seqs = 1, .num_multi_token_items = 1};
+    cr_assert_float_eq(tc_step_time(&tc, &p), 5 * (8e-3 + 2e-4 + 1e-6 * 8 * 10) + 5e-4, 1e-12);
+    tc_free(&tc);
+    const char *bad[] = {"2:1", "1:0.5 4:2", "1:-1", "1:x", "1:0.5,2:1", "1:"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ct_set_meta(&t, "serving_scale_decode_by_seqs", bad[i]);
+        cr_assert_eq(tc_init(&tc, &t, "bad", err, sizeof err), -1, "\"%s\" was accepted", bad[i]);
+        cr_assert(strstr(err, "serving_scale_decode_by_seqs") && strstr(err, bad[i]), "%s", err);
+    }
+    ct_free(&t);
+}
+
 Test(table_cost, a_table_that_is_not_a_full_grid_is_refused)
 {
     cost_table t;
@@ -132,6 +184,14 @@ Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
     for (int c = 0; c < CT_COUNT; c++) cr_assert_gt(t.n[c], 0, "no %s rows", ct_component_name(c));
     cr_assert_gt(atof(ct_meta(&t, "serving_scale_decode")), 0);
     cr_assert_gt(atof(ct_meta(&t, "serving_scale_prefill")), 0);
+    /* one decode scale per bucket up to 8 sequences, each positive */
+    const char *by = ct_meta(&t, "serving_scale_decode_by_seqs");
+    double s1, s2, s4, s8;
+    cr_assert(by && sscanf(by, "1:%lf 2:%lf 4:%lf 8:%lf", &s1, &s2, &s4, &s8) == 4, "%s", by);
+    cr_assert(s1 > 0 && s2 > 0 && s4 > 0, "%s", by);
+    /* the segment never runs 8 sequences at once (half the batch plus one): that bucket takes
+     * its nearest neighbour's scale */
+    cr_assert_eq(s8, s4, "%s", by);
     cr_assert_str_eq(ct_meta(&t, "model"), "tiny");
     table_cost tc;
     cr_assert_eq(tc_init(&tc, &t, "calibrated", err, sizeof err), 0, "%s", err);
