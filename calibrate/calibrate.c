@@ -250,24 +250,20 @@ static int sweep_round(const calib_options *o, shape_list *l, int runs, progress
     return status;
 }
 
-enum { MIN_BUCKET_STEPS = 20 }; /* fewer steps than this leave a bucket to its neighbours */
-
-/* "1:s0 2:s1 ..." up to the bucket of MAX_SEQS: each bucket's expected ratio M[FIT_BY_SEQS + k]
- * where it has MIN_BUCKET_STEPS steps, else the nearest bucket's that has (the lower on a
- * tie), else the decode scale over all steps. */
-static void format_seq_scales(char *buf, size_t len, const double *m, const size_t *n, int max_seqs)
+void calibrate_seq_scales(const double *scale, const size_t *steps, double fallback, int max_seqs, char *buf,
+                          size_t len)
 {
     int last = tc_seq_bucket(max_seqs);
     size_t used = 0;
     buf[0] = '\0';
     for (int k = 0; k <= last && used < len; k++) {
-        double scale = m[FIT_DECODE];
+        double s = fallback;
         for (int d = 0; d <= last; d++) {
             int lo = k - d, hi = k + d;
-            if (lo >= 0 && n[FIT_BY_SEQS + lo] >= MIN_BUCKET_STEPS) { scale = m[FIT_BY_SEQS + lo]; break; }
-            if (hi <= last && n[FIT_BY_SEQS + hi] >= MIN_BUCKET_STEPS) { scale = m[FIT_BY_SEQS + hi]; break; }
+            if (lo >= 0 && steps[lo] >= CALIB_MIN_BUCKET_STEPS) { s = scale[lo]; break; }
+            if (hi <= last && steps[hi] >= CALIB_MIN_BUCKET_STEPS) { s = scale[hi]; break; }
         }
-        used += (size_t)snprintf(buf + used, len - used, "%s%ld:%.6g", k ? " " : "", 1L << k, scale);
+        used += (size_t)snprintf(buf + used, len - used, "%s%ld:%.6g", k ? " " : "", 1L << k, s);
     }
 }
 
@@ -284,7 +280,7 @@ static int write_fit(cost_table *t, serving_fit *f, const size_t *from, int max_
     int rc = ct_add(t, CT_OVERHEAD, 0, 0, m[FIT_EXTRA] + m[FIT_GLUE]);
     snprintf(buf, sizeof buf, "%.6g", m[FIT_DECODE]);
     rc |= ct_set_meta(t, "serving_scale_decode", buf);
-    format_seq_scales(buf, sizeof buf, m, n, max_seqs);
+    calibrate_seq_scales(m + FIT_BY_SEQS, n + FIT_BY_SEQS, m[FIT_DECODE], max_seqs, buf, sizeof buf);
     rc |= ct_set_meta(t, "serving_scale_decode_by_seqs", buf);
     snprintf(buf, sizeof buf, "%.6g", m[FIT_PREFILL]);
     rc |= ct_set_meta(t, "serving_scale_prefill", buf);

@@ -21,7 +21,7 @@ typedef struct calib_options {
     void *progress_ctx;
 } calib_options;
 
-/* Medians of one shape's parts over the repeats, in seconds. */
+/* One shape's parts over its repeats (a median or expected value), in seconds. */
 typedef struct calib_timed {
     double linear, prefill, decode, lm_head, sample, total;
 } calib_timed;
@@ -78,6 +78,13 @@ void calibrate_end(calib_session *s);
 /* Runs the sweeps into OUT (metadata included). Returns 0, 2 when the backend refuses (no
  * device, too large), 1 on other failures; a reason in ERR. */
 int calibrate_run(const calib_options *o, cost_table *out, char *err, size_t errlen);
+/* The serving_scale_decode_by_seqs list ("1:s 2:s 4:s ...") up to the tc_seq_bucket of
+ * MAX_SEQS into BUF: each bucket K's SCALE[K] where it has CALIB_MIN_BUCKET_STEPS STEPS[K],
+ * else the nearest such bucket's (the lower on a tie), else FALLBACK (the decode scale over
+ * all steps). SCALE and STEPS have an entry per bucket up to MAX_SEQS's. */
+enum { CALIB_MIN_BUCKET_STEPS = 20 };
+void calibrate_seq_scales(const double *scale, const size_t *steps, double fallback, int max_seqs, char *buf,
+                          size_t len);
 /* Holds out every other interior point of each sweep, interpolates it from the rest, and
  * prints the error per component. Returns the largest relative error seen. */
 double calibrate_check(const cost_table *t, FILE *report);

@@ -23,7 +23,7 @@ static kb_batch synth_batch(synth *s, int nseq, int q, int ctx, int vocab)
         s->qs[i] = t;
         s->ctx[i] = ctx + q;
         for (int b = 0; b < per_seq; b++)
-            s->tables[i * s->table_width + b] = s->scatter[(i * per_seq + b) % s->num_blocks];
+            s->tables[i * s->table_width + b] = s->scatter[((int64_t)i * per_seq + b) % s->num_blocks];
         for (int j = 0; j < q; j++, t++) {
             int p = ctx + j;
             s->seed = s->seed * 1103515245u + 12345u; /* fresh token ids each run */
@@ -60,7 +60,9 @@ double calibrate_median(double *v, int n)
 
 double calibrate_expected(double *v, int n)
 {
-    double limit = STALL_FACTOR * calibrate_median(v, n), sum = 0;
+    double median = calibrate_median(v, n), sum = 0;
+    /* a difference of timings (the forward's glue) can have a median at or below zero */
+    double limit = median > 0 ? STALL_FACTOR * median : INFINITY;
     int kept = 0;
     for (int i = 0; i < n && v[i] <= limit; i++, kept++) sum += v[i]; /* V is sorted now */
     return kept ? sum / kept : NAN;
@@ -152,10 +154,11 @@ int calibrate_size_pool(calib_options *o)
 {
     int bs = o->block_size;
     int width = (o->max_tokens + o->max_context + bs - 1) / bs;
-    int decode_blocks = o->max_seqs * ((o->max_context + bs - 1) / bs);
+    int64_t decode_blocks = (int64_t)o->max_seqs * ((o->max_context + bs - 1) / bs);
     kb_options *kb = &o->kb;
     kb->block_size = bs;
-    kb->num_blocks = decode_blocks > width ? decode_blocks : width;
+    /* more than INT32_MAX is refused by kb_open unless memory caps it below */
+    kb->num_blocks = decode_blocks > INT32_MAX ? INT32_MAX : decode_blocks > width ? (int)decode_blocks : width;
     kb->max_num_seqs = o->max_seqs;
     kb->max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
     kb->max_blocks_per_seq = width;
@@ -178,6 +181,7 @@ calib_probe *calibrate_probe_open(const calib_options *o, int *status, char *err
         return NULL;
     }
     c->opt = *o;
+    c->opt.kb.timed_only = true;
     int width = calibrate_size_pool(&c->opt);
     c->glue_cap = 4096;
     c->kb = kb_open(&c->opt.kb, err, errlen);

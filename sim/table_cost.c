@@ -1,6 +1,7 @@
 #include "sim/table_cost.h"
 
 #include <gsl/gsl_interp.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ static int parse_seq_scales(table_cost *tc, const char *v, char *err, size_t err
         if (ok) {
             p = end + 1;
             scale = strtod(p, &end);
-            ok = end != p && scale > 0 && (*end == ' ' || *end == '\0');
+            ok = end != p && isfinite(scale) && scale > 0 && (*end == ' ' || *end == '\0');
         }
         if (!ok) {
             snprintf(err, errlen, "cost table %s: serving_scale_decode_by_seqs must read \"1:S 2:S 4:S ...\" "
@@ -111,8 +112,9 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
     double *scales[2] = {&tc->scale_decode, &tc->scale_prefill};
     for (int i = 0; i < 2; i++) {
         const char *v = ct_meta(t, keys[i]);
-        *scales[i] = v ? atof(v) : 1.0;
-        if (!(*scales[i] > 0)) {
+        char *end = NULL;
+        *scales[i] = v ? strtod(v, &end) : 1.0;
+        if (!(*scales[i] > 0) || !isfinite(*scales[i]) || (v && (end == v || *end))) {
             snprintf(err, errlen, "cost table %s: %s must be a positive number (got \"%s\")", name, keys[i], v);
             return -1;
         }
@@ -187,7 +189,7 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     if (decodes > 0)
         t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
     t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill
-                                                                      : tc_decode_scale(tc, b->num_items)) * t +
+                                                                      : tc_decode_scale(tc, b->num_decode_seqs + b->num_prefill_seqs)) * t +
         tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;
