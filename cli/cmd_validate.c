@@ -26,7 +26,7 @@ static const char validate_usage[] =
     "  against measured time. Each engine run is also simulated with its own measured step\n"
     "  times, which must reproduce it ([validate] max_replay_error). Without a table\n"
     "  (--cost-table or hardware.cost_table) it calibrates the backend in rounds, one before\n"
-    "  each engine run (whose steps that round prices), and simulates with the median over\n"
+    "  each engine run (whose steps that round prices), and simulates with the expected value over\n"
     "  the rounds. Writes validation.json, report.md, latency plots, each run's files\n"
     "  (pointN-engine-runK/, pointN-sim/, pointN-replay-runK/: summary.json, requests.csv,\n"
     "  steps.csv) and the tables it calibrated to DIR (default results/runs/NAME-validate);\n"
@@ -226,7 +226,7 @@ static int simulate_point(const scenario *base, int index, point *p, const run_s
 }
 
 /* What prices the runs: the one table given, or a calibration taken round by round, round K
- * just before engine run K, so that the table (the median over the rounds) is measured over
+ * just before engine run K, so that the table (the expected value over the rounds) is measured over
  * the same minutes as the runs it predicts: a shared machine's speed drifts over minutes. */
 typedef struct pricing {
     calib_session *session;  /* NULL: GIVEN prices every run */

@@ -5,6 +5,7 @@
 #ifndef SERVESIM_KERNELS_BACKEND_H
 #define SERVESIM_KERNELS_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@ typedef struct kb_options {
     int max_blocks_per_seq; /* width of the block table rows */
     int threads;            /* CPU: BLAS and kernel threads; 0 = all cores */
     uint64_t sample_seed;   /* the sampler's generator */
+    bool timed_only;        /* every forward will be timed (calibration): no decode graphs */
 } kb_options;
 
 /* One forward. Sequence s owns query tokens [query_start[s], query_start[s+1]); its tokens sit

@@ -572,6 +572,13 @@ Test(kernels_cuda, forward_matches_cpu_backend)
     kb_options oc = fixture_options(KB_CPU), og = fixture_options(KB_CUDA);
     kb_backend *cpu = fixture_open(&oc), *gpu = fixture_open(&og);
     cr_assert(strstr(kb_device_name(gpu), "cuda: "), "%s", kb_device_name(gpu));
+    /* the decode graphs are captured at open, before any step; a timed-only backend has none */
+    cr_assert_gt(cuda_backend_num_graphs(gpu), 0, "open captured no decode graph");
+    kb_options timed = og;
+    timed.timed_only = true;
+    kb_backend *probe = fixture_open(&timed);
+    cr_assert_eq(cuda_backend_num_graphs(probe), 0);
+    kb_close(probe);
     enum { NSEQ = 4 };
     static const int cached_len[NSEQ] = {0, 9, 8, 14}, new_len[NSEQ] = {17, 1, 5, 1};
     int32_t tokens[NSEQ][64], blocks[NSEQ][MAX_BLOCKS_PER_SEQ];
@@ -618,7 +625,6 @@ Test(kernels_cuda, forward_matches_cpu_backend)
         sample_tokens(want, got, NSEQ, VOCAB, &greedy, NULL, scratch);
         cr_assert_arr_eq(tok, want, sizeof tok, "greedy token differs from the argmax");
     }
-    cr_assert_geq(cuda_backend_num_graphs(gpu), 1, "pure decode steps captured no graph");
     float eager[NSEQ * VOCAB];
     cuda_backend_set_graphs(gpu, 0);
     fixture_run(gpu, og.block_size, steps, NSEQ, eager, NULL);

@@ -211,9 +211,9 @@ static const kb_ops cpu_ops;
  * zero page, which any read finds in cache: calibration's sweeps read context no forward has
  * written, and timed attention over it far below its cost over a served pool, whose every
  * read slot was written (decode attention of 32 sequences x 1024 tokens: 10.3 ms over
- * untouched pages, 21.7 ms over written ones; docs/validation.md). A served step also no longer pays the page
- * faults of first writes, and a pool too large for memory fails here, not mid-run. The value
- * is not zero so that the compiler cannot fold this into calloc's lazy zero pages. */
+ * untouched pages, 21.7 ms over written ones; docs/validation.md). A served step also no
+ * longer pays the page faults of first writes. The value is not zero so that the compiler
+ * cannot fold this into calloc's lazy zero pages. */
 static void touch_pool(cpu_backend *b)
 {
     size_t n = 2 * (size_t)b->opt.shape.num_layers * b->kv_layer_floats;

@@ -369,7 +369,7 @@ static int bench_decode_step(double copy_bw, int quick)
     int rc = 0;
     for (int graphs = 1; graphs >= 0 && rc == 0; graphs--) {
         cuda_backend_set_graphs(b, graphs);
-        for (int i = -3; i < steps; i++) { /* 3 warm-up steps (the first captures) */
+        for (int i = -3; i < steps; i++) { /* 3 warm-up steps */
             int p = ctx + (i + 3) % 64;
             int32_t id = (p * 31) % o.shape.vocab, pp = p, sl = table[p / bs] * bs + p % bs;
             int32_t q1[2] = {0, 1}, c1 = p + 1;

@@ -25,13 +25,15 @@
  * timing asked for, replays a graph captured for its bucket of num_seqs: 1, 2, 4, 8, then
  * multiples of 8 up to min(max_num_seqs, max_num_tokens, 512), and that cap itself. The batch
  * is padded up to the bucket with rows that attend to nothing (context 0, slot -1) and whose
- * logits are ignored. A bucket's graph is captured the first time it is needed (so the first
- * decode step of each size also pays a capture, a few milliseconds) and kept until kb_close. The
- * graph reads its inputs from fixed device buffers that each forward fills before launching
- * it. The first step of a bucket runs eagerly and then captures (capture records, it does not
- * run), so kernels and cuBLAS's choices are loaded outside the capture. A capture that fails
- * fails the forward with the CUDA error (SERVESIM_CUDA_GRAPHS=0 is the way around). Larger batches, mixed or prefill batches, and timed forwards run eagerly. Setting
- * SERVESIM_CUDA_GRAPHS=0 in the environment turns graphs off.
+ * logits are ignored. Every bucket's graph is captured when the backend opens (as vLLM does at
+ * start-up), on a batch of padding rows only, so no capture lands inside a served step, and
+ * kept until kb_close; a backend opened with timed_only captures none. The graph reads its
+ * inputs from fixed device buffers that each forward fills before launching it. Each bucket
+ * runs eagerly once before its capture (capture records, it does not run), so kernels and
+ * cuBLAS's choices are loaded outside the capture. A capture that fails turns graphs off with
+ * a warning on stderr: the eager run before it stands. Larger batches, mixed or prefill
+ * batches, and timed forwards run eagerly. Setting SERVESIM_CUDA_GRAPHS=0 in the environment
+ * turns graphs off.
  *
  * Timing (kb_timing): events recorded around each part and synchronized, the parts named as
  * the CPU backend's; total runs from the first event to the last, so it also holds the gaps
@@ -435,7 +437,8 @@ static kb_backend *cuda_open(const kb_options *opt, char *err, size_t errlen)
     OPEN_CK(cudaEventCreate(&b->ev_mark));
     OPEN_CK(cudaEventCreate(&b->ev_now));
     OPEN_CK(cudaEventCreate(&b->ev_start));
-    /* The pool starts zeroed like the CPU's calloc; nothing should read an unwritten slot. */
+    /* The pool is written once, as the CPU's is (there so that reads of never-written context
+     * are not served from the zero page); nothing should read an unwritten slot. */
     OPEN_CK(cudaMemsetAsync(b->kv, 0, kvbytes, b->stream));
     OPEN_CK(cudaMemsetAsync(b->d_in, 0, b->in_ints * 4, b->stream));
     if (init_weights(b)) {
@@ -443,9 +446,12 @@ static kb_backend *cuda_open(const kb_options *opt, char *err, size_t errlen)
         goto fail;
     }
     build_buckets(b);
+    if (opt->timed_only)
+        b->graphs_on = 0; /* timed forwards never replay graphs: capturing them is wasted */
     describe_gpu(b);
     if (warm_graphs(b)) {
-        snprintf(err, errlen, "backend cuda: capturing the decode graphs failed: %s", b->base.error);
+        snprintf(err, errlen, "backend cuda: the decode warm-up before the graph captures failed: %s",
+                 b->base.error);
         goto fail;
     }
     b->base.error[0] = 0;
