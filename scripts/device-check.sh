@@ -9,7 +9,7 @@
 #   <gpu>-llama-3-8b.csv   the calibration table
 #   validate.json, validate-report.md   the validation (kept when it fails its thresholds)
 #   summary.txt   one line per step, written last
-# The programs come from .device-bundle/bundle.tar.xz when it is there (made here by
+# The programs come from .device-bundle/bundle.tar.gz when it is there (made here by
 # scripts/device-bundle.sh and carried: the GPU machine has no network and none of our Debian
 # libraries); otherwise the script configures and builds them. Each step runs under
 # `timeout`, the whole run stays within DEVICE_CHECK_BUDGET seconds (default 480); a failed
@@ -67,8 +67,8 @@ step() {
 
 {
     echo "date: $(date -u +%FT%TZ)"
-    if [[ -f .device-bundle/bundle.tar.xz ]]; then
-        echo "commit: $(tar -xOJf .device-bundle/bundle.tar.xz ./commit.txt 2>/dev/null | tr '\n' ' ') (bundle)"
+    if [[ -f .device-bundle/bundle.tar.gz ]]; then
+        echo "commit: $(tar -xOzf .device-bundle/bundle.tar.gz ./commit.txt 2>/dev/null | tr '\n' ' ') (bundle)"
     else
         echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
     fi
@@ -86,19 +86,28 @@ gpu=${gpu:-gpu}
 echo "gpu: $gpu" >> "$summary.part"
 
 log="$out/steps.log"
-if [[ -f .device-bundle/bundle.tar.xz ]]; then
+if [[ -f .device-bundle/bundle.tar.gz ]]; then
     bundle=$(mktemp -d)
-    tar -C "$bundle" -xJf .device-bundle/bundle.tar.xz || { echo "bundle: FAILED to unpack" >> "$summary.part"; finish 1; }
-    # CUDA's own libraries from the machine's toolkit, wherever this image keeps them.
-    cudalibs=$(find /usr/local /opt /usr/lib \( -name 'libcublas.so.13*' -o -name 'libcudart.so.13*' \) -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
-    export LD_LIBRARY_PATH="$bundle/lib${cudalibs:+:$cudalibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    tar -C "$bundle" -xzf .device-bundle/bundle.tar.gz || { echo "bundle: FAILED to unpack" >> "$summary.part"; finish 1; }
     bin=$bundle/bin
+    export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # What the bundle leaves out (CUDA's own libraries) from wherever this image keeps them.
+    for lib in $(ldd "$bin"/* 2>/dev/null | awk '/not found/ {print $1}' | sort -u); do
+        dir=$(find /usr/local /opt /usr/lib -name "$lib" -printf '%h\n' 2>/dev/null | head -1)
+        [[ -n $dir ]] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+    done
     { echo "LD_LIBRARY_PATH: $LD_LIBRARY_PATH"; for exe in "$bin"/*; do echo "ldd $(basename "$exe"):"; ldd "$exe"; done; } >> "$out/env.txt" 2>&1
-    if ldd "$bin"/* 2>&1 | grep -q 'not found'; then
-        echo "bundle: FAILED, libraries not found (see env.txt)" >> "$summary.part"
+    missing=$(ldd "$bin"/* 2>&1 | awk '/not found/ {print $1}' | sort -u | paste -sd' ')
+    if [[ -n $missing ]]; then
+        echo "bundle: FAILED, not found: $missing (see env.txt)" >> "$summary.part"
         finish 1
     fi
-    echo "bundle: ok (programs built elsewhere, see commit in env.txt)" >> "$summary.part"
+    made=$(head -1 "$bundle/commit.txt")
+    here=$(git rev-parse HEAD 2>/dev/null || echo "")
+    if [[ -n $here && $here != "$made" ]]; then
+        echo "bundle: STALE, built from $made but this tree is $here" >> "$summary.part"
+    fi
+    echo "bundle: ok, built from $(paste -sd' ' "$bundle/commit.txt")" >> "$summary.part"
     tests=$bin/test_kernels_cuda lab=$bin/bench_kernels_cuda cli=$bin/servesim
 else
     build=${DEVICE_CHECK_BUILD:-build-device}

@@ -2,8 +2,9 @@
 """Where a validation's step-time error comes from, step by step.
 
 For every engine run of a `servesim validate` output directory (pointN-engine-runK/steps.csv,
-priced by cost-table-roundK.csv), prints the median of measured / predicted step time
-(predicted by that round's table: scale x components + overhead), split by the kind of step:
+whose predicted_time column validate priced with the calibration round just before that
+run, or with the given table), prints the median of measured / predicted step time, split by
+the kind of step:
   D b=1-3, D b=4-8, D b=9+   decode-only steps by number of sequences, each also split into
                              'after' (within two steps of a prompt-bound step) and 'far'
   P                          prompt-bound steps (more prompt tokens than decoding sequences)
@@ -17,21 +18,14 @@ import statistics
 import sys
 
 
-def overhead(table):
-    with open(table) as f:
-        for line in f:
-            if line.startswith("overhead,"):
-                return float(line.split(",")[3])
-    return 0.0
-
-
 def kinds(steps_csv):
     out, since_prompt = {}, 99
     with open(steps_csv) as f:
         for r in csv.DictReader(f):
             prompt = int(r["num_prefill_tokens"]) > int(r["num_decode_seqs"])
             measured = float(r["end_time"]) - float(r["start_time"])
-            ratio = measured / float(r["predicted_time"])
+            predicted = float(r["predicted_time"])
+            ratio = measured / predicted if predicted > 0 else float("nan")
             if prompt:
                 key = "P"
                 since_prompt = 0
@@ -42,7 +36,7 @@ def kinds(steps_csv):
             else:
                 key = None  # a decode-like step carrying a few prompt tokens
             since_prompt += 1
-            if key:
+            if key and ratio == ratio:
                 out.setdefault(key, []).append(ratio)
     return out
 
