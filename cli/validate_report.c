@@ -217,7 +217,7 @@ int validate_write_report(const outdir *od, const point *pts, int n, const scena
     int runs = n > 0 ? pts[0].num_runs : 1;
     if (vi->per_round)
         fprintf(f, "Calibration ran in %d round%s, round K just before engine run K, so the table the "
-                   "simulation used (`cost-table.csv`, the median over the rounds) was measured over the same "
+                   "simulation used (`cost-table.csv`, the expected value over the rounds) was measured over the same "
                    "minutes as the runs it predicts. Each engine step's predicted time, behind the step "
                    "error, comes from the round just before its run (`cost-table-roundK.csv`).\n\n",
                 runs, runs > 1 ? "s" : "");
