@@ -131,8 +131,10 @@ grep -E '^(device copy|decode attention|prefill attention|8B decode step|bench_k
 # the full default grid, which this run has no room for): a step there batches up to 8192
 # prompt tokens, tens of sequences run at once, and contexts stay under 8192.
 table="$out/$gpu-llama-3-8b.csv"
-if step calibrate 150 "$log" "$cli" calibrate --backend cuda --model llama-3-8b --max-tokens 8192 \
-        --max-context 8192 --max-seqs 64 --repeats 3 --out "$table"; then
+# By estimate (never run): about 20 PFLOP of prefill sweeps at 2 repeats plus a warm-up, well
+# under the limit at half the H200's 790 TFLOP/s; the segments and 3 engine opens add tens of s.
+if step calibrate 240 "$log" "$cli" calibrate --backend cuda --model llama-3-8b --max-tokens 8192 \
+        --max-context 8192 --max-seqs 64 --repeats 2 --out "$table"; then
     vdir=$(mktemp -d)
     step validate 150 "$log" "$cli" validate scenarios/validate-cuda.ini --backend cuda \
         --cost-table "$table" --out "$vdir/validate"
