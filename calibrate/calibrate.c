@@ -138,8 +138,9 @@ static void fit_free(serving_fit *f)
     for (int k = 0; k < FIT_LISTS; k++) free(f->s[k].v);
 }
 
-static int fit_add_steps(serving_fit *f, const recorder *rc)
+static int fit_add_steps(void *ctx, const recorder *rc, char *err, size_t errlen)
 {
+    serving_fit *f = ctx;
     int bad = 0;
     for (size_t i = 0; i < rc->num_steps; i++) {
         const step_record *s = &rc->steps[i];
@@ -154,7 +155,8 @@ static int fit_add_steps(serving_fit *f, const recorder *rc)
             bad |= samples_push(&f->s[FIT_BY_SEQS + tc_seq_bucket(s->num_decode_seqs + s->num_prefill_seqs)], ratio);
         }
     }
-    return bad;
+    if (bad) snprintf(err, errlen, "out of memory");
+    return bad ? 1 : 0;
 }
 
 /* The segment serves its requests at three loads, so that every batch size the decode scales
@@ -173,21 +175,7 @@ static int serve_phase(const calib_options *o, engine_options *eo, int phase, in
                     .vocab_size = o->kb.shape.vocab, .seed = 1 + (uint64_t)(SEGMENT_PHASES * round + phase)};
     wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
     wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
-    workload w;
-    if (wl_build(&wc, &w, err, errlen) < 0) return 1;
-    met_acc *met = met_create();
-    recorder rc;
-    rec_init(&rc, met, NULL);
-    rc.keep_steps = true;
-    int status = engine_run(eo, &w, &wc, &rc, NULL, err, errlen);
-    if (status == 0 && fit_add_steps(fit, &rc) != 0) {
-        snprintf(err, errlen, "out of memory");
-        status = 1;
-    }
-    rec_free(&rc);
-    met_free(met);
-    wl_free(&w);
-    return status;
+    return engine_run_steps(eo, &wc, fit_add_steps, fit, err, errlen);
 }
 
 /* Serves segment ROUND of the calibration workload, each step priced by the components of

@@ -35,6 +35,18 @@ static int probe_prefill(const calib_options *o, int prompt, double *out, char *
     return status ? 1 : 0;
 }
 
+/* The median forward + sampling time of RC's first RUNS steps into *CTX (a double). */
+static int median_forward(void *ctx, const recorder *rc, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    double v[RUNS];
+    int n = 0;
+    for (size_t i = 0; i < rc->num_steps && n < RUNS; i++) v[n++] = rc->steps[i].forward_time + rc->steps[i].sample_time;
+    *(double *)ctx = calibrate_median(v, n);
+    return 0;
+}
+
 /* The engine's median forward + sampling time over RUNS requests of PROMPT tokens and one
  * output token each, served one at a time: one prefill step per request. */
 static int engine_prefill(calib_options o, int prompt, double *out, char *err, size_t errlen)
@@ -48,22 +60,7 @@ static int engine_prefill(calib_options o, int prompt, double *out, char *err, s
                     .trace_time_scale = 1, .vocab_size = o.kb.shape.vocab, .seed = 7};
     wc.prompt_len = (len_dist){DIST_FIXED, prompt, prompt, 0};
     wc.output_len = (len_dist){DIST_FIXED, 1, 1, 0};
-    workload w;
-    if (wl_build(&wc, &w, err, errlen) < 0) return 1;
-    met_acc *met = met_create();
-    recorder rc;
-    rec_init(&rc, met, NULL);
-    rc.keep_steps = true;
-    int status = engine_run(&eo, &w, &wc, &rc, NULL, err, errlen);
-    double v[RUNS];
-    int n = 0;
-    for (size_t i = 0; status == 0 && i < rc.num_steps && n < RUNS; i++)
-        v[n++] = rc.steps[i].forward_time + rc.steps[i].sample_time;
-    *out = calibrate_median(v, n);
-    rec_free(&rc);
-    met_free(met);
-    wl_free(&w);
-    return status;
+    return engine_run_steps(&eo, &wc, median_forward, out, err, errlen);
 }
 
 int bench_serving(const char *preset, int threads)

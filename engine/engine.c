@@ -211,3 +211,21 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
     teardown(&e);
     return status;
 }
+
+int engine_run_steps(const engine_options *o, const wl_config *cfg,
+                     int (*each)(void *ctx, const recorder *rc, char *err, size_t errlen), void *ctx,
+                     char *err, size_t errlen)
+{
+    workload w;
+    if (wl_build(cfg, &w, err, errlen) < 0) return 1;
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    rc.keep_steps = true;
+    int status = engine_run(o, &w, cfg, &rc, NULL, err, errlen);
+    if (status == 0) status = each(ctx, &rc, err, errlen);
+    rec_free(&rc);
+    met_free(met);
+    wl_free(&w);
+    return status;
+}

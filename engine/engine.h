@@ -36,5 +36,11 @@ void engine_backend_options(const sched_config *s, kb_options *kb);
  * large for memory: a user's choice), or 1 on any other failure, with a reason in ERR. */
 int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recorder *rc,
                engine_stats *stats, char *err, size_t errlen);
+/* Builds CFG's workload, serves it with every step kept, and hands the steps to EACH before
+ * freeing them: for callers that only read the steps (calibration, benchmarks). engine_run's
+ * status, 1 when the workload cannot be built (reason in ERR), or EACH's non-zero return. */
+int engine_run_steps(const engine_options *o, const wl_config *cfg,
+                     int (*each)(void *ctx, const recorder *rc, char *err, size_t errlen), void *ctx,
+                     char *err, size_t errlen);
 
 #endif
