@@ -635,6 +635,20 @@ static int capture(cuda_backend *b, int bi)
     return 0;
 }
 
+/* Host inputs of rows [FROM, TO) as padding: rows that attend to nothing (context 0) and
+ * write nothing (slot -1), one query token each. */
+static void pad_rows(cuda_backend *b, int from, int to)
+{
+    int32_t *h = b->h_in;
+    for (int r = from; r < to; r++) {
+        h[b->off_ids + r] = 0;
+        h[b->off_pos + r] = 0;
+        h[b->off_slots + r] = -1;
+        h[b->off_qs + r + 1] = r + 1;
+        h[b->off_ctx + r] = 0;
+    }
+}
+
 /* Graphs only save launches: a capture that fails leaves the eager run that preceded it
  * standing and turns graphs off, rather than failing this and every later decode step. */
 static void capture_or_go_eager(cuda_backend *b, int bi)
@@ -658,12 +672,8 @@ static int warm_graphs(cuda_backend *b)
     for (int bi = 0; bi < b->num_buckets && b->graphs_on; bi++) {
         int n = b->buckets[bi];
         h[b->off_qs] = 0;
+        pad_rows(b, 0, n);
         for (int r = 0; r < n; r++) {
-            h[b->off_ids + r] = 0;
-            h[b->off_pos + r] = 0;
-            h[b->off_slots + r] = -1;
-            h[b->off_qs + r + 1] = r + 1;
-            h[b->off_ctx + r] = 0;
             h[b->off_row_token + r] = r;
             h[b->off_row_seq + r] = r;
         }
@@ -696,14 +706,7 @@ static int cuda_forward(kb_backend *base, const kb_batch *bt, kb_timing *t)
     memcpy(h + b->off_qs, bt->query_start, ((size_t)n_seq + 1) * 4);
     memcpy(h + b->off_ctx, bt->context_lens, (size_t)n_seq * 4);
     memcpy(h + b->off_tables, bt->block_tables, (size_t)n_seq * mb * 4);
-    /* Padding up to the graph's bucket: rows that attend to nothing and write nothing. */
-    for (int r = n_seq; r < seqs; r++) {
-        h[b->off_ids + r] = 0;
-        h[b->off_pos + r] = 0;
-        h[b->off_slots + r] = -1;
-        h[b->off_qs + r + 1] = r + 1;
-        h[b->off_ctx + r] = 0;
-    }
+    pad_rows(b, n_seq, seqs); /* up to the graph's bucket */
     /* Attention rows: the decode sequences' tokens, then every prefill token. */
     int n_dec = 0, n_pre = 0;
     int32_t *row_token = h + b->off_row_token, *row_seq = h + b->off_row_seq;
