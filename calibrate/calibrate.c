@@ -39,18 +39,27 @@ typedef struct shape {
 
 typedef struct shape_list {
     shape *v;
-    int n, cap, runs_cap;
+    int n, runs_cap;
+    size_t cap;
 } shape_list;
+
+/* V with room for one element of ELEM bytes past the N it holds: V itself while *CAP allows,
+ * else V reallocated to twice *CAP (FIRST to begin with), *CAP updated. NULL, V untouched,
+ * when memory runs out. */
+static void *grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap) return v;
+    size_t c = *cap ? 2 * *cap : first;
+    void *p = realloc(v, c * elem);
+    if (p) *cap = c;
+    return p;
+}
 
 static int shape_add(shape_list *l, ct_component comp, int nseq, int q, int ctx, double x, double y, bool seq_rows)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 256;
-        shape *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v;
-        l->cap = cap;
-    }
+    shape *v = grow(l->v, &l->cap, (size_t)l->n, sizeof *v, 256);
+    if (!v) return -1;
+    l->v = v;
     calib_timed *runs = malloc(l->runs_cap * sizeof *runs);
     if (!runs) return -1;
     l->v[l->n++] = (shape){comp, nseq, q, ctx, x, y, seq_rows, runs, 0};
@@ -103,13 +112,9 @@ typedef struct samples {
 
 static int samples_push(samples *s, double x)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        double *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    double *v = grow(s->v, &s->cap, s->n, sizeof *v, 1024);
+    if (!v) return -1;
+    s->v = v;
     s->v[s->n++] = x;
     return 0;
 }
