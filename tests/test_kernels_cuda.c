@@ -152,7 +152,8 @@ Test(kernels_cuda, embedding_norm_rotary_silu_residual_match_cpu)
         size_t nd = (size_t)n * d;
         float *table = malloc(sizeof(float) * vocab * d), *x = malloc(sizeof(float) * nd);
         float *w = malloc(sizeof(float) * d), *ref = malloc(sizeof(float) * nd);
-        float *got = malloc(sizeof(float) * nd);
+        /* the gathering RMSNorm below reads back 2 rows, more than N = 1 has */
+        float *got = malloc(sizeof(float) * (n > 1 ? nd : 2 * (size_t)d));
         int32_t *ids = malloc(sizeof(int32_t) * n), *pos = malloc(sizeof(int32_t) * n);
         int32_t qs[3] = {0, n / 2 + 1, n};
         fill_uniform(table, (size_t)vocab * d, rng);
@@ -500,10 +501,17 @@ Test(kernels_cuda, greedy_matches_cpu_argmax)
     gsl_rng_free(rng);
 }
 
+/* On cudaemu every row is a block of 1024 fibers on the CPU: fewer rows, the same checks. */
+#ifdef SERVESIM_CUDAEMU
+#define SAMPLE_ROWS 600
+#else
+#define SAMPLE_ROWS 3000
+#endif
+
 Test(kernels_cuda, top_k_and_top_p_keep_the_cpu_sets)
 {
     NEED_GPU();
-    enum { V = 1000, K = 5, ROWS = 3000 };
+    enum { V = 1000, K = 5, ROWS = SAMPLE_ROWS };
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     float *l = malloc(sizeof(float) * ROWS * V), sorted[V];
     for (int i = 0; i < V; i++)
@@ -550,9 +558,10 @@ Test(kernels_cuda, top_k_and_top_p_keep_the_cpu_sets)
                       tok[r]);
             h[tok[r]]++;
         }
-        /* 0.5 : 0.3 of 3000 draws: 1875 : 1125 expected */
-        cr_assert(h[1] > 1700 && h[1] < 2050, "case %d: %d / %d draws do not follow 0.5:0.3", c,
-                  h[1], h[3]);
+        /* 0.5 : 0.3, so token 1 takes 5/8 of the draws, within 5 standard deviations */
+        double mean = ROWS * 0.625, sd = sqrt(ROWS * 0.625 * 0.375);
+        cr_assert(fabs(h[1] - mean) < 5 * sd, "case %d: %d / %d draws do not follow 0.5:0.3",
+                  c, h[1], h[3]);
     }
     free(l), free(tok), free(again);
     gsl_rng_free(rng);

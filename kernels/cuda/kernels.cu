@@ -7,6 +7,14 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+// KERNEL_LAUNCH(k, grid, block, smem, stream)(args) is k<<<grid, block, smem, stream>>>(args)
+// and DYNAMIC_SHARED(T, name) a kernel's dynamic shared memory as T name[]. Written this way so
+// that tests/cudaemu, which runs these kernels on the CPU, can give both its own meaning.
+#ifndef KERNEL_LAUNCH
+#define KERNEL_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -322,7 +330,7 @@ static __global__ void draw_weights_kernel(uint16_t *w, size_t n, uint64_t seed,
 extern "C" int cuda_draw_weights(uint16_t *d_w, size_t n, uint64_t seed, uint32_t tensor,
                                  double scale, int norm, cuda_stream stream)
 {
-    draw_weights_kernel<<<grid_for(n, 256), 256, 0, stream>>>(d_w, n, seed, tensor,
+    KERNEL_LAUNCH(draw_weights_kernel, grid_for(n, 256), 256, 0, stream)(d_w, n, seed, tensor,
                                                              (float)(sqrt(3.0) * scale), norm);
     return launch_status();
 }
@@ -342,7 +350,7 @@ static __global__ void embedding_kernel(float *out, const uint16_t *table, const
 extern "C" int cuda_embedding(float *d_out, const uint16_t *d_table, const int32_t *d_token_ids,
                               int n, int hidden, cuda_stream stream)
 {
-    embedding_kernel<<<n, 256, 0, stream>>>(d_out, d_table, d_token_ids, hidden);
+    KERNEL_LAUNCH(embedding_kernel, n, 256, 0, stream)(d_out, d_table, d_token_ids, hidden);
     return launch_status();
 }
 
@@ -369,7 +377,7 @@ extern "C" int cuda_rmsnorm(uint16_t *d_out, const float *d_inp, const uint16_t 
                             const int32_t *d_query_start, int n, int dim, float eps,
                             cuda_stream stream)
 {
-    rmsnorm_kernel<<<n, 256, 0, stream>>>(d_out, d_inp, d_weight, d_query_start, dim, eps);
+    KERNEL_LAUNCH(rmsnorm_kernel, n, 256, 0, stream)(d_out, d_inp, d_weight, d_query_start, dim, eps);
     return launch_status();
 }
 
@@ -401,7 +409,7 @@ extern "C" int cuda_rotary(float *d_x, const int32_t *d_positions, int n, int ro
                            int num_heads, int head_dim, float theta, cuda_stream stream)
 {
     int threads = head_dim / 2 < 128 ? head_dim / 2 : 128;
-    rotary_kernel<<<n, threads, 0, stream>>>(d_x, d_positions, row_stride, num_heads, head_dim,
+    KERNEL_LAUNCH(rotary_kernel, n, threads, 0, stream)(d_x, d_positions, row_stride, num_heads, head_dim,
                                              theta);
     return launch_status();
 }
@@ -429,7 +437,7 @@ extern "C" int cuda_kv_write(uint16_t *d_k_cache, uint16_t *d_v_cache, const flo
                              int row_stride, const int32_t *d_slot_mapping, int n, int num_heads,
                              int num_kv_heads, int head_dim, cuda_stream stream)
 {
-    kv_write_kernel<<<n, 128, 0, stream>>>(d_k_cache, d_v_cache, d_qkv, row_stride,
+    KERNEL_LAUNCH(kv_write_kernel, n, 128, 0, stream)(d_k_cache, d_v_cache, d_qkv, row_stride,
                                            d_slot_mapping, num_heads * head_dim,
                                            num_kv_heads * head_dim);
     return launch_status();
@@ -453,7 +461,7 @@ extern "C" int cuda_silu_mul(uint16_t *d_out, const uint16_t *d_gate_up, int n, 
                              cuda_stream stream)
 {
     size_t total = (size_t)n * inter;
-    silu_mul_kernel<<<grid_for(total, 256), 256, 0, stream>>>(d_out, d_gate_up, total, inter);
+    KERNEL_LAUNCH(silu_mul_kernel, grid_for(total, 256), 256, 0, stream)(d_out, d_gate_up, total, inter);
     return launch_status();
 }
 
@@ -466,7 +474,7 @@ static __global__ void residual_add_kernel(float *x, const float *delta, size_t 
 
 extern "C" int cuda_residual_add(float *d_x, const float *d_delta, long n, cuda_stream stream)
 {
-    residual_add_kernel<<<grid_for((size_t)n, 256), 256, 0, stream>>>(d_x, d_delta, (size_t)n);
+    KERNEL_LAUNCH(residual_add_kernel, grid_for((size_t)n, 256), 256, 0, stream)(d_x, d_delta, (size_t)n);
     return launch_status();
 }
 
@@ -506,7 +514,7 @@ static size_t attn_smem_bytes(int group, int head_dim)
 static __global__ void __launch_bounds__(ATT_THREADS)
     attn_kernel(cuda_attn_args a, int slots, int lpk_log2)
 {
-    extern __shared__ float smem[];
+    DYNAMIC_SHARED(float, smem);
     const int row = blockIdx.x, kvh = blockIdx.y, slot = blockIdx.z;
     const int hd = a.head_dim, group = a.num_heads / a.num_kv_heads;
     const int lpk = 1 << lpk_log2, kpi = 32 >> lpk_log2;
@@ -721,13 +729,13 @@ extern "C" int cuda_attention(const cuda_attn_args *a, cuda_stream stream)
         lpk_log2++;
     const int slots = cuda_attn_slots(a->num_rows, a->num_kv_heads);
     dim3 grid((unsigned)a->num_rows, (unsigned)a->num_kv_heads, (unsigned)slots);
-    attn_kernel<<<grid, ATT_THREADS, attn_smem_bytes(group, a->head_dim), stream>>>(*a, slots,
+    KERNEL_LAUNCH(attn_kernel, grid, ATT_THREADS, attn_smem_bytes(group, a->head_dim), stream)(*a, slots,
                                                                                     lpk_log2);
     int e = launch_status();
     if (e || slots == 1)
         return e;
-    attn_combine_kernel<<<dim3((unsigned)a->num_rows, (unsigned)a->num_heads), a->head_dim, 0,
-                          stream>>>(*a, slots);
+    KERNEL_LAUNCH(attn_combine_kernel, dim3((unsigned)a->num_rows, (unsigned)a->num_heads), a->head_dim, 0,
+                          stream)(*a, slots);
     return launch_status();
 }
 
@@ -781,7 +789,7 @@ static __global__ void __launch_bounds__(PF_THREADS)
                         const int32_t *tile_seq)
 {
     using namespace nvcuda;
-    extern __shared__ unsigned char pf_raw[];
+    DYNAMIC_SHARED(unsigned char, pf_raw);
     unsigned char *base = (unsigned char *)(((uintptr_t)pf_raw + 31) & ~(uintptr_t)31);
     const int hd = a.head_dim;
     const pf_layout L = pf_layout_of(hd);
@@ -971,8 +979,8 @@ extern "C" int cuda_attention_prefill(const cuda_attn_args *a, const int32_t *d_
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)
         return (int)e;
-    prefill_attn_kernel<<<dim3((unsigned)num_tiles, (unsigned)a->num_heads), PF_THREADS, smem,
-                          stream>>>(*a, d_tile_tok0, d_tile_count, d_tile_seq);
+    KERNEL_LAUNCH(prefill_attn_kernel, dim3((unsigned)num_tiles, (unsigned)a->num_heads), PF_THREADS, smem,
+                          stream)(*a, d_tile_tok0, d_tile_count, d_tile_seq);
     return launch_status();
 }
 
@@ -1226,9 +1234,9 @@ extern "C" int cuda_sample(int32_t *d_out, const float *d_logits, int num_rows, 
                            uint64_t step, cuda_stream stream)
 {
     if (temperature == 0.0f)
-        argmax_kernel<<<num_rows, SAMPLE_THREADS, 0, stream>>>(d_out, d_logits, vocab);
+        KERNEL_LAUNCH(argmax_kernel, num_rows, SAMPLE_THREADS, 0, stream)(d_out, d_logits, vocab);
     else
-        sample_kernel<<<num_rows, SAMPLE_THREADS, 0, stream>>>(d_out, d_logits, vocab,
+        KERNEL_LAUNCH(sample_kernel, num_rows, SAMPLE_THREADS, 0, stream)(d_out, d_logits, vocab,
                                                                temperature, top_k, top_p, seed,
                                                                step);
     return launch_status();

@@ -1,0 +1,164 @@
+/* cudaemu's device side: what a .cu file of servesim's needs to compile as C++ and run its
+ * kernels on the CPU.
+ *
+ * A launch runs its blocks on as many OS threads as the machine has cores, one block at a
+ * time on each. The threads of a block are fibers on one OS thread: each runs until it
+ * reaches a barrier (__syncthreads, __syncwarp, a shuffle, a WMMA call), and a barrier lets
+ * its fibers go on when every thread it waits for has arrived. So the emulator finds, and
+ * stops the test with the kernel and block named:
+ *  - threads of a block waiting at different barriers (a barrier not every thread reaches);
+ *  - a shuffle whose mask names lanes that are not there, or that have returned;
+ *  - a launch with more than 1024 threads, an empty grid, or more dynamic shared memory than
+ *    the kernel was allowed (48 KiB, or what cudaFuncSetAttribute raised it to);
+ *  - with AddressSanitizer, any access outside a device allocation.
+ * Even blocks run their threads in index order and odd blocks in reverse, so a read that
+ * misses a barrier sees the wrong data in one of the two orders. Dynamic shared memory is
+ * filled with NaN bytes before each block. What it cannot see: timing, the memory model
+ * beyond barriers, and static shared memory left unwritten (here it keeps the values of the
+ * block the same OS thread ran before). */
+#ifndef CUDAEMU_DEVICE_H
+#define CUDAEMU_DEVICE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+// An OS thread runs one block at a time, so one thread_local per declaration is the shared
+// memory of the block that thread runs.
+#define __shared__ static thread_local
+
+struct uint3 {
+    unsigned int x, y, z;
+};
+
+struct dim3 {
+    unsigned int x, y, z;
+    dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+};
+
+// The running fiber's coordinates.
+struct cudaemu_coords {
+    uint3 thread_idx, block_idx;
+    dim3 block_dim, grid_dim;
+};
+extern thread_local const cudaemu_coords *cudaemu_here;
+#define threadIdx (cudaemu_here->thread_idx)
+#define blockIdx (cudaemu_here->block_idx)
+#define blockDim (cudaemu_here->block_dim)
+#define gridDim (cudaemu_here->grid_dim)
+
+enum cudaemu_barrier_kind { CUDAEMU_SYNCTHREADS, CUDAEMU_SYNCWARP, CUDAEMU_SHUFFLE, CUDAEMU_WMMA };
+
+// Waits at a barrier of the block (CUDAEMU_SYNCTHREADS) or of the calling thread's warp.
+void cudaemu_barrier(cudaemu_barrier_kind kind);
+// Warp shuffle: every lane in MASK gives VALUE and gets SRC_LANE's (its own when out of range).
+void cudaemu_shuffle(unsigned mask, const void *value, void *out, size_t size, int src_lane);
+int cudaemu_lane(void);
+void *cudaemu_dynamic_shared(void);
+void cudaemu_launch(const char *name, const void *func, dim3 grid, dim3 block, size_t smem,
+                    struct CUstream_st *stream, std::function<void()> body);
+
+// What KERNEL_LAUNCH(k, grid, block, smem, stream)(args...) builds: the arguments are taken
+// by value at the launch, as a graph captures them.
+template <typename Kernel> struct cudaemu_launcher {
+    const char *name;
+    Kernel *kernel;
+    dim3 grid, block;
+    size_t smem;
+    struct CUstream_st *stream;
+    template <typename... Args> void operator()(Args... args) const
+    {
+        Kernel *k = kernel;
+        cudaemu_launch(name, (const void *)k, grid, block, smem, stream,
+                       [k, args...]() { k(args...); });
+    }
+};
+
+template <typename Kernel>
+cudaemu_launcher<Kernel> cudaemu_launch_of(const char *name, Kernel *kernel, dim3 grid,
+                                           dim3 block, size_t smem, struct CUstream_st *stream)
+{
+    return cudaemu_launcher<Kernel>{name, kernel, grid, block, smem, stream};
+}
+
+#define KERNEL_LAUNCH(kernel, grid, block, smem, stream)                                  \
+    cudaemu_launch_of(#kernel, kernel, dim3(grid), dim3(block), (size_t)(smem), (stream))
+#define DYNAMIC_SHARED(type, name) type *name = (type *)cudaemu_dynamic_shared()
+
+template <typename T>
+cudaError_t cudaFuncSetAttribute(T *func, cudaFuncAttribute attr, int value)
+{
+    return cudaFuncSetAttribute((const void *)func, attr, value);
+}
+
+static inline void __syncthreads(void) { cudaemu_barrier(CUDAEMU_SYNCTHREADS); }
+static inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    (void)mask;
+    cudaemu_barrier(CUDAEMU_SYNCWARP);
+}
+
+template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)
+{
+    (void)width;
+    T out;
+    cudaemu_shuffle(mask, &v, &out, sizeof(T), cudaemu_lane() ^ lane_mask);
+    return out;
+}
+
+template <typename T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32)
+{
+    (void)width;
+    T out;
+    cudaemu_shuffle(mask, &v, &out, sizeof(T), cudaemu_lane() - (int)delta);
+    return out;
+}
+
+// Blocks of one launch run on several OS threads at once: updates are atomic for real.
+template <typename T, typename F> T cudaemu_atomic_update(T *p, F f)
+{
+    T old, want;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    do
+        want = f(old);
+    while (!__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return old;
+}
+
+template <typename T> T atomicAdd(T *p, T v)
+{
+    return cudaemu_atomic_update(p, [v](T x) { return x + v; });
+}
+
+template <typename T> T atomicMax(T *p, T v)
+{
+    return cudaemu_atomic_update(p, [v](T x) { return v > x ? v : x; });
+}
+
+static inline float __uint_as_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t __float_as_uint(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+static inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+
+#endif
