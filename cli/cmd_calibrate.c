@@ -5,6 +5,7 @@
 
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "cli/environment.h"
 #include "cli/job.h"
 #include "engine/model.h"
 
@@ -142,7 +143,12 @@ int cmd_calibrate(int argc, char **argv)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int status = calibrate_run(&o, &t, err, sizeof err);
-    if (status == 0 && ct_write(&t, out, err, sizeof err) < 0) status = 1;
+    if (status == 0) {
+        char commit[64];
+        env_git_commit(commit, sizeof commit);
+        ct_set_meta(&t, "commit", commit);
+        if (ct_write(&t, out, err, sizeof err) < 0) status = 1;
+    }
     if (status != 0) {
         fprintf(stderr, "servesim: %s\n", err);
         return status == 2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;

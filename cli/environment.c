@@ -19,7 +19,7 @@ static void cpu_model(char *out, size_t len)
     fclose(f);
 }
 
-static void git_commit(char *out, size_t len)
+void env_git_commit(char *out, size_t len)
 {
     snprintf(out, len, "unknown");
     FILE *p = popen("git -C '" SERVESIM_SOURCE_DIR "' rev-parse --short HEAD 2>/dev/null", "r");
@@ -47,7 +47,7 @@ void env_write_json(FILE *f, const char *backend, const char *device, int thread
     char cpu[256], commit[64], kernel[300];
     struct utsname u;
     cpu_model(cpu, sizeof cpu);
-    git_commit(commit, sizeof commit);
+    env_git_commit(commit, sizeof commit);
     snprintf(kernel, sizeof kernel, "%s", uname(&u) == 0 ? u.release : "unknown");
     fprintf(f, "  \"environment\": {\n");
     json_string(f, "backend", backend, ",");

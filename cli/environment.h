@@ -6,6 +6,8 @@
 
 /* Writes `"environment": {...}` as a summary.json member: device, CPU, libraries, commit. */
 void env_write_json(FILE *f, const char *backend, const char *device, int threads);
+/* The source tree's short commit hash, or "unknown" outside a git checkout. */
+void env_git_commit(char *out, size_t len);
 /* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS fell back to generic
  * kernels on a CPU it did not recognize. Returns only when no re-exec was needed or it failed. */
 void env_fix_blas_core(char **argv);
