@@ -11,7 +11,8 @@
 // and DYNAMIC_SHARED(T, name) a kernel's dynamic shared memory as T name[]. Written this way so
 // that tests/cudaemu, which runs these kernels on the CPU, can give both its own meaning.
 #ifndef KERNEL_LAUNCH
-#define KERNEL_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#define KERNEL_LAUNCH(kernel, grid, block, smem, stream)                                   \
+    kernel<<<(grid), (block), (smem), (stream)>>>
 #define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
@@ -608,6 +609,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
                 sum += p;
             }
             sum = warp_sum(sum);
+            __syncwarp(); // every lane has read m_s[h] before lane 0 rewrites it
             if (lane == 0) {
                 const float alpha = expf(m_old - m_new); // 0 on the first chunk
                 alpha_s[h] = alpha;

@@ -1,14 +1,15 @@
 // cudaemu's cublasGemmEx: column-major C = alpha op(A) op(B) + beta C with fp32 accumulation,
 // run (or captured) on the handle's stream like any other work.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <functional>
 #include <vector>
-
-cudaError_t cudaemu_enqueue(cudaStream_t stream, std::function<void()> work);
 
 struct cublasContext {
     cudaStream_t stream;
@@ -64,24 +65,15 @@ static float load(const void *p, cudaDataType t, size_t i)
 {
     if (t == CUDA_R_32F)
         return ((const float *)p)[i];
-    uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
 }
 
 static void store(void *p, cudaDataType t, size_t i, float f)
 {
-    if (t == CUDA_R_32F) {
+    if (t == CUDA_R_32F)
         ((float *)p)[i] = f;
-        return;
-    }
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
-        ((uint16_t *)p)[i] = (uint16_t)((u >> 16) | 0x40u);
     else
-        ((uint16_t *)p)[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16(f);
 }
 
 // op(X) as R rows of K floats each, row r holding row r of op(X) (so both operands of a dot
@@ -101,9 +93,12 @@ static std::vector<float> rows_of(const void *x, cudaDataType t, int ld, bool tr
     return out;
 }
 
-static bool supported(cudaDataType t)
+// The (A, B, C) types cuBLAS takes with CUBLAS_COMPUTE_32F, of those with fp32 and bf16.
+static bool supported(cudaDataType a, cudaDataType b, cudaDataType c)
 {
-    return t == CUDA_R_32F || t == CUDA_R_16BF;
+    if (a != b)
+        return false;
+    return a == CUDA_R_16BF ? c == CUDA_R_16BF || c == CUDA_R_32F : c == CUDA_R_32F;
 }
 
 extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -120,8 +115,7 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t 
         || ldc < (m > 1 ? m : 1) || lda < (transa == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1))
         || ldb < (transb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (computeType != CUBLAS_COMPUTE_32F || !supported(Atype) || !supported(Btype)
-        || !supported(Ctype))
+    if (computeType != CUBLAS_COMPUTE_32F || !supported(Atype, Btype, Ctype))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     // Host pointer mode: the scalars are read at the call, as cuBLAS does.
     const float a = *(const float *)alpha, b = *(const float *)beta;

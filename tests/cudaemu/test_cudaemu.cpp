@@ -18,11 +18,12 @@ template <typename T> static T *device(size_t n)
     return (T *)p;
 }
 
-// Each thread reads its right neighbour's value, with or without a barrier in between.
-static __global__ void neighbour_kernel(int *out, bool barrier)
+// Each thread reads its right neighbour's value, with or without a barrier in between. SALT
+// makes every launch's values its own.
+static __global__ void neighbour_kernel(int *out, bool barrier, int salt)
 {
     __shared__ int v[64];
-    v[threadIdx.x] = (int)(threadIdx.x * 10 + blockIdx.x);
+    v[threadIdx.x] = (int)(threadIdx.x * 10 + blockIdx.x) + salt;
     if (barrier)
         __syncthreads();
     out[blockIdx.x * blockDim.x + threadIdx.x] = v[(threadIdx.x + 1) % blockDim.x];
@@ -31,14 +32,15 @@ static __global__ void neighbour_kernel(int *out, bool barrier)
 static int wrong_neighbours(bool barrier)
 {
     int *d = device<int>(128), h[128];
-    KERNEL_LAUNCH(neighbour_kernel, 2, 64, 0, NULL)(d, barrier);
+    const int salt = barrier ? 1000 : 2000;
+    KERNEL_LAUNCH(neighbour_kernel, 2, 64, 0, NULL)(d, barrier, salt);
     cr_assert_eq(cudaGetLastError(), cudaSuccess);
     cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
     cudaFree(d);
     int wrong = 0;
     for (int b = 0; b < 2; b++)
         for (int t = 0; t < 64; t++)
-            wrong += h[b * 64 + t] != ((t + 1) % 64) * 10 + b;
+            wrong += h[b * 64 + t] != ((t + 1) % 64) * 10 + b + salt;
     return wrong;
 }
 
@@ -125,6 +127,39 @@ Test(cudaemu, wmma_multiplies_tiles_in_their_layouts)
     cudaFree(da), cudaFree(db), cudaFree(dc);
 }
 
+// Each lane reads back an element another lane stored, with or without __syncwarp.
+static __global__ void wmma_readback_kernel(float *tile, float *out, bool sync, float fill)
+{
+    using namespace nvcuda;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, fill);
+    wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);
+    if (sync)
+        __syncwarp();
+    out[threadIdx.x] = tile[(threadIdx.x + 1) % 32];
+}
+
+static int stale_readbacks(bool sync, float fill)
+{
+    float *tile = device<float>(256), *out = device<float>(32), h[32];
+    cudaMemset(tile, 0, 256 * sizeof(float));
+    KERNEL_LAUNCH(wmma_readback_kernel, 1, 32, 0, NULL)(tile, out, sync, fill);
+    cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(tile), cudaFree(out);
+    int stale = 0;
+    for (int i = 0; i < 32; i++)
+        stale += h[i] != fill;
+    return stale;
+}
+
+Test(cudaemu, a_wmma_store_read_back_without_syncwarp_shows)
+{
+    // One launch runs its block forward, the next in reverse: one of the two reads early.
+    int unsynced = stale_readbacks(false, 3.0f) + stale_readbacks(false, 4.0f);
+    cr_assert_gt(unsynced, 0);
+    cr_assert_eq(stale_readbacks(true, 5.0f) + stale_readbacks(true, 6.0f), 0);
+}
+
 // 2 x 3 times 3 x 2, column-major, with A given transposed: C = alpha A B + beta C.
 Test(cudaemu, gemm_ex_is_column_major_with_transposes)
 {
@@ -160,10 +195,12 @@ Test(cudaemu, a_graph_keeps_launch_arguments_and_copies_from_the_host_at_replay)
 {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    int *d = device<int>(4), h[4] = {1, 2, 3, 4}, out[4];
+    int *d = device<int>(4), *h = NULL, out[4];
+    cr_assert_eq(cudaMallocHost((void **)&h, 4 * sizeof *h), cudaSuccess); // pinned
+    h[0] = 1, h[1] = 2, h[2] = 3, h[3] = 4;
     int k = 100;
     cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    cudaMemcpyAsync(d, h, sizeof h, cudaMemcpyHostToDevice, s);
+    cudaMemcpyAsync(d, h, 4 * sizeof *h, cudaMemcpyHostToDevice, s);
     KERNEL_LAUNCH(add_kernel, 1, 4, 0, s)(d, k);
     cudaGraph_t g;
     cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
@@ -175,21 +212,44 @@ Test(cudaemu, a_graph_keeps_launch_arguments_and_copies_from_the_host_at_replay)
     cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost);
     cr_assert(out[0] == 150 && out[1] == 102 && out[3] == 104, "%d %d %d", out[0], out[1], out[3]);
     cudaGraphExecDestroy(e), cudaGraphDestroy(g), cudaStreamDestroy(s), cudaFree(d);
+    cudaFreeHost(h);
 }
 
-Test(cudaemu, a_synchronizing_call_spoils_the_capture)
+Test(cudaemu, a_synchronizing_call_or_a_pageable_copy_spoils_the_capture)
 {
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int *d = device<int>(4), h[4] = {0, 0, 0, 0};
+    cudaGraph_t g;
     cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     cr_assert_eq(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice),
                  cudaErrorStreamCaptureUnsupported);
-    cudaGraph_t g;
     cr_assert_eq(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
     cr_assert_null(g);
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    cr_assert_eq(cudaMemcpyAsync(d, h, sizeof h, cudaMemcpyHostToDevice, s),
+                 cudaErrorStreamCaptureUnsupported);
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
     cudaGetLastError();
     cudaStreamDestroy(s), cudaFree(d);
+}
+
+// The host sees a stream's results only after it synchronizes, as on a GPU: reading a pinned
+// buffer an async copy will fill, before the stream ran, gives what was there.
+Test(cudaemu, stream_work_lands_when_the_host_synchronizes)
+{
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int *d = device<int>(4), *h = NULL, src[4] = {5, 6, 7, 8};
+    cudaMallocHost((void **)&h, 4 * sizeof *h);
+    h[0] = -1;
+    cudaMemcpy(d, src, sizeof src, cudaMemcpyHostToDevice);
+    KERNEL_LAUNCH(add_kernel, 1, 4, 0, s)(d, 10);
+    cudaMemcpyAsync(h, d, 4 * sizeof *h, cudaMemcpyDeviceToHost, s);
+    cr_assert_eq(h[0], -1, "the copy landed before the stream was synchronized");
+    cudaStreamSynchronize(s);
+    cr_assert_eq(h[0], 15);
+    cudaStreamDestroy(s), cudaFree(d), cudaFreeHost(h);
 }
 
 static __global__ void smem_kernel(float *out)
@@ -234,12 +294,14 @@ Test(cudaemu, a_shuffle_missing_a_returned_lane_stops_the_kernel, .signal = SIGA
 {
     int *d = device<int>(32);
     KERNEL_LAUNCH(returns_before_shuffle_kernel, 1, 32, 0, NULL)(d);
+    cudaDeviceSynchronize(); // a kernel runs when the host waits for it
 }
 
 Test(cudaemu, a_full_mask_shuffle_in_a_partial_warp_stops_the_kernel, .signal = SIGABRT)
 {
     int *d = device<int>(48);
     KERNEL_LAUNCH(scan_kernel, 1, 48, 0, NULL)(d);
+    cudaDeviceSynchronize(); // a kernel runs when the host waits for it
 }
 
 static __global__ void split_barrier_kernel(int *out)
@@ -253,4 +315,5 @@ Test(cudaemu, threads_at_barriers_that_never_open_stop_the_kernel, .signal = SIG
 {
     int *d = device<int>(64);
     KERNEL_LAUNCH(split_barrier_kernel, 1, 64, 0, NULL)(d);
+    cudaDeviceSynchronize(); // a kernel runs when the host waits for it
 }

@@ -28,6 +28,7 @@ typedef enum cudaError {
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchOutOfResources = 701,
     cudaErrorStreamCaptureUnsupported = 900,
@@ -79,7 +80,8 @@ struct cudaDeviceProp {
     int minor;
 };
 
-typedef struct uint4 {
+/* 16-byte aligned as in the toolkit, so UBSan reports a misaligned vector load. */
+typedef struct __attribute__((aligned(16))) uint4 {
     unsigned int x, y, z, w;
 } uint4;
 

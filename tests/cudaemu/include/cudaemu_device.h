@@ -1,21 +1,30 @@
 /* cudaemu's device side: what a .cu file of servesim's needs to compile as C++ and run its
  * kernels on the CPU.
  *
- * A launch runs its blocks on as many OS threads as the machine has cores, one block at a
- * time on each. The threads of a block are fibers on one OS thread: each runs until it
- * reaches a barrier (__syncthreads, __syncwarp, a shuffle, a WMMA call), and a barrier lets
- * its fibers go on when every thread it waits for has arrived. So the emulator finds, and
- * stops the test with the kernel and block named:
- *  - threads of a block waiting at different barriers (a barrier not every thread reaches);
- *  - a shuffle whose mask names lanes that are not there, or that have returned;
- *  - a launch with more than 1024 threads, an empty grid, or more dynamic shared memory than
- *    the kernel was allowed (48 KiB, or what cudaFuncSetAttribute raised it to);
- *  - with AddressSanitizer, any access outside a device allocation.
- * Even blocks run their threads in index order and odd blocks in reverse, so a read that
- * misses a barrier sees the wrong data in one of the two orders. Dynamic shared memory is
- * filled with NaN bytes before each block. What it cannot see: timing, the memory model
- * beyond barriers, and static shared memory left unwritten (here it keeps the values of the
- * block the same OS thread ran before). */
+ * A launch runs its blocks on a pool of OS threads, one per core, one block at a time on
+ * each. The threads of a block are fibers on one OS thread: each runs until it reaches a
+ * barrier (__syncthreads, __syncwarp, a shuffle, a WMMA call), and a barrier lets its fibers
+ * go on when every thread it waits for has arrived. So the emulator finds, and stops the test
+ * with the kernel and block named:
+ *  - threads that can never go on: some at __syncthreads while others of their warp wait at
+ *    a warp operation, or lanes of one warp at different warp operations;
+ *  - a shuffle or WMMA call in a warp of fewer than 32 threads or after a lane returned, and
+ *    masks other than the full warp (the only ones modelled);
+ *  - WMMA on a pointer that is not 32-byte aligned, or with a leading dimension that is not a
+ *    multiple of 16 bytes;
+ *  - a launch with more threads than a block takes, an empty grid, or more dynamic shared
+ *    memory than the kernel was allowed (48 KiB, or what cudaFuncSetAttribute raised it to)
+ *    are refused with the toolkit's error;
+ *  - with AddressSanitizer, any access past a device allocation or past the dynamic shared
+ *    memory launched with; with UBSan, a misaligned vector (uint4) load.
+ * Blocks run their threads in index order or in reverse, alternating from block to block and
+ * from launch to launch, and a WMMA store writes each element from one lane only, so a read
+ * that misses a barrier sees the wrong data in one of the orders. Dynamic shared memory is
+ * filled with NaN bytes before each block. What it cannot see: timing; the memory model
+ * beyond barriers (a fiber runs alone between two barriers, so unsynchronized read-modify-
+ * writes in a block never race here); static shared memory left unwritten (it keeps the
+ * values of the block the same OS thread ran before). Arithmetic is the host's (no fused
+ * multiply-add, glibc's expf): tolerances must hold for the GPU's rounding too. */
 #ifndef CUDAEMU_DEVICE_H
 #define CUDAEMU_DEVICE_H
 
@@ -58,6 +67,9 @@ enum cudaemu_barrier_kind { CUDAEMU_SYNCTHREADS, CUDAEMU_SYNCWARP, CUDAEMU_SHUFF
 
 // Waits at a barrier of the block (CUDAEMU_SYNCTHREADS) or of the calling thread's warp.
 void cudaemu_barrier(cudaemu_barrier_kind kind);
+void cudaemu_syncwarp(unsigned mask);
+// Stops the test: device code did something a GPU leaves undefined.
+[[noreturn]] void cudaemu_device_error(const char *what);
 // Warp shuffle: every lane in MASK gives VALUE and gets SRC_LANE's (its own when out of range).
 void cudaemu_shuffle(unsigned mask, const void *value, void *out, size_t size, int src_lane);
 int cudaemu_lane(void);
@@ -99,15 +111,13 @@ cudaError_t cudaFuncSetAttribute(T *func, cudaFuncAttribute attr, int value)
 }
 
 static inline void __syncthreads(void) { cudaemu_barrier(CUDAEMU_SYNCTHREADS); }
-static inline void __syncwarp(unsigned mask = 0xffffffffu)
-{
-    (void)mask;
-    cudaemu_barrier(CUDAEMU_SYNCWARP);
-}
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { cudaemu_syncwarp(mask); }
 
 template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)
 {
-    (void)width;
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+    if (width != 32)
+        cudaemu_device_error("a shuffle with a width other than 32 (not modelled)");
     T out;
     cudaemu_shuffle(mask, &v, &out, sizeof(T), cudaemu_lane() ^ lane_mask);
     return out;
@@ -115,7 +125,9 @@ template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int w
 
 template <typename T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32)
 {
-    (void)width;
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+    if (width != 32)
+        cudaemu_device_error("a shuffle with a width other than 32 (not modelled)");
     T out;
     cudaemu_shuffle(mask, &v, &out, sizeof(T), cudaemu_lane() - (int)delta);
     return out;
