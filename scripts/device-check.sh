@@ -15,11 +15,20 @@
 # `timeout`, the whole run stays within DEVICE_CHECK_BUDGET seconds (default 480); a failed
 # step is recorded and the next one runs, so one failing test cannot cost the calibration.
 # Exit status: 0 when every step passed. Usage: scripts/device-check.sh OUTDIR
+#
+# For a dry run of this script without a GPU, on cudaemu (kernels/cuda/README.md): with no
+# bundle, DEVICE_CHECK_CMAKE_ARGS=-DSERVESIM_CUDAEMU=ON, and a small model, calibration and
+# scenario in DEVICE_CHECK_MODEL, DEVICE_CHECK_CALIBRATE (the size flags) and
+# DEVICE_CHECK_SCENARIO, every step's time limit multiplied by DEVICE_CHECK_SLOW
+# (docs/benchmarks.md has the command).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/device-check.sh OUTDIR}
 mkdir -p "$out"
 budget=${DEVICE_CHECK_BUDGET:-480} # seconds for the whole run
+model=${DEVICE_CHECK_MODEL:-llama-3-8b}
+calib_size=${DEVICE_CHECK_CALIBRATE:---max-tokens 8192 --max-context 8192 --max-seqs 64 --repeats 2}
+scenario=${DEVICE_CHECK_SCENARIO:-scenarios/validate-cuda.ini}
 start=$SECONDS
 summary="$out/summary.txt"
 : > "$summary.part"
@@ -43,6 +52,7 @@ finish() {
 step() {
     local name=$1 limit=$2 log=$3
     shift 3
+    limit=$((limit * ${DEVICE_CHECK_SLOW:-1}))
     local left=$((budget - (SECONDS - start)))
     if ((left < 10)); then
         echo "$name: SKIPPED (out of time budget)" >> "$summary.part"
@@ -112,7 +122,9 @@ if [[ -f .device-bundle/bundle.tar.gz ]]; then
 else
     build=${DEVICE_CHECK_BUILD:-build-device}
     rm -rf "$build"
-    step configure 120 "$log" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release || finish 1
+    # shellcheck disable=SC2086 # the extra arguments are words
+    step configure 120 "$log" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
+        ${DEVICE_CHECK_CMAKE_ARGS:-} || finish 1
     step build 240 "$log" cmake --build "$build" -j "$(nproc)" --target servesim test_kernels_cuda bench_kernels_cuda \
         || finish 1
     tests=$build/tests/test_kernels_cuda lab=$build/kernels/bench_kernels_cuda cli=$build/cli/servesim
@@ -130,13 +142,14 @@ grep -E '^(device copy|decode attention|prefill attention|8B decode step|bench_k
 # The calibration's grid is sized to the validation it prices (the issue's 3 minutes are for
 # the full default grid, which this run has no room for): a step there batches up to 8192
 # prompt tokens, tens of sequences run at once, and contexts stay under 8192.
-table="$out/$gpu-llama-3-8b.csv"
+table="$out/$gpu-$model.csv"
 # By estimate (never run): about 20 PFLOP of prefill sweeps at 2 repeats plus a warm-up, well
 # under the limit at half the H200's 790 TFLOP/s; the segments and 3 engine opens add tens of s.
-if step calibrate 240 "$log" "$cli" calibrate --backend cuda --model llama-3-8b --max-tokens 8192 \
-        --max-context 8192 --max-seqs 64 --repeats 2 --out "$table"; then
+# shellcheck disable=SC2086 # calib_size is words
+if step calibrate 240 "$log" "$cli" calibrate --backend cuda --model "$model" $calib_size \
+        --out "$table"; then
     vdir=$(mktemp -d)
-    step validate 150 "$log" "$cli" validate scenarios/validate-cuda.ini --backend cuda \
+    step validate 150 "$log" "$cli" validate "$scenario" --backend cuda \
         --cost-table "$table" --out "$vdir/validate"
 fi
 finish "$failed"

@@ -415,6 +415,9 @@ static int bench_decode_step(double copy_bw, int quick)
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    /* Line by line: device-check.sh writes this into a file under a timeout, and a run cut
+     * short must keep the results it had already printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     char why[256];
     if (cuda_probe(why, sizeof why)) {
         fprintf(stderr, "bench_kernels_cuda: %s\n", why);
