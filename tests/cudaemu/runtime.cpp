@@ -120,6 +120,13 @@ static void drain_before(CUstream_st *s)
     }
 }
 
+// Runs S's work and what it waits for: what the host sees after synchronizing with S.
+static void finish(CUstream_st *s)
+{
+    drain_before(s);
+    drain(s);
+}
+
 static void drain_all(void)
 {
     drain(&legacy_stream);
@@ -323,8 +330,7 @@ extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cuda
     (void)kind;
     if (refused_in_capture())
         return cudaemu_fail(cudaErrorStreamCaptureUnsupported);
-    drain_before(&legacy_stream);
-    drain(&legacy_stream);
+    finish(&legacy_stream);
     if (count)
         memmove(dst, src, count);
     return cudaSuccess;
@@ -343,9 +349,7 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
             stream->invalidated = true;
             return cudaemu_fail(cudaErrorStreamCaptureUnsupported);
         }
-        CUstream_st *s = queue_of(stream);
-        drain_before(s);
-        drain(s);
+        finish(queue_of(stream));
         if (count)
             memmove(dst, src, count);
         return cudaSuccess;
@@ -393,9 +397,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     if (refused_in_capture())
         return cudaemu_fail(cudaErrorStreamCaptureUnsupported);
-    CUstream_st *s = queue_of(stream);
-    drain_before(s);
-    drain(s);
+    finish(queue_of(stream));
     return cudaSuccess;
 }
 
