@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,9 +77,10 @@ int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
 
 static int parse_row(cost_table *t, char *line, char *why, size_t len)
 {
-    char *fields[4];
+    char *fields[4], *save = NULL;
     int n = 0;
-    for (char *p = strtok(line, ","); p && n < 5; p = strtok(NULL, ",")) {
+    /* strtok_r: sweeps read tables from worker threads */
+    for (char *p = strtok_r(line, ",", &save); p && n < 5; p = strtok_r(NULL, ",", &save)) {
         if (n == 4) { snprintf(why, len, "more than 4 fields"); return -1; }
         fields[n++] = p;
     }
@@ -108,7 +110,7 @@ static int parse_row(cost_table *t, char *line, char *why, size_t len)
     return 0;
 }
 
-int ct_read(cost_table *t, const char *path, char *err, size_t errlen)
+static int read_table(cost_table *t, const char *path, bool meta_only, char *err, size_t errlen)
 {
     ct_init(t);
     FILE *f = fopen(path, "r");
@@ -126,6 +128,7 @@ int ct_read(cost_table *t, const char *path, char *err, size_t errlen)
             if (sscanf(line, "# %63[^:]: %255[^\n]", key, value) == 2) ct_set_meta(t, key, value);
         } else if (!header) {
             header = strcmp(line, "component,x,y,seconds") == 0;
+            if (header && meta_only) break;
             if (!header) snprintf(why, sizeof why, "expected the header component,x,y,seconds"), bad = lineno;
         } else if (line[0] && parse_row(t, line, why, sizeof why) < 0) {
             bad = lineno;
@@ -139,4 +142,14 @@ int ct_read(cost_table *t, const char *path, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+int ct_read(cost_table *t, const char *path, char *err, size_t errlen)
+{
+    return read_table(t, path, false, err, errlen);
+}
+
+int ct_read_meta(cost_table *t, const char *path, char *err, size_t errlen)
+{
+    return read_table(t, path, true, err, errlen);
 }

@@ -21,7 +21,7 @@ typedef struct ct_point {
     double x, y, seconds;
 } ct_point;
 
-enum { CT_MAX_META = 24 };
+enum { CT_MAX_META = 32 };
 
 typedef struct cost_table {
     char meta_key[CT_MAX_META][64];
@@ -40,5 +40,7 @@ int ct_add(cost_table *t, ct_component c, double x, double y, double seconds);
 int ct_write(const cost_table *t, const char *path, char *err, size_t errlen);
 /* -1 with "path:line: reason" for a malformed row, "path: reason" otherwise. */
 int ct_read(cost_table *t, const char *path, char *err, size_t errlen);
+/* Only the `# key: value` lines before the header row (no rows): for choosing among tables. */
+int ct_read_meta(cost_table *t, const char *path, char *err, size_t errlen);
 
 #endif

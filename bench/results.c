@@ -226,6 +226,17 @@ int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, siz
     return close_checked(f, path, err, errlen);
 }
 
+void res_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 /* JSON object members, one per line, in the order written. */
 typedef struct json {
     FILE *f;

@@ -25,6 +25,9 @@ int res_commit(res_dir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it. */
 void res_abort(res_dir *d);
 
+/* S as a JSON string: quotes and backslashes escaped, control bytes as \u00XX. */
+void res_json_string(FILE *f, const char *s);
+
 /* Prints the table vLLM's `bench serve` users know. */
 void res_print_summary(FILE *f, const summary *s);
 

@@ -12,8 +12,9 @@
 static const char run_usage[] =
     "usage: servesim run [SCENARIO.ini] [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "                    [--repeat N [--jobs N]]\n"
-    "  Simulates the scenario (a built-in default without one: llama-3-8b on an H200 roofline,\n"
-    "  1000 chat-like requests, Poisson arrivals at 10/s) and writes summary.json,\n"
+    "  Simulates the scenario (a built-in default without one: llama-3-8b on an H200, priced by\n"
+    "  vLLM's kernels timed on one, 1000 chat-like requests, Poisson arrivals at 10/s) and writes\n"
+    "  summary.json,\n"
     "  requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n"
     "  --repeat N runs seeds seed .. seed+N-1 (N threads at most --jobs, default one per CPU),\n"
     "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n";
@@ -68,6 +69,7 @@ int cmd_run(int argc, char **argv)
     if (!a.quiet) {
         if (j.have_summary) res_print_summary(stdout, &j.sum);
         else printf("No measured request finished: every one was rejected (see requests.csv).\n");
+        printf("Cost model: %s, %s\n", j.cost_kind, j.cost_source);
         printf("Simulated %.1f s of serving in %.2f s (%zu events). Results in %s/\n",
                j.stats.end_time, wall, j.stats.events, out);
     }

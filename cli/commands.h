@@ -11,6 +11,8 @@ int cmd_engine(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
+int cmd_presets(int argc, char **argv);
+int cmd_roofline_fit(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

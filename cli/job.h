@@ -25,18 +25,24 @@ void job_progress_show(void *ctx, size_t ended, size_t total);
 void job_progress_end(job_progress *p);
 double job_seconds_since(const struct timespec *t0);
 
-/* Where the simulator's step times come from: the roofline, or the scenario's cost table. */
+/* Where the simulator's step times come from: a cost table (the scenario's own, or the
+ * measured one for its GPU and model), or the roofline. */
 typedef struct job_cost {
     cost_model roofline;
     table_cost table;
     bool use_table;
+    const char *kind;    /* "measured", "table" (hardware.cost_table) or "roofline" */
     char device[256];    /* the table's device, or the roofline's hardware */
+    char source[1024];   /* for people: which table or which roofline, and why */
 } job_cost;
 
-/* Reads and checks the cost table when the scenario names one (its shape must be the
- * scenario's model). -1 with "path: reason" in ERR. */
+/* Chooses and reads the cost model: hardware.cost_table when given (its shape must be the
+ * scenario's model), else with hardware.cost_model = measured the measured table for the
+ * GPU and the model when there is one, else the roofline. -1 with "path: reason" in ERR. */
 int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen);
 step_cost job_cost_fn(job_cost *c);
+/* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
+void job_cost_json(FILE *f, const job_cost *c);
 void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */

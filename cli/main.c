@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "  calibrate            time the real backend's kernels into a cost table\n"
             "  validate SCENARIO.ini run the same requests on the engine and the simulator, compare\n"
             "  keys                 list every scenario key with its type, default and meaning\n"
+            "  presets              the model and hardware presets, fitted rooflines, measured tables\n"
+            "  roofline-fit         fit each GPU's roofline to its measured tables, with its error\n"
             "  bench                measure the simulator's own speed\n"
             "  sweep SCENARIO.ini   run a scenario at many points (--vary, --point), in parallel\n"
             "  merge OUT SHARD...   join the sweep.csv of a sweep's shards\n"
@@ -43,6 +45,8 @@ int main(int argc, char **argv)
         return cmd_validate(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
+    if (strcmp(cmd, "presets") == 0) return cmd_presets(argc - 1, argv + 1);
+    if (strcmp(cmd, "roofline-fit") == 0) return cmd_roofline_fit(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) {
         env_fix_blas_core(argv);
         return cmd_bench(argc - 1, argv + 1);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "bench/dist.h"
+#include "bench/results.h"
 #include "sim/hardware.h"
 
 typedef enum key_type { INT, NUM, BOOL, TEXT, DIST, CHOICE, MODEL, HW, PATH } key_type;
@@ -310,14 +311,7 @@ void scenario_write_json(const scenario *sc, FILE *f, const char *indent)
         if (d->type == INT) fprintf(f, "%lld", sc->v[k].i);
         else if (d->type == NUM) fprintf(f, "%.10g", sc->v[k].d);
         else if (d->type == BOOL) fprintf(f, "%s", sc->v[k].b ? "true" : "false");
-        else {
-            fputc('"', f);
-            for (const char *p = sc->v[k].s; *p; p++) {
-                if (*p == '"' || *p == '\\') fputc('\\', f);
-                fputc(*p, f);
-            }
-            fputc('"', f);
-        }
+        else res_json_string(f, sc->v[k].s);
         fprintf(f, "%s\n", k + 1 < K_COUNT ? "," : "");
     }
 }
@@ -364,12 +358,19 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     if (V(hardware, mem_bandwidth_gbs).d > 0) hw.mem_bandwidth_gbs = V(hardware, mem_bandwidth_gbs).d;
     if (V(hardware, mem_gib).d > 0) hw.mem_gib = V(hardware, mem_gib).d;
     out->hw = hw;
+    /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline */
+    hw_fit fit = hw_preset_fit(hw.name);
+    double ce = V(hardware, compute_efficiency).d, me = V(hardware, memory_efficiency).d;
+    double ae = V(hardware, attention_efficiency).d, oh = V(hardware, step_overhead_ms).d;
     out->roofline = (roofline_params){
-        .compute_efficiency = V(hardware, compute_efficiency).d,
-        .memory_efficiency = V(hardware, memory_efficiency).d,
-        .attention_efficiency = V(hardware, attention_efficiency).d,
-        .step_overhead_s = V(hardware, step_overhead_ms).d / 1000,
+        .compute_efficiency = ce > 0 ? ce : fit.compute_efficiency,
+        .memory_efficiency = me > 0 ? me : fit.memory_efficiency,
+        .attention_efficiency = ae > 0 ? ae : fit.attention_efficiency,
+        .step_overhead_s = (oh >= 0 ? oh : fit.step_overhead_ms) / 1000,
     };
+    out->step_overhead_s = oh >= 0 ? oh / 1000 : -1;
+    out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
+    snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
 }
 
 /* KV blocks that fit beside the weights in the memory the utilization allows. */

@@ -45,7 +45,10 @@ typedef struct scenario_resolved {
     wl_config workload;
     slo_config slo;
     char trace_path[1000];
-    char cost_table_path[1000]; /* "" = roofline */
+    char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
+    bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */
+    char vllm_version[64];      /* the measured table's framework version, "" = newest */
+    double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
 } scenario_resolved;
 
 void scenario_defaults(scenario *sc);

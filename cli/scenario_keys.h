@@ -12,15 +12,17 @@
     X(model, intermediate, INT, "0", "0", "1000000", "override the MLP dimension (0 = keep)") \
     X(model, vocab, INT, "0", "0", "4000000", "override the vocabulary size (0 = keep)") \
     X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \
-    X(hardware, preset, HW, "h200", "", "", "accelerator datasheet: h200, h100, a100") \
-    X(hardware, cost_table, PATH, "", "", "", "calibrated cost table (servesim calibrate); replaces the roofline") \
+    X(hardware, preset, HW, "h200", "", "", "accelerator, one of the presets listed at the top of `servesim keys`") \
+    X(hardware, cost_model, CHOICE, "measured", "measured|roofline", "", "measured: the GPU's cost table from timed vLLM kernels (costs/), when one covers the model; roofline: datasheet peaks x efficiencies") \
+    X(hardware, vllm_version, TEXT, "", "", "", "vLLM version of the measured table (empty: the newest there is for the GPU)") \
+    X(hardware, cost_table, PATH, "", "", "", "a cost table file (servesim calibrate, or one of costs/); replaces both") \
     X(hardware, peak_tflops, NUM, "0", "0", "100000", "dense bf16 TFLOP/s (0 = preset)") \
     X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "memory bandwidth, GB/s (0 = preset)") \
     X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \
-    X(hardware, compute_efficiency, NUM, "0.8", "0.01", "1", "fraction of peak FLOP/s GEMMs reach") \
-    X(hardware, memory_efficiency, NUM, "0.9", "0.01", "1", "fraction of peak bandwidth reads reach") \
-    X(hardware, attention_efficiency, NUM, "0.5", "0.01", "1", "fraction of peak FLOP/s prefill attention reaches") \
-    X(hardware, step_overhead_ms, NUM, "0.5", "0", "10000", "fixed cost of every step (scheduling, launches, sampling)") \
+    X(hardware, compute_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s GEMMs reach (0 = fitted to the GPU's measured tables, `servesim presets`)") \
+    X(hardware, memory_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak bandwidth reads reach (0 = fitted)") \
+    X(hardware, attention_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s prefill attention reaches (0 = fitted)") \
+    X(hardware, step_overhead_ms, NUM, "-1", "-1", "10000", "fixed cost of every step (scheduling, launches, host work); -1 = the cost table's, or the roofline's fit") \
     X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
     X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
     X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights)") \

@@ -9,7 +9,7 @@
 #include "bench/results.h"
 #include "cli/job.h"
 
-static char *summary_extra_json(const simjob *j, uint64_t seed)
+static char *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -17,14 +17,17 @@ static char *summary_extra_json(const simjob *j, uint64_t seed)
     if (!f) return NULL;
     fprintf(f, "  \"executor\": \"simulator\",\n  \"seed\": %llu,\n", (unsigned long long)seed);
     fprintf(f, "  \"sim_events\": %zu,\n  \"sim_steps\": %lld,\n", j->stats.events, (long long)j->stats.steps);
+    job_cost_json(f, cost);
+    fprintf(f, ",\n");
     job_scenario_json(f, j->sc);
     fclose(f);
     return buf;
 }
 
-static int write_results(simjob *j, res_dir *dir, met_acc *met, uint64_t seed, char *err, size_t errlen)
+static int write_results(simjob *j, const job_cost *cost, res_dir *dir, met_acc *met, uint64_t seed, char *err,
+                         size_t errlen)
 {
-    char *extra = summary_extra_json(j, seed);
+    char *extra = summary_extra_json(j, cost, seed);
     if (!extra) {
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
@@ -48,14 +51,14 @@ static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)
     return 0;
 }
 
-static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, step_cost cost,
+static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, job_cost *jc,
                     char *err, size_t errlen)
 {
     job_progress ps;
     job_progress_start(&ps, "simulating");
     sim_options o = {
         .sched = r->sched,
-        .cost = cost,
+        .cost = job_cost_fn(jc),
         .num_replicas = 1,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
@@ -67,7 +70,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
-    if (status == 0 && dir) status = write_results(j, dir, met, r->workload.seed, err, errlen);
+    if (status == 0 && dir) status = write_results(j, jc, dir, met, r->workload.seed, err, errlen);
     if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);
     return status;
@@ -87,7 +90,9 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     res_dir dir;
     int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
     bool opened = j->out_dir && status == 0;
-    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, job_cost_fn(&cost), err, errlen);
+    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, err, errlen);
+    snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
+    snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_cost_free(&cost);

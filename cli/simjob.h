@@ -20,6 +20,8 @@ typedef struct simjob {
     bool keep_records;       /* keep a copy of the request records in RECORDS */
     req_record *records;     /* malloc'd when keep_records and the run succeeded; caller frees */
     size_t num_records;
+    char cost_kind[16];      /* after the run: "measured", "table" or "roofline" */
+    char cost_source[1024];  /* which table or roofline priced the steps */
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */

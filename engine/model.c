@@ -3,33 +3,42 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Shapes from each model's published config.json. */
-static const model_shape presets[] = {
-    /* name            L    hidden heads kv  hd   inter  vocab   theta     eps    maxpos */
-    {"tiny",           2,   256,   8,    2,  32,  688,   2048,   10000.f,  1e-5f, 4096},
-    {"small",          8,   768,   12,   4,  64,  2048,  32000,  10000.f,  1e-5f, 4096},
-    {"llama-3.2-1b",   16,  2048,  32,   8,  64,  8192,  128256, 500000.f, 1e-5f, 131072},
-    {"llama-3.2-3b",   28,  3072,  24,   8,  128, 8192,  128256, 500000.f, 1e-5f, 131072},
-    {"llama-3-8b",     32,  4096,  32,   8,  128, 14336, 128256, 500000.f, 1e-5f, 8192},
-    {"llama-3.1-8b",   32,  4096,  32,   8,  128, 14336, 128256, 500000.f, 1e-5f, 131072},
-    {"mistral-7b",     32,  4096,  32,   8,  128, 14336, 32768,  1000000.f, 1e-5f, 32768},
-    {"qwen2.5-7b",     28,  3584,  28,   4,  128, 18944, 152064, 1000000.f, 1e-6f, 32768},
-    {"llama-3-70b",    80,  8192,  64,   8,  128, 28672, 128256, 500000.f, 1e-5f, 8192},
-};
+/* Shapes from each model's published config.json, one row each; the preset list in help
+ * and errors is made from the same rows. */
+#define MODEL_PRESETS(X) \
+    /*  name            L    hidden heads kv  hd   inter  vocab   theta      eps    maxpos  qk_norm */ \
+    X("tiny",           2,   256,   8,    2,  32,  688,   2048,   10000.f,   1e-5f, 4096,   0) \
+    X("small",          8,   768,   12,   4,  64,  2048,  32000,  10000.f,   1e-5f, 4096,   0) \
+    X("llama-3.2-1b",   16,  2048,  32,   8,  64,  8192,  128256, 500000.f,  1e-5f, 131072, 0) \
+    X("llama-3.2-3b",   28,  3072,  24,   8,  128, 8192,  128256, 500000.f,  1e-5f, 131072, 0) \
+    X("llama-3-8b",     32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 8192,   0) \
+    X("llama-3.1-8b",   32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 131072, 0) \
+    X("mistral-7b",     32,  4096,  32,   8,  128, 14336, 32768,  1000000.f, 1e-5f, 32768,  0) \
+    X("qwen2.5-7b",     28,  3584,  28,   4,  128, 18944, 152064, 1000000.f, 1e-6f, 32768,  0) \
+    X("qwen3-8b",       36,  4096,  32,   8,  128, 12288, 151936, 1000000.f, 1e-6f, 40960,  1) \
+    X("qwen3-32b",      64,  5120,  64,   8,  128, 25600, 151936, 1000000.f, 1e-6f, 40960,  1) \
+    X("llama-3-70b",    80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 8192,   0) \
+    X("llama-3.1-70b",  80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 131072, 0)
+
+#define ROW(name, ...) {name, __VA_ARGS__},
+static const model_shape presets[] = {MODEL_PRESETS(ROW)};
+#undef ROW
+#define NAME(name, ...) ", " name
+static const char preset_names[] = MODEL_PRESETS(NAME);
+#undef NAME
+enum { NUM_PRESETS = sizeof presets / sizeof presets[0] };
 
 const model_shape *model_preset(const char *name)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; i < NUM_PRESETS; i++)
         if (strcmp(presets[i].name, name) == 0)
             return &presets[i];
     return NULL;
 }
 
-const char *model_preset_names(void)
-{
-    return "tiny, small, llama-3.2-1b, llama-3.2-3b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-           "qwen2.5-7b, llama-3-70b";
-}
+const model_shape *model_preset_at(size_t i) { return i < NUM_PRESETS ? &presets[i] : NULL; }
+
+const char *model_preset_names(void) { return preset_names + 2; /* past the first ", " */ }
 
 int64_t model_linear_params(const model_shape *m)
 {

@@ -10,12 +10,17 @@ typedef struct model_shape {
     int num_layers, hidden, num_heads, num_kv_heads, head_dim, intermediate, vocab;
     float rope_theta, rms_eps;
     int max_position;   /* the model's own context limit */
+    /* Qwen3 normalizes q and k per head before rotary. Measured cost tables price it; the
+     * real engine's random-weight forward leaves it out (two small norms per layer). */
+    int qk_norm;
 } model_shape;
 
 /* NULL when NAME is not a preset. */
 const model_shape *model_preset(const char *name);
 /* Comma-separated preset names, for help and error messages. */
 const char *model_preset_names(void);
+/* The I-th preset (in the table's order), or NULL past the last. */
+const model_shape *model_preset_at(size_t i);
 /* Parameters: every weight matrix, embedding and LM head included (untied). */
 int64_t model_num_params(const model_shape *m);
 /* Parameters of the per-token linear layers (QKV, O, gate/up, down, all layers). */

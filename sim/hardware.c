@@ -1,20 +1,63 @@
+/* The hardware presets, one row each. */
 #include "sim/hardware.h"
 
 #include <string.h>
 
-/* NVIDIA datasheets, SXM parts, dense (not sparse) bf16; memory as nvidia-smi reports it
- * (H200 143,771 MiB, H100 81,559 MiB, A100 81,920 MiB). */
-static const hw_spec presets[] = {
-    {"h200", 989.0, 4800.0, 143771.0 / 1024},
-    {"h100", 989.0, 3350.0, 81559.0 / 1024},
-    {"a100", 312.0, 2039.0, 81920.0 / 1024},
+/* Dense (not sparse) bf16 tensor-core TFLOP/s, memory bandwidth and memory from NVIDIA's
+ * datasheets (Intel's for the Arc Pro B60), memory as nvidia-smi reports it where known
+ * (H200 143,771 MiB, H100 81,559 MiB, A100 81,920 MiB on these machines; the others as
+ * aiconfigurator-core 0.12.0's systems/<gpu>.yaml records them, Apache-2.0). */
+#define HW_PRESETS(X) \
+    /* name           database system          TFLOP/s   GB/s    GiB */ \
+    X("h200",         "h200_sxm",              989.0,    4800.0, 143771.0 / 1024) \
+    X("h100",         "h100_sxm",              989.0,    3350.0, 81559.0 / 1024) \
+    X("a100",         "a100_sxm",              312.0,    2039.0, 81920.0 / 1024) \
+    X("b200",         "b200_sxm",              2250.0,   7700.0, 180.0) \
+    X("b300",         "b300_sxm",              2250.0,   7750.0, 275040.0 / 1024) \
+    X("gb200",        "gb200",                 2500.0,   8000.0, 189471.0 / 1024) \
+    X("gb300",        "gb300",                 2500.0,   8000.0, 284208.0 / 1024) \
+    X("l40s",         "l40s",                  362.05,   864.0,  46068.0 / 1024) \
+    X("rtx-pro-6000", "rtx_pro_6000_server",   467.8,    1792.0, 97887.0 / 1024) \
+    X("b60",          "b60",                   98.3,     456.0,  24.0)
+
+const hw_fit hw_unfitted = {0.8, 0.9, 0.5, 0.5, 0, 0};
+
+/* FIT(name, compute, memory, attention, overhead_ms, median_error, max_error) rows,
+ * written by `servesim roofline-fit --write` */
+static const struct { const char *name; hw_fit fit; } fits[] = {
+#define FIT(name, c, m, a, o, med, max) {name, {c, m, a, o, med, max}},
+#include "sim/roofline_fit.inc"
+#undef FIT
+    {"", {0, 0, 0, 0, 0, 0}}, /* keeps the array non-empty before the first fit */
 };
+
+static const hw_spec presets[] = {
+#define ROW(name, db, tflops, gbs, gib) {name, db, tflops, gbs, gib},
+    HW_PRESETS(ROW)
+#undef ROW
+};
+#define NAME(name, ...) ", " name
+static const char preset_names[] = HW_PRESETS(NAME);
+#undef NAME
+enum { NUM_PRESETS = sizeof presets / sizeof presets[0] };
+
+hw_fit hw_preset_fit(const char *name)
+{
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
+        if (strcmp(fits[i].name, name) == 0) return fits[i].fit;
+    return hw_unfitted;
+}
+
+const hw_spec *hw_preset_at(size_t i)
+{
+    return i < NUM_PRESETS ? &presets[i] : NULL;
+}
 
 const hw_spec *hw_preset(const char *name)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+    for (size_t i = 0; i < NUM_PRESETS; i++)
         if (strcmp(presets[i].name, name) == 0) return &presets[i];
     return NULL;
 }
 
-const char *hw_preset_names(void) { return "h200, h100, a100"; }
+const char *hw_preset_names(void) { return preset_names + 2; /* past the first ", " */ }

@@ -1,15 +1,35 @@
-/* Accelerators for the roofline cost model, from vendor datasheets. */
+/* Accelerators: datasheet figures for the roofline, the name of each in the public kernel
+ * database its measured cost tables come from, and the roofline efficiencies fitted to
+ * those tables. */
 #ifndef SERVESIM_SIM_HARDWARE_H
 #define SERVESIM_SIM_HARDWARE_H
 
+#include <stddef.h>
+
+/* The roofline's efficiencies and fixed step cost, fitted per GPU to its measured tables
+ * (`servesim roofline-fit`, sim/roofline_fit.inc) so that a GPU without tables, or a model
+ * the tables do not cover, gets a roofline whose error against measurements is known. */
+typedef struct hw_fit {
+    double compute_efficiency, memory_efficiency, attention_efficiency, step_overhead_ms;
+    double median_error, max_error; /* |roofline / measured - 1| over the fit's steps; 0 = not fitted */
+} hw_fit;
+
 typedef struct hw_spec {
     const char *name;
+    const char *db_system;   /* aiconfigurator-core's name for it ("h200_sxm") */
     double peak_tflops;      /* dense bf16 tensor-core TFLOP/s */
     double mem_bandwidth_gbs;/* HBM GB/s */
     double mem_gib;          /* device memory, GiB */
 } hw_spec;
 
 const hw_spec *hw_preset(const char *name);
+/* The I-th preset, or NULL past the last. */
+const hw_spec *hw_preset_at(size_t i);
 const char *hw_preset_names(void);
+/* The roofline fitted to the measured tables of the preset named NAME, or hw_unfitted. */
+hw_fit hw_preset_fit(const char *name);
+/* What the roofline assumes for hardware that no fit covers: an H200's measured GEMM and
+ * copy efficiencies (0.8, 0.9), half of peak for attention, 0.5 ms per step. */
+extern const hw_fit hw_unfitted;
 
 #endif

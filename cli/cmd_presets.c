@@ -1,0 +1,88 @@
+/* `servesim presets`: the model and hardware presets, each GPU's fitted roofline and the
+ * measured tables there are for it; `--csv models` is what scripts/aic_import.py reads. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/measured.h"
+#include "engine/model.h"
+#include "sim/hardware.h"
+
+static const char presets_usage[] =
+    "usage: servesim presets [--csv models|hardware]\n"
+    "  Lists the model presets (shapes and parameters) and the hardware presets (datasheet\n"
+    "  figures, the roofline fitted to the GPU's measured tables and its error, the measured\n"
+    "  tables in costs/). --csv prints one of the two lists as CSV.\n";
+
+static void models_csv(void)
+{
+    puts("name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params");
+    for (size_t i = 0; model_preset_at(i); i++) {
+        const model_shape *m = model_preset_at(i);
+        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld\n", m->name, m->num_layers, m->hidden, m->num_heads,
+               m->num_kv_heads, m->head_dim, m->intermediate, m->vocab, m->qk_norm, m->max_position,
+               (long long)model_num_params(m));
+    }
+}
+
+static void hardware_csv(void)
+{
+    puts("name,db_system,peak_tflops,mem_bandwidth_gbs,mem_gib,compute_efficiency,memory_efficiency,"
+         "attention_efficiency,step_overhead_ms,fit_median_error,fit_max_error");
+    for (size_t i = 0; hw_preset_at(i); i++) {
+        const hw_spec *h = hw_preset_at(i);
+        hw_fit f = hw_preset_fit(h->name);
+        printf("%s,%s,%g,%g,%.6g,%g,%g,%g,%g,%g,%g\n", h->name, h->db_system, h->peak_tflops, h->mem_bandwidth_gbs,
+               h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
+               f.median_error, f.max_error);
+    }
+}
+
+static void table(void)
+{
+    printf("Model presets\n  %-14s %6s %6s %5s %8s %8s %12s %7s %8s %7s %s\n", "name", "layers", "hidden", "heads",
+           "kv_heads", "head_dim", "intermediate", "vocab", "params", "context", "");
+    for (size_t i = 0; model_preset_at(i); i++) {
+        const model_shape *m = model_preset_at(i);
+        printf("  %-14s %6d %6d %5d %8d %8d %12d %7d %7.2fB %7d %s\n", m->name, m->num_layers, m->hidden, m->num_heads,
+               m->num_kv_heads, m->head_dim, m->intermediate, m->vocab, model_num_params(m) / 1e9, m->max_position,
+               m->qk_norm ? "qk-norm" : "");
+    }
+    printf("\nHardware presets (roofline: efficiencies and step cost fitted to the GPU's measured tables,\n"
+           "and the roofline's |error| against them over the fit's steps, median / max)\n");
+    printf("  %-13s %8s %7s %6s   %-30s %-13s %s\n", "name", "TFLOP/s", "GB/s", "GiB",
+           "roofline: compute memory attn step", "error", "measured tables (costs/)");
+    for (size_t i = 0; hw_preset_at(i); i++) {
+        const hw_spec *h = hw_preset_at(i);
+        hw_fit f = hw_preset_fit(h->name);
+        char err[32], tables[2048];
+        if (f.max_error > 0) snprintf(err, sizeof err, "%.0f%% / %.0f%%", 100 * f.median_error, 100 * f.max_error);
+        else snprintf(err, sizeof err, "not fitted");
+        measured_list(h->name, tables, sizeof tables);
+        printf("  %-13s %8g %7g %6.1f   %7.2f %6.2f %4.2f %5.2fms   %-13s %s\n", h->name, h->peak_tflops,
+               h->mem_bandwidth_gbs, h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency,
+               f.step_overhead_ms, err, tables[0] ? tables : "none");
+    }
+}
+
+int cmd_presets(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(presets_usage, stdout);
+        return EXIT_OK;
+    }
+    if (argc == 1) {
+        table();
+        return EXIT_OK;
+    }
+    if (argc == 3 && strcmp(argv[1], "--csv") == 0 && strcmp(argv[2], "models") == 0) {
+        models_csv();
+        return EXIT_OK;
+    }
+    if (argc == 3 && strcmp(argv[1], "--csv") == 0 && strcmp(argv[2], "hardware") == 0) {
+        hardware_csv();
+        return EXIT_OK;
+    }
+    fprintf(stderr, "servesim: presets: unexpected \"%s\"\n%s", argv[1], presets_usage);
+    return EXIT_BAD_INPUT;
+}

@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""Cost tables from a public database of kernel timings measured on real GPUs.
+
+NVIDIA's AIConfigurator ships, in the PyPI package aiconfigurator-core (Apache-2.0), timings
+of vLLM's own kernels on real GPUs: GEMMs by (m, n, k), prefill ("context") attention by batch,
+length and heads, decode ("generation") attention by batch and context, and an elementwise
+quantization kernel by size. This script composes, for each model preset, the components of
+a servesim cost table (docs/cost-model.md, "Measured tables") from those timings:
+
+  linear(T)        per layer: the QKV, O, gate/up and down GEMMs at m = T, two fused
+                   residual-add + RMSNorm, SiLU-and-mul, rotary (and Qwen3's QK norm), each
+                   elementwise kernel priced by the stand-in below; plus the embedding, the
+                   final norm, and the per-layer launch floor of the attention kernel, which
+                   every step pays once (vLLM runs one attention call per layer for the whole
+                   batch)
+  lm_head(R)       the LM-head GEMM at m = R sequences
+  prefill_attn(n,c) one sequence's share of a batched prefill attention call: the timed
+                   per-sequence cost at full length n + c in a saturated batch, less the launch
+                   floor, scaled to the (query, key) pairs a chunk of n after c cached tokens
+                   computes (n c + n (n + 1) / 2 of (n + c)(n + c + 1) / 2)
+  decode_attn(b,s) decode attention of b sequences attending to s tokens, less the floor
+  sample(R)        stand-in: greedy sampling's cast and argmax over R x vocab logits
+  overhead         stand-in: the framework's per-step host time (--overhead-ms)
+
+Every attention and GEMM figure is per layer in the database; the tables hold whole-model
+seconds. The database has no kernel for norms, activation, rotary or sampling: they are
+priced as memory-bound kernels, t = t0 + bytes / bandwidth, with t0 and the bandwidth fitted
+(relative least squares) to the one elementwise kernel the database times on that GPU,
+vLLM's static FP8 quantization (reads bf16, writes fp8). GPUs without that table take the
+median fit of those with it (named in the table's header).
+
+Usage:
+  aic_import.py --db DATA_DIR --models MODELS.csv --out COSTS_DIR [--gpus a,b] [--date D]
+DATA_DIR is aiconfigurator_core/systems (its data/<gpu>/<op>/vllm/<version>/*.parquet and
+<gpu>.yaml), or a fixture of the same layout with .csv in place of .parquet (the tests).
+MODELS.csv has name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,
+max_position,params (what `servesim presets --csv` prints).
+"""
+import argparse
+import bisect
+import csv
+import datetime
+import math
+import os
+import statistics
+import sys
+
+PACKAGE = "aiconfigurator-core"
+PACKAGE_VERSION = "0.12.0"
+FRAMEWORK = "vllm"
+DTYPE_BYTES = 2
+# servesim hardware preset -> the database's system name
+GPUS = {
+    "a100": "a100_sxm", "h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm",
+    "b300": "b300_sxm", "gb200": "gb200", "gb300": "gb300", "l40s": "l40s",
+    "rtx-pro-6000": "rtx_pro_6000_server", "b60": "b60",
+}
+# vLLM's default memory fraction, the share a model must fit in with room for KV
+GPU_MEMORY_UTILIZATION = 0.9
+MIN_KV_GIB = 1.0
+# toy presets (tiny, small) exist for the CPU engine; nobody serves them on a GPU
+MIN_PARAMS = 1e9
+
+
+class ImportError_(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the database (parquet) or a fixture of it (csv)
+
+def read_rows(path_no_ext):
+    """Rows of a table as dicts, from PATH.parquet or PATH.csv."""
+    if os.path.exists(path_no_ext + ".parquet"):
+        import pyarrow.parquet as pq
+        return pq.read_table(path_no_ext + ".parquet").to_pylist()
+    if os.path.exists(path_no_ext + ".csv"):
+        with open(path_no_ext + ".csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
+            for k, v in r.items():
+                try:
+                    r[k] = int(v)
+                except ValueError:
+                    try:
+                        r[k] = float(v)
+                    except ValueError:
+                        pass
+        return rows
+    raise ImportError_(f"{path_no_ext}.parquet: no such table")
+
+
+def read_system_yaml(path):
+    """The few numbers of systems/<gpu>.yaml we use (flat `key: value` lines under gpu:)."""
+    out, section = {}, None
+    with open(path) as f:
+        for line in f:
+            text = line.split("#", 1)[0].rstrip()
+            if not text.strip():
+                continue
+            if not line.startswith(" "):
+                section = text.rstrip(":").strip()
+                continue
+            if section == "gpu" and ":" in text:
+                key, value = (s.strip() for s in text.split(":", 1))
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    pass
+    for key in ("mem_bw", "bfloat16_tc_flops", "mem_capacity"):
+        if key not in out:
+            raise ImportError_(f"{path}: no gpu.{key}")
+    return out
+
+
+def versions(db, system, op):
+    d = os.path.join(db, "data", system, op, FRAMEWORK)
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.listdir(d), key=lambda v: [int(x) if x.isdigit() else x for x in v.split(".")])
+
+
+def table_path(db, system, op, version, name):
+    return os.path.join(db, "data", system, op, FRAMEWORK, version, name)
+
+
+# ---------------------------------------------------------------------------------------
+# GEMMs: latency at (m, n, k); between timed (n, k) sites, utilization interpolated
+
+class Gemm:
+    """Timed bf16 GEMMs of one GPU. A query at a timed (n, k) and m is the timing itself;
+    between m values it is linear in m; at an (n, k) without timings, the utilization
+    (speed-of-light time / measured time) of the four surrounding sites at the same m is
+    interpolated bilinearly in (log n, log k), and held flat past the outermost sites."""
+
+    def __init__(self, rows, flops, bw):
+        self.flops, self.bw = flops, bw
+        self.sites = {}
+        for r in rows:
+            if r["gemm_dtype"] != "bfloat16":
+                continue
+            self.sites.setdefault((r["n"], r["k"]), {})[r["m"]] = r["latency"] * 1e-3
+        if not self.sites:
+            raise ImportError_("no bfloat16 GEMM timings")
+        self.ns = sorted({n for n, _ in self.sites})
+        self.ks = sorted({k for _, k in self.sites})
+        ms = None
+        for curve in self.sites.values():
+            ms = set(curve) if ms is None else ms & set(curve)
+        self.ms = sorted(ms)
+        self.sources = sorted({r.get("kernel_source", "") for r in rows if r["gemm_dtype"] == "bfloat16"})
+
+    def sol(self, m, n, k):
+        return max(2.0 * m * n * k / self.flops, DTYPE_BYTES * (m * k + n * k + m * n) / self.bw)
+
+    def _site(self, m, n, k):
+        curve = self.sites.get((n, k))
+        if curve is None:
+            return None
+        if m in curve:
+            return curve[m]
+        ms = self.ms
+        i = bisect.bisect_left(ms, m)
+        if i == 0 or i == len(ms):
+            # outside the timed m: hold the utilization of the nearest timed m
+            edge = ms[0] if i == 0 else ms[-1]
+            return curve[edge] * self.sol(m, n, k) / self.sol(edge, n, k)
+        lo, hi = ms[i - 1], ms[i]
+        t = (m - lo) / (hi - lo)
+        return curve[lo] + t * (curve[hi] - curve[lo])
+
+    @staticmethod
+    def _bracket(values, v):
+        """Two neighbours of V in sorted VALUES and V's log-position between them (clamped)."""
+        if v <= values[0]:
+            return values[0], values[0], 0.0
+        if v >= values[-1]:
+            return values[-1], values[-1], 0.0
+        i = bisect.bisect_left(values, v)
+        if values[i] == v:
+            return v, v, 0.0
+        lo, hi = values[i - 1], values[i]
+        return lo, hi, (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+
+    def latency(self, m, n, k):
+        exact = self._site(m, n, k)
+        if exact is not None:
+            return exact
+        n0, n1, tn = self._bracket(self.ns, n)
+        k0, k1, tk = self._bracket(self.ks, k)
+        util = 0.0
+        for nn, wn in ((n0, 1 - tn), (n1, tn)):
+            for kk, wk in ((k0, 1 - tk), (k1, tk)):
+                if wn * wk == 0:
+                    continue
+                t = self._site(m, nn, kk)
+                if t is None:
+                    raise ImportError_(f"no GEMM timings at n={nn} k={kk}")
+                util += wn * wk * self.sol(m, nn, kk) / t
+        return self.sol(m, n, k) / util
+
+
+# ---------------------------------------------------------------------------------------
+# Attention
+
+def pairs(n, c):
+    """(query, key) pairs a causal prefill of N tokens after C cached ones computes."""
+    return n * c + n * (n + 1) / 2.0
+
+
+def pick_kernel(rows):
+    """The kernel source with the most timings (the framework's default on that GPU)."""
+    counts = {}
+    for r in rows:
+        counts[r["kernel_source"]] = counts.get(r["kernel_source"], 0) + 1
+    return max(sorted(counts), key=lambda s: counts[s])
+
+
+def attention_rows(rows):
+    out = [r for r in rows if r.get("attn_dtype", "bfloat16") == "bfloat16"
+           and r["kv_cache_dtype"] == "bfloat16" and r.get("window_size", 0) == 0]
+    if not out:
+        raise ImportError_("no bfloat16 attention timings")
+    kernel = pick_kernel(out)
+    return [r for r in out if r["kernel_source"] == kernel], kernel
+
+
+class AttentionTable:
+    """One attention table's timings for one (heads, kv heads, head dim): seconds by
+    (batch, length); between timed head counts of the same kv heads and head dim,
+    interpolated linearly in heads."""
+
+    def __init__(self, rows, length_of):
+        self.by_cfg = {}
+        for r in rows:
+            cfg = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
+            self.by_cfg.setdefault(cfg, {})[(r["batch_size"], length_of(r))] = r["latency"] * 1e-3
+
+    def grid(self, heads, kv_heads, head_dim):
+        """{(batch, length): seconds} for the shape, or None."""
+        cfg = (heads, kv_heads, head_dim)
+        if cfg in self.by_cfg:
+            return self.by_cfg[cfg], "timed"
+        same = sorted(h for h, kv, hd in self.by_cfg if kv == kv_heads and hd == head_dim)
+        lower = [h for h in same if h < heads]
+        upper = [h for h in same if h > heads]
+        if not lower or not upper:
+            return None, None
+        h0, h1 = lower[-1], upper[0]
+        g0, g1 = self.by_cfg[(h0, kv_heads, head_dim)], self.by_cfg[(h1, kv_heads, head_dim)]
+        t = (heads - h0) / (h1 - h0)
+        return {key: g0[key] + t * (g1[key] - g0[key]) for key in g0 if key in g1}, \
+            f"interpolated between {h0} and {h1} heads"
+
+
+class Attention:
+    """Prefill and decode attention of one model shape on one GPU, per layer, in seconds."""
+
+    def __init__(self, ctx_rows, gen_rows, heads, kv_heads, head_dim):
+        ctx, self.ctx_kernel = attention_rows(ctx_rows)
+        gen, self.gen_kernel = attention_rows(gen_rows)
+        # context rows: isl = tokens; generation rows: step = tokens already cached, and the
+        # query token attends to step + 1
+        self.ctx, how_c = AttentionTable(ctx, lambda r: r["isl"]).grid(heads, kv_heads, head_dim)
+        self.gen, how_g = AttentionTable(gen, lambda r: r["step"] + 1).grid(heads, kv_heads, head_dim)
+        if self.ctx is None or self.gen is None:
+            raise ImportError_(f"no attention timings for {heads} heads, {kv_heads} kv heads, head dim {head_dim}")
+        self.how = how_c if how_c == how_g else f"prefill {how_c}, decode {how_g}"
+        # the launch floor of one attention call: the fastest decode call timed
+        self.floor = min(self.gen.values())
+        self.ctx_lengths = sorted({s for _, s in self.ctx})
+        self.gen_batches = sorted({b for b, _ in self.gen})
+        self.gen_lengths = sorted({s for _, s in self.gen})
+        # per-sequence cost in a saturated batch, at each timed length: the least over the
+        # timed batches of (call - floor) / batch
+        self.sat = {}
+        for s in self.ctx_lengths:
+            costs = [(t - self.floor) / b for (b, ss), t in self.ctx.items() if ss == s]
+            self.sat[s] = max(min(costs), 0.0)
+
+    def prefill_full(self, s):
+        """One sequence's share of a batched prefill of S tokens (no cache), floor excluded:
+        per pair, interpolated linearly in log S between timed lengths, held past them."""
+        lengths = self.ctx_lengths
+        if s in self.sat:
+            return self.sat[s]
+        if s <= lengths[0]:
+            return self.sat[lengths[0]] * pairs(s, 0) / pairs(lengths[0], 0)
+        if s >= lengths[-1]:
+            return self.sat[lengths[-1]] * pairs(s, 0) / pairs(lengths[-1], 0)
+        i = bisect.bisect_left(lengths, s)
+        lo, hi = lengths[i - 1], lengths[i]
+        t = (math.log(s) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        per_pair = (1 - t) * self.sat[lo] / pairs(lo, 0) + t * self.sat[hi] / pairs(hi, 0)
+        return per_pair * pairs(s, 0)
+
+    def prefill(self, n, c):
+        if n <= 0:
+            return 0.0
+        return self.prefill_full(n + c) * pairs(n, c) / pairs(n + c, 0)
+
+    def decode(self, b, s):
+        """Decode attention of B sequences attending to S tokens, floor excluded. Timed cells
+        as they are; an untimed batch (the database leaves out calls whose KV would not fit,
+        and interpolated head counts keep only cells both neighbours have) scales the nearest
+        timed batch at that length linearly in batch: past a handful of sequences the call
+        reads b x s keys and values and its time grows with them."""
+        if (b, s) in self.gen:
+            return max(self.gen[(b, s)] - self.floor, 0.0)
+        timed = [bb for bb in self.gen_batches if (bb, s) in self.gen]
+        if not timed:
+            raise ImportError_(f"no decode timings at length {s}")
+        near = min(timed, key=lambda bb: (abs(math.log(bb / b)), -bb))
+        return max(self.gen[(near, s)] * b / near - self.floor, 0.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Memory-bound kernels the database does not time
+
+class Elementwise:
+    """Seconds of a memory-bound kernel moving N bytes, priced as vLLM's static fp8
+    quantization kernel (m x k bf16 read, fp8 written: 3 m k bytes) of the same bytes, as timed
+    on the GPU: the median latency of each power-of-two size class of the timings, linear in
+    bytes between classes, never falling with size, and past the largest class growing at
+    the bandwidth of the two largest. Small and medium sizes run from the L2 cache as the
+    activations of a forward do; the largest stream from memory."""
+
+    def __init__(self, rows=None, t0=None, bandwidth=None, how=""):
+        self.how = how
+        if rows is None:
+            self.curve = [(0.0, t0), (1e9, t0 + 1e9 / bandwidth)]
+            self.tail_bw = bandwidth
+            return
+        classes = {}
+        for r in rows:
+            nbytes = r["m"] * r["k"] * 3.0
+            classes.setdefault(int(math.log2(nbytes)), []).append((nbytes, r["latency"] * 1e-3))
+        curve = []
+        for c in sorted(classes):
+            pts = classes[c]
+            curve.append((statistics.median(p[0] for p in pts), statistics.median(p[1] for p in pts)))
+        if len(curve) < 3:
+            raise ImportError_("too few elementwise timings")
+        for i in range(1, len(curve)):
+            curve[i] = (curve[i][0], max(curve[i][1], curve[i - 1][1]))
+        self.curve = [(0.0, curve[0][1])] + curve
+        (b0, t0_), (b1, t1) = curve[-2], curve[-1]
+        self.tail_bw = (b1 - b0) / (t1 - t0_) if t1 > t0_ else b1 / t1
+
+    def floor(self):
+        return self.curve[0][1]
+
+    def hbm_bandwidth(self):
+        return self.tail_bw
+
+    def __call__(self, nbytes):
+        c = self.curve
+        if nbytes >= c[-1][0]:
+            t = c[-1][1] + (nbytes - c[-1][0]) / self.tail_bw
+        else:
+            i = bisect.bisect_right([p[0] for p in c], nbytes)
+            (b0, t0), (b1, t1) = c[i - 1], c[i]
+            t = t0 + (nbytes - b0) / (b1 - b0) * (t1 - t0)
+        return t
+
+
+# ---------------------------------------------------------------------------------------
+# Composition
+
+class Model:
+    FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
+              "qk_norm", "max_position", "params")
+
+    def __init__(self, row):
+        self.name = row["name"]
+        for f in self.FIELDS:
+            setattr(self, f, int(row[f]))
+
+    def shape(self):
+        return (f"layers={self.layers} hidden={self.hidden} heads={self.heads} kv_heads={self.kv_heads} "
+                f"head_dim={self.head_dim} intermediate={self.intermediate} vocab={self.vocab}")
+
+
+def read_models(path):
+    """The presets of MODELS.csv, one per distinct shape: of presets sharing a shape
+    (llama-3-8b and llama-3.1-8b) the one with the longest context, whose table covers both."""
+    with open(path, newline="") as f:
+        models = [Model(r) for r in csv.DictReader(f)]
+    best = {}
+    for m in models:
+        if m.shape() not in best or m.max_position > best[m.shape()].max_position:
+            best[m.shape()] = m
+    return [m for m in models if best[m.shape()] is m]
+
+
+def fits(model, mem_bytes):
+    return model.params * DTYPE_BYTES + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
+
+
+def linear_cost(m, gemm, ew, attn_floor, T):
+    q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    h, inter, b = m.hidden, m.intermediate, DTYPE_BYTES
+    per_layer = (gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
+                 + gemm.latency(T, 2 * inter, h) + gemm.latency(T, h, inter))
+    # two fused residual-add + RMSNorm (read x and residual, write both), SiLU-and-mul
+    # (read 2 I, write I), rotary on q and k in place, and Qwen3's per-head norm of q and k
+    per_layer += 2 * ew(4 * T * h * b) + ew(3 * T * inter * b) + ew(2 * T * (q + kv) * b)
+    if m.qk_norm:
+        per_layer += ew(2 * T * q * b) + ew(2 * T * kv * b)
+    # embedding gather (read and write a row per token) and the final norm
+    whole = ew(2 * T * h * b) + ew(4 * T * h * b)
+    return m.layers * (per_layer + attn_floor) + whole
+
+
+def sample_cost(m, ew, R):
+    # greedy: logits cast to fp32 (read 2, write 4 bytes each), then argmax (read 4)
+    return ew(R * m.vocab * 6) + ew(R * m.vocab * 4)
+
+
+def grid_tokens(gemm, top):
+    return [t for t in gemm.ms if t <= top] + ([top] if top > gemm.ms[-1] else [])
+
+
+def compose(m, gemm, attn, ew, overhead_s):
+    """{component: [(x, y, seconds)]} for model M."""
+    L = m.layers
+    rows = {c: [] for c in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")}
+    max_len = min(m.max_position, 131072)
+    for T in grid_tokens(gemm, 65536):
+        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T)))
+    seqs = [s for s in gemm.ms if s <= 4096]
+    for R in seqs:
+        rows["lm_head"].append((R, 0, gemm.latency(R, m.vocab, m.hidden)))
+        rows["sample"].append((R, 0, sample_cost(m, ew, R)))
+    # prefill: timed lengths and their geometric midpoints, up to the model's context
+    base = sorted(set(attn.ctx_lengths) | {2 ** k for k in range(15, 18)})
+    base = [s for s in base if s <= max_len]
+    ns = sorted(set(base) | {int(round(math.sqrt(a * b))) for a, b in zip(base, base[1:])})
+    cs = [0] + [c for c in ns if c >= 256]
+    for n in ns:
+        for c in cs:
+            rows["prefill_attn"].append((n, c, L * attn.prefill(n, c)))
+    for b in attn.gen_batches:
+        for s in attn.gen_lengths:
+            if s <= 2 * max_len:
+                rows["decode_attn"].append((b, s, L * attn.decode(b, s)))
+    rows["overhead"].append((0, 0, overhead_s))
+    return rows
+
+
+def write_table(path, meta, rows):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write("# servesim cost table\n")
+        for key, value in meta:
+            if len(value) > 255 or "\n" in value:
+                raise ImportError_(f"header {key} too long")
+            f.write(f"# {key}: {value}\n")
+        f.write("component,x,y,seconds\n")
+        for comp in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"):
+            for x, y, s in rows[comp]:
+                f.write(f"{comp},{x:.10g},{y:.10g},{s:.9g}\n")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------
+
+def gpu_sources(db, system):
+    """(version, gemm rows, ctx rows, gen rows, quant rows or None) for every framework
+    version with GEMM and both attention tables."""
+    out = []
+    gemm_versions = versions(db, system, "gemm")
+    for v in versions(db, system, "attention"):
+        if v not in gemm_versions:
+            continue
+        try:
+            ctx = read_rows(table_path(db, system, "attention", v, "context_attention_perf"))
+            gen = read_rows(table_path(db, system, "attention", v, "generation_attention_perf"))
+            gemm = read_rows(table_path(db, system, "gemm", v, "gemm_perf"))
+        except ImportError_:
+            continue
+        quant = None
+        for qv in reversed(versions(db, system, "quantize")):
+            try:
+                quant = read_rows(table_path(db, system, "quantize", qv, "scale_matrix_perf"))
+                break
+            except ImportError_:
+                pass
+        out.append((v, gemm, ctx, gen, quant))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", required=True, help="aiconfigurator_core/systems (or a fixture)")
+    ap.add_argument("--models", required=True, help="model presets CSV (servesim presets --csv)")
+    ap.add_argument("--out", required=True, help="folder of the tables (COSTS/<gpu>/<model>.vllm-<ver>.csv)")
+    ap.add_argument("--gpus", default=",".join(GPUS), help="servesim hardware presets to import")
+    ap.add_argument("--overhead-ms", type=float, required=True,
+                    help="the framework's per-step host time (the database has none)")
+    ap.add_argument("--overhead-source", required=True, help="where --overhead-ms comes from (header)")
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    args = ap.parse_args(argv)
+
+    models = read_models(args.models)
+    gpus = [g for g in args.gpus.split(",") if g]
+    for g in gpus:
+        if g not in GPUS:
+            ap.error(f"--gpus: unknown GPU {g!r} (known: {', '.join(GPUS)})")
+
+    # elementwise curves first: GPUs without the quantization table borrow the median floor
+    # and memory-bandwidth efficiency of those with it
+    sources, curves = {}, {}
+    for g in gpus:
+        system = GPUS[g]
+        spec = read_system_yaml(os.path.join(args.db, f"{system}.yaml"))
+        sources[g] = (spec, gpu_sources(args.db, system))
+        for v, _, _, _, quant in sources[g][1]:
+            if quant:
+                curves[g] = Elementwise(quant)
+    written, skipped = [], []
+    for g in gpus:
+        spec, per_version = sources[g]
+        if not per_version:
+            skipped.append((g, "-", "no vLLM GEMM and attention tables"))
+            continue
+        if g in curves:
+            ew = curves[g]
+            ew.how = (f"priced as {g}'s timed static fp8 quantization kernel of the same bytes "
+                      f"(floor {ew.floor() * 1e6:.2f} us, {ew.hbm_bandwidth() / spec['mem_bw']:.2f} of peak bandwidth past the cache)")
+        elif curves:
+            t0 = statistics.median(c.floor() for c in curves.values())
+            eff = statistics.median(c.hbm_bandwidth() / read_system_yaml(os.path.join(args.db, f"{GPUS[o]}.yaml"))["mem_bw"]
+                                    for o, c in curves.items())
+            ew = Elementwise(t0=t0, bandwidth=eff * spec["mem_bw"],
+                             how=(f"no elementwise timings on {g}: t0 + bytes / bandwidth with the median floor "
+                                  f"({t0 * 1e6:.2f} us) and bandwidth share ({eff:.2f}) of {', '.join(sorted(curves))}"))
+        else:
+            raise ImportError_("no GPU has elementwise timings for the stand-in")
+        for version, gemm_rows, ctx_rows, gen_rows, _ in per_version:
+            gemm = Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
+            for m in models:
+                if m.params < MIN_PARAMS:
+                    skipped.append((g, m.name, "a toy preset (under 1B parameters)"))
+                    continue
+                if not fits(m, spec["mem_capacity"]):
+                    skipped.append((g, m.name, "does not fit on one GPU"))
+                    continue
+                try:
+                    attn = Attention(ctx_rows, gen_rows, m.heads, m.kv_heads, m.head_dim)
+                    rows = compose(m, gemm, attn, ew, args.overhead_ms * 1e-3)
+                except ImportError_ as e:
+                    skipped.append((g, m.name, str(e)))
+                    continue
+                meta = [
+                    ("device", f"{g} ({GPUS[g]}), {FRAMEWORK} {version} kernels"),
+                    ("shape", m.shape()),
+                    ("model", m.name),
+                    ("source", f"{PACKAGE} {PACKAGE_VERSION} (PyPI), systems/data/{GPUS[g]}, {FRAMEWORK} {version}"),
+                    ("license", f"timings from {PACKAGE} {PACKAGE_VERSION}, Apache-2.0, Copyright NVIDIA CORPORATION & AFFILIATES; see costs/NOTICE"),
+                    ("framework", f"{FRAMEWORK} {version}"),
+                    ("gpu", GPUS[g]),
+                    ("kernels", f"GEMM {'/'.join(gemm.sources)}; prefill {attn.ctx_kernel}; decode {attn.gen_kernel}; attention {attn.how}"),
+                    ("date", args.date),
+                    ("method", "composed by scripts/aic_import.py from per-layer kernel timings (docs/cost-model.md, Measured tables)"),
+                    ("attention_floor_s", f"{attn.floor:.9g}"),
+                    ("stand_in_elementwise", "norms, SiLU-and-mul, rotary, QK norm, embedding, sampling " + ew.how),
+                    ("stand_in_sample", "greedy sampling: fp32 cast and argmax over R x vocab logits, priced as elementwise kernels"),
+                    ("stand_in_overhead", f"{args.overhead_ms:g} ms per step: {args.overhead_source}"),
+                ]
+                gdir = os.path.join(args.out, g)
+                os.makedirs(gdir, exist_ok=True)
+                path = os.path.join(gdir, f"{m.name}.{FRAMEWORK}-{version}.csv")
+                write_table(path, meta, rows)
+                written.append(path)
+    for path in written:
+        print(f"wrote {path}")
+    for g, name, why in skipped:
+        print(f"skipped {g} {name}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ImportError_ as e:
+        print(f"aic_import: {e}", file=sys.stderr)
+        sys.exit(2)
