@@ -301,15 +301,24 @@ class Attention:
 
     def decode(self, b, s):
         """Decode attention of B sequences attending to S tokens, floor excluded. Timed cells
-        as they are; an untimed batch (the database leaves out calls whose KV would not fit,
-        and interpolated head counts keep only cells both neighbours have) scales the nearest
-        timed batch at that length linearly in batch: past a handful of sequences the call
-        reads b x s keys and values and its time grows with them."""
+        as they are. Past the largest batch timed at that length (the database stops where
+        the KV would not fit, at about b x s = 2^17 to 2^19 tokens), the call reads b x s
+        keys and values: the cost per token read is the median of the three largest timed
+        batches at that length, so that one noisy edge cell does not set it. Below it (gaps
+        where interpolated head counts keep only the cells both neighbours have), the nearest
+        timed batch scaled linearly in batch."""
         if (b, s) in self.gen:
             return max(self.gen[(b, s)] - self.floor, 0.0)
         timed = [bb for bb in self.gen_batches if (bb, s) in self.gen]
         if not timed:
             raise ImportError_(f"no decode timings at length {s}")
+        if b > timed[-1]:
+            edge = []
+            for length in self.gen_lengths:
+                if s / 4 <= length <= 4 * s:
+                    top = max(bb for bb in self.gen_batches if (bb, length) in self.gen)
+                    edge.append((self.gen[(top, length)] - self.floor) / (top * length))
+            return max(statistics.median(edge) * b * s, 0.0)
         near = min(timed, key=lambda bb: (abs(math.log(bb / b)), -bb))
         return max(self.gen[(near, s)] * b / near - self.floor, 0.0)
 
@@ -490,6 +499,37 @@ def gpu_sources(db, system):
     return out
 
 
+def elementwise_curves(db):
+    """{gpu: Elementwise} for every GPU whose database times the quantization kernel."""
+    curves = {}
+    for g, system in GPUS.items():
+        for qv in reversed(versions(db, system, "quantize")):
+            try:
+                curves[g] = Elementwise(read_rows(table_path(db, system, "quantize", qv, "scale_matrix_perf")))
+                break
+            except ImportError_:
+                pass
+    return curves
+
+
+def elementwise_stand_in(db, g, spec, curves):
+    """GPU G's elementwise pricing: its own timed kernel, else t0 + bytes / bandwidth with the
+    median floor and share of peak bandwidth of the GPUs that have one."""
+    if g in curves:
+        ew = curves[g]
+        ew.how = (f"priced as {g}'s timed static fp8 quantization kernel of the same bytes "
+                  f"(floor {ew.floor() * 1e6:.2f} us, {ew.hbm_bandwidth() / spec['mem_bw']:.2f} of peak bandwidth past the cache)")
+        return ew
+    if not curves:
+        raise ImportError_("no GPU has elementwise timings for the stand-in")
+    t0 = statistics.median(c.floor() for c in curves.values())
+    eff = statistics.median(c.hbm_bandwidth() / read_system_yaml(os.path.join(db, f"{GPUS[o]}.yaml"))["mem_bw"]
+                            for o, c in curves.items())
+    return Elementwise(t0=t0, bandwidth=eff * spec["mem_bw"],
+                       how=(f"no elementwise timings on {g}: t0 + bytes / bandwidth with the median floor "
+                            f"({t0 * 1e6:.2f} us) and share of peak bandwidth ({eff:.2f}) of the {len(curves)} GPUs timed"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="aiconfigurator_core/systems (or a fixture)")
@@ -508,35 +548,18 @@ def main(argv=None):
         if g not in GPUS:
             ap.error(f"--gpus: unknown GPU {g!r} (known: {', '.join(GPUS)})")
 
-    # elementwise curves first: GPUs without the quantization table borrow the median floor
-    # and memory-bandwidth efficiency of those with it
-    sources, curves = {}, {}
+    sources = {}
     for g in gpus:
-        system = GPUS[g]
-        spec = read_system_yaml(os.path.join(args.db, f"{system}.yaml"))
-        sources[g] = (spec, gpu_sources(args.db, system))
-        for v, _, _, _, quant in sources[g][1]:
-            if quant:
-                curves[g] = Elementwise(quant)
+        spec = read_system_yaml(os.path.join(args.db, f"{GPUS[g]}.yaml"))
+        sources[g] = (spec, gpu_sources(args.db, GPUS[g]))
+    curves = elementwise_curves(args.db)
     written, skipped = [], []
     for g in gpus:
         spec, per_version = sources[g]
         if not per_version:
             skipped.append((g, "-", "no vLLM GEMM and attention tables"))
             continue
-        if g in curves:
-            ew = curves[g]
-            ew.how = (f"priced as {g}'s timed static fp8 quantization kernel of the same bytes "
-                      f"(floor {ew.floor() * 1e6:.2f} us, {ew.hbm_bandwidth() / spec['mem_bw']:.2f} of peak bandwidth past the cache)")
-        elif curves:
-            t0 = statistics.median(c.floor() for c in curves.values())
-            eff = statistics.median(c.hbm_bandwidth() / read_system_yaml(os.path.join(args.db, f"{GPUS[o]}.yaml"))["mem_bw"]
-                                    for o, c in curves.items())
-            ew = Elementwise(t0=t0, bandwidth=eff * spec["mem_bw"],
-                             how=(f"no elementwise timings on {g}: t0 + bytes / bandwidth with the median floor "
-                                  f"({t0 * 1e6:.2f} us) and bandwidth share ({eff:.2f}) of {', '.join(sorted(curves))}"))
-        else:
-            raise ImportError_("no GPU has elementwise timings for the stand-in")
+        ew = elementwise_stand_in(args.db, g, spec, curves)
         for version, gemm_rows, ctx_rows, gen_rows, _ in per_version:
             gemm = Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
             for m in models:
