@@ -225,16 +225,36 @@ def attention_rows(rows):
     return [r for r in out if r["kernel_source"] == kernel], kernel
 
 
+def despike(grid):
+    """{(batch, length): seconds} with single-cell spikes along the length removed: an
+    interior cell becomes the median of itself and its two neighbours (which leaves every
+    monotone run as it is), and a first cell over 1.5 times the median of the next two takes
+    the next one's value.
+    Attention never gets cheaper with more context, yet a few timings jump 2-18x above both
+    neighbours (the B60's one-sequence two-token decode); one such cell would set the price
+    of a whole interval."""
+    out = dict(grid)
+    for b in sorted({b for b, _ in grid}):
+        lengths = sorted(s for bb, s in grid if bb == b)
+        v = [grid[(b, s)] for s in lengths]
+        for i in range(1, len(v) - 1):
+            out[(b, lengths[i])] = sorted(v[i - 1:i + 2])[1]
+        if len(v) > 2 and v[0] > 1.5 * sorted(v[1:3])[0] and v[0] > 1.5 * sorted(v[1:3])[1]:
+            out[(b, lengths[0])] = v[1]
+    return out
+
+
 class AttentionTable:
     """One attention table's timings for one (heads, kv heads, head dim): seconds by
-    (batch, length); between timed head counts of the same kv heads and head dim,
+    (batch, length), despiked; between timed head counts of the same kv heads and head dim,
     interpolated linearly in heads."""
 
     def __init__(self, rows, length_of):
-        self.by_cfg = {}
+        raw = {}
         for r in rows:
             cfg = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
-            self.by_cfg.setdefault(cfg, {})[(r["batch_size"], length_of(r))] = r["latency"] * 1e-3
+            raw.setdefault(cfg, {})[(r["batch_size"], length_of(r))] = r["latency"] * 1e-3
+        self.by_cfg = {cfg: despike(g) for cfg, g in raw.items()}
 
     def grid(self, heads, kv_heads, head_dim):
         """{(batch, length): seconds} for the shape, or None."""
@@ -399,7 +419,7 @@ def read_models(path):
     for m in models:
         if m.shape() not in best or m.max_position > best[m.shape()].max_position:
             best[m.shape()] = m
-    return [m for m in models if best[m.shape()] is m]
+    return [m for m in models if best[m.shape()] is m], [(m, best[m.shape()]) for m in models if best[m.shape()] is not m]
 
 
 def fits(model, mem_bytes):
@@ -542,7 +562,7 @@ def main(argv=None):
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     args = ap.parse_args(argv)
 
-    models = read_models(args.models)
+    models, same_shape = read_models(args.models)
     gpus = [g for g in args.gpus.split(",") if g]
     for g in gpus:
         if g not in GPUS:
@@ -596,6 +616,9 @@ def main(argv=None):
                 path = os.path.join(gdir, f"{m.name}.{FRAMEWORK}-{version}.csv")
                 write_table(path, meta, rows)
                 written.append(path)
+    for g in gpus:
+        for m, kept in same_shape:
+            skipped.append((g, m.name, f"same shape as {kept.name}, whose table covers it"))
     for path in written:
         print(f"wrote {path}")
     for g, name, why in skipped:

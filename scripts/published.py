@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Published vLLM serving runs replayed as scenarios: how far servesim is from reality.
+
+docs/data/published.csv holds measured results others published (source address and date
+on every row), each with the scenario settings that reproduce its workload and server
+configuration (`sets`, --set assignments separated by ';'). For every point this script
+runs `servesim run` twice, priced by the GPU's measured table and by its fitted roofline,
+and compares the published metrics (mean or median, as published) with the simulated
+ones. AIConfigurator's estimate for the same point, where it has one, is read from the
+file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed).
+
+  published.py [--servesim BIN]            the error table on stdout
+  published.py --write                     also docs/data/published-errors.csv and docs/published.md
+  published.py --check                     exit 1 when a measured-table error exceeds its bound
+  published.py --aic                       recompute the aic_* columns of docs/data/published.csv
+  published.py --set KEY=VALUE ...         extra --set for every run (what-if: e.g. an overhead)
+
+Only the standard library is needed (CI runs --check).
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "docs", "data", "published.csv")
+METRICS = ("ttft", "tpot", "itl", "e2el", "output_tps")
+GOAL_METRICS = ("ttft", "tpot", "e2el")  # the goal: mean (or median) TTFT, TPOT, E2E
+SETS = {
+    "v1": "vLLM V1 engine (0.8 and later) at a steady load: the yardstick",
+    "burst": "vLLM V1, every request sent at once to a GPU whose KV cache holds a few of them",
+    "v0": "older V0 engines, for reference",
+}
+AIC_MODELS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B", "qwen3-8b": "Qwen/Qwen3-8B", "qwen3-32b": "Qwen/Qwen3-32B"}
+AIC_SYSTEMS = {"h100": ("h100_sxm", "0.24.0"), "h200": ("h200_sxm", "0.24.0"), "a100": ("a100_sxm", "0.14.0")}
+
+
+def read_points(path=DATA):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def summary_key(stat, metric):
+    if metric == "output_tps":
+        return "output_throughput"
+    return f"{'mean' if stat == 'mean' else 'median'}_{metric}_ms"
+
+
+def simulate(binary, p, cost_model, extra, tmp):
+    out = os.path.join(tmp, f"{p['id']}-{cost_model}")
+    cmd = [binary, "run", "--quiet", "--out", out, "--set", f"model.preset={p['model']}",
+           "--set", f"hardware.preset={p['gpu']}", "--set", f"hardware.cost_model={cost_model}"]
+    for a in p["sets"].split(";") + list(extra):
+        if a:
+            cmd += ["--set", a]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"published: {p['id']}: {' '.join(cmd)}: {r.stderr.strip()}")
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    if cost_model == "measured" and s["cost_model"] != "measured":
+        raise SystemExit(f"published: {p['id']}: no measured table: {s['cost_source']}")
+    return s
+
+
+def num(v):
+    return float(v) if v not in ("", None) else None
+
+
+def rel(a, b):
+    return None if a is None or b is None else a / b - 1
+
+
+def replay(binary, points, extra):
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in points:
+            sims = {cm: simulate(binary, p, cm, extra, tmp) for cm in ("measured", "roofline")}
+            for m in METRICS:
+                pub = num(p[f"pub_{m}_ms" if m != "output_tps" else "pub_output_tps"])
+                if pub is None:
+                    continue
+                meas = sims["measured"][summary_key(p["stat"], m)]
+                roof = sims["roofline"][summary_key(p["stat"], m)]
+                aic = num(p.get(f"aic_{m}_ms")) if m != "output_tps" else None
+                rows.append({"id": p["id"], "set": p["set"], "gpu": p["gpu"], "model": p["model"], "vllm": p["vllm"],
+                             "metric": m, "stat": p["stat"], "published": pub, "measured": meas,
+                             "err_measured": rel(meas, pub), "roofline": roof, "err_roofline": rel(roof, pub),
+                             "aic": aic, "err_aic": rel(aic, pub), "bound": num(p.get(f"bound_{m}"))})
+    return rows
+
+
+def pct(e):
+    return "" if e is None else f"{100 * e:+.1f}%"
+
+
+def goal_rows(rows, which="v1"):
+    """The goal's rows: TTFT, TPOT (ITL where a source gives no TPOT) and E2E of the V1 set."""
+    out = []
+    by_id = {}
+    for r in rows:
+        by_id.setdefault(r["id"], {})[r["metric"]] = r
+    for pid, ms in by_id.items():
+        if next(iter(ms.values()))["set"] != which:
+            continue
+        for m in GOAL_METRICS:
+            r = ms.get(m) or (ms.get("itl") if m == "tpot" else None)
+            if r:
+                out.append(r)
+    return out
+
+
+def stats(rows, key):
+    errs = [abs(r[key]) for r in rows if r[key] is not None]
+    if not errs:
+        return None
+    return statistics.median(errs), max(errs), len(errs)
+
+
+def table(rows):
+    lines = ["| point | GPU | model | vLLM | metric | published | servesim (measured) | servesim (roofline) | AIConfigurator |",
+             "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        unit = " tok/s" if r["metric"] == "output_tps" else " ms"
+        aic = f"{r['aic']:.4g}{unit} ({pct(r['err_aic'])})" if r["aic"] is not None else "-"
+        lines.append(f"| {r['id']} | {r['gpu']} | {r['model']} | {r['vllm']} | {r['stat']} {r['metric']} | "
+                     f"{r['published']:.4g}{unit} | {r['measured']:.4g}{unit} ({pct(r['err_measured'])}) | "
+                     f"{r['roofline']:.4g}{unit} ({pct(r['err_roofline'])}) | {aic} |")
+    return "\n".join(lines)
+
+
+def summary_lines(rows):
+    out = []
+    for which, what in SETS.items():
+        g = goal_rows(rows, which)
+        if not g:
+            continue
+        out.append(f"- **{what}**: {len({r['id'] for r in g})} points, {len(g)} metrics (TTFT, TPOT or ITL, E2E as published)")
+        for key, name in (("err_measured", "servesim, measured tables"), ("err_roofline", "servesim, fitted roofline"),
+                          ("err_aic", "AIConfigurator")):
+            s = stats(g, key)
+            if s:
+                out.append(f"  - {name}: median |error| {100 * s[0]:.1f}%, largest {100 * s[1]:.1f}% ({s[2]} metrics)")
+        both = [r for r in g if r["err_aic"] is not None]
+        if both:
+            closer = sum(abs(r["err_measured"]) < abs(r["err_aic"]) for r in both)
+            out.append(f"  - servesim closer than AIConfigurator on {closer} of the {len(both)} metrics both estimate")
+    return out
+
+
+def write_outputs(rows, binary):
+    path = os.path.join(ROOT, "docs", "data", "published-errors.csv")
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else ("" if v is None else v)) for k, v in r.items()})
+    os.replace(path + ".tmp", path)
+    md = os.path.join(ROOT, "docs", "published.md")
+    head = open(os.path.join(ROOT, "docs", "published.head.md")).read()
+    with open(md + ".tmp", "w") as f:
+        f.write(head.rstrip() + "\n\n")
+        f.write(f"## Results\n\nWritten by `scripts/published.py --write` on {datetime.date.today().isoformat()} "
+                f"(servesim {git_describe()}); errors are simulated / published - 1.\n\n")
+        f.write("\n".join(summary_lines(rows)) + "\n\n")
+        for which, what in SETS.items():
+            sel = [r for r in rows if r["set"] == which]
+            if sel:
+                f.write(f"### {what[0].upper() + what[1:]}\n\n{table(sel)}\n\n")
+    os.replace(md + ".tmp", md)
+
+
+def git_describe():
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def check(rows):
+    bad = []
+    for r in rows:
+        if r["bound"] is not None and abs(r["err_measured"]) > r["bound"]:
+            bad.append(f"{r['id']} {r['metric']}: |error| {100 * abs(r['err_measured']):.1f}% > bound {100 * r['bound']:.1f}%")
+        if r["bound"] is None and r["set"] == "v1":
+            bad.append(f"{r['id']} {r['metric']}: no bound recorded")
+    for b in bad:
+        print(f"published: {b}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def aic_columns(points):
+    """AIConfigurator's aggregated-serving estimate at each closed-loop point it can price."""
+    import logging
+    import warnings
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    from aiconfigurator.cli.api import cli_estimate
+    for p in points:
+        sets = dict(a.split("=", 1) for a in p["sets"].split(";") if a)
+        ok = (p["model"] in AIC_MODELS and p["gpu"] in AIC_SYSTEMS and sets.get("workload.arrival") == "closed"
+              and sets.get("workload.prompt_len", "").startswith(("fixed:", "uniform:", "lognormal:")))
+        for m in ("ttft", "tpot", "e2el"):
+            p[f"aic_{m}_ms"] = ""
+        if not ok:
+            continue
+        def mean_of(dist):
+            kind, *a = dist.split(":")
+            if kind == "fixed":
+                return int(a[0])
+            if kind == "uniform":
+                return (int(a[0]) + int(a[1])) // 2
+            return int(round(float(a[0]) * 2.718281828 ** (float(a[1]) ** 2 / 2)))  # lognormal mean
+        isl, osl = mean_of(sets["workload.prompt_len"]), mean_of(sets["workload.output_len"])
+        system, version = AIC_SYSTEMS[p["gpu"]]
+        r = cli_estimate(AIC_MODELS[p["model"]], system, mode="agg", backend_name="vllm", backend_version=version,
+                         isl=isl, osl=osl, batch_size=int(sets["workload.concurrency"]), tp_size=1)
+        p["aic_ttft_ms"], p["aic_tpot_ms"] = f"{r.ttft:.4g}", f"{r.tpot:.4g}"
+        p["aic_e2el_ms"] = f"{r.ttft + r.tpot * (osl - 1):.4g}"
+        print(f"{p['id']}: AIConfigurator isl {isl} osl {osl}: TTFT {r.ttft:.4g} TPOT {r.tpot:.4g}", file=sys.stderr)
+    with open(DATA + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(points[0]))
+        w.writeheader()
+        w.writerows(points)
+    os.replace(DATA + ".tmp", DATA)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--servesim", default=os.path.join(ROOT, "build", "cli", "servesim"))
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--aic", action="store_true")
+    ap.add_argument("--set", action="append", default=[], dest="extra")
+    args = ap.parse_args()
+    points = read_points()
+    if args.aic:
+        aic_columns(points)
+        return 0
+    rows = replay(args.servesim, points, args.extra)
+    for r in rows:
+        print(f"{r['id']:<18} {r['stat']:>6} {r['metric']:<10} published {r['published']:>10.4g}  "
+              f"measured {r['measured']:>10.4g} {pct(r['err_measured']):>8}  roofline {r['roofline']:>10.4g} "
+              f"{pct(r['err_roofline']):>8}  aic {pct(r['err_aic']):>8}")
+    print("\n".join(summary_lines(rows)))
+    if args.write:
+        write_outputs(rows, args.servesim)
+    return check(rows) if args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

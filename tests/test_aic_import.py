@@ -1,0 +1,193 @@
+"""scripts/aic_import.py on a slice of the kernel database (tests/data/aic-slice): every
+component of a composed table checked against the fixture's rows by hand, the header's
+provenance, and the models it must leave out. Standard library only (CI has no pyarrow)."""
+import csv
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SLICE = os.path.join(ROOT, "tests", "data", "aic-slice")
+DATA = os.path.join(SLICE, "data", "h200_sxm")
+T0 = 2e-6  # every elementwise timing of the slice
+
+# exact: every GEMM shape timed; interp: gate/up n = 28,672 and down k = 14,336 are not
+MODELS = """name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params
+exact,2,4096,32,8,128,6144,8192,0,4096,2000000000
+exact-short,2,4096,32,8,128,6144,8192,0,2048,2000000000
+interp,2,4096,32,8,128,14336,8192,1,4096,2000000000
+toy,2,4096,32,8,128,6144,4096,0,4096,900000000
+huge,3,4096,32,8,128,6144,8192,0,4096,90000000000
+"""
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def gemm(m, n, k):
+    for r in rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf.csv")):
+        if int(r["m"]) == m and int(r["n"]) == n and int(r["k"]) == k and r["gemm_dtype"] == "bfloat16":
+            return float(r["latency"]) * 1e-3
+    raise KeyError((m, n, k))
+
+
+def attention(table, kernel="vllm_flash_attn_fa3"):
+    out = {}
+    for r in rows(os.path.join(DATA, "attention", "vllm", "0.24.0", f"{table}_attention_perf.csv")):
+        if r["kernel_source"] == kernel:
+            length = int(r["isl"]) if table == "context" else int(r["step"]) + 1
+            out[(int(r["batch_size"]), length)] = float(r["latency"]) * 1e-3
+    return out
+
+
+def read_table(path):
+    meta, comp = {}, {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# ") and ": " in line:
+                k, v = line[2:].split(": ", 1)
+                meta[k] = v
+            elif line and not line.startswith("#") and not line.startswith("component"):
+                c, x, y, s = line.split(",")
+                comp.setdefault(c, {})[(float(x), float(y))] = float(s)
+    return meta, comp
+
+
+class ImportSlice(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        models = os.path.join(cls.tmp.name, "models.csv")
+        with open(models, "w") as f:
+            f.write(MODELS)
+        cls.out = os.path.join(cls.tmp.name, "costs")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
+                            "--models", models, "--out", cls.out, "--gpus", "h200", "--overhead-ms", "0.4",
+                            "--overhead-source", "the test", "--date", "2026-11-30"],
+                           capture_output=True, text=True)
+        cls.stdout, cls.stderr, cls.rc = r.stdout, r.stderr, r.returncode
+        cls.meta, cls.t = read_table(os.path.join(cls.out, "h200", "exact.vllm-0.24.0.csv"))
+        cls.floor = min(attention("generation").values())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_runs_and_leaves_out_what_it_must(self):
+        self.assertEqual(self.rc, 0, self.stderr)
+        self.assertIn("skipped h200 toy: a toy preset", self.stdout)
+        self.assertIn("skipped h200 huge: does not fit on one GPU", self.stdout)
+        # exact-short has exact's shape and a shorter context: one table, named for the longer
+        self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
+                         ["exact.vllm-0.24.0.csv", "interp.vllm-0.24.0.csv"])
+
+    def test_header_records_provenance(self):
+        m = self.meta
+        self.assertEqual(m["shape"], "layers=2 hidden=4096 heads=32 kv_heads=8 head_dim=128 intermediate=6144 vocab=8192")
+        self.assertEqual(m["framework"], "vllm 0.24.0")
+        self.assertEqual(m["gpu"], "h200_sxm")
+        self.assertEqual(m["date"], "2026-11-30")
+        self.assertIn("aiconfigurator-core 0.12.0", m["source"])
+        self.assertIn("Apache-2.0", m["license"])
+        self.assertIn("prefill vllm_flash_attn_fa3", m["kernels"])  # the kernel with the most timings
+        for k in ("stand_in_elementwise", "stand_in_sample", "stand_in_overhead"):
+            self.assertIn(k, m)
+        self.assertIn("0.4 ms per step: the test", m["stand_in_overhead"])
+
+    def test_linear_is_the_layers_gemms_elementwise_kernels_and_attention_floor(self):
+        L = 2
+        for T in (1, 64, 8192):
+            gemms = gemm(T, 6144, 4096) + gemm(T, 4096, 4096) + gemm(T, 12288, 4096) + gemm(T, 4096, 6144)
+            # per layer: two add+norms, SiLU-and-mul, rotary; then embedding and final norm
+            want = L * (gemms + 4 * T0 + self.floor) + 2 * T0
+            self.assertAlmostEqual(self.t["linear"][(T, 0)], want, delta=want * 1e-6)
+
+    def test_lm_head_and_sample(self):
+        for R in (1, 32, 1024):
+            self.assertAlmostEqual(self.t["lm_head"][(R, 0)], gemm(R, 8192, 4096), delta=1e-12)
+            self.assertAlmostEqual(self.t["sample"][(R, 0)], 2 * T0, delta=1e-12)  # cast + argmax
+
+    def test_overhead(self):
+        self.assertEqual(self.t["overhead"], {(0.0, 0.0): 0.0004})
+
+    def test_prefill_is_the_saturated_per_sequence_cost_scaled_by_pairs(self):
+        ctx = attention("context")
+
+        def sat(s):
+            return max(min((t - self.floor) / b for (b, ss), t in ctx.items() if ss == s), 0.0)
+
+        for n in (128, 1024, 4096):
+            self.assertAlmostEqual(self.t["prefill_attn"][(n, 0)], 2 * sat(n), delta=1e-12)
+        # a 1024-token chunk after 1024 cached: 1024 * 1024 + 1024 * 1025 / 2 of the pairs of a
+        # 2048-token prompt (2048 * 2049 / 2)
+        frac = (1024 * 1024 + 1024 * 1025 / 2) / (2048 * 2049 / 2)
+        self.assertAlmostEqual(self.t["prefill_attn"][(1024, 1024)], 2 * sat(2048) * frac, delta=1e-12)
+        # the batched cost is below one call per sequence: 8 x 1024 in one call
+        self.assertLess(self.floor + 8 * sat(1024), 8 * ctx[(1, 1024)])
+
+    def test_decode_timed_cells_and_the_edge_beyond(self):
+        gen = attention("generation")
+        self.assertAlmostEqual(self.t["decode_attn"][(64, 1024)], 2 * (gen[(64, 1024)] - self.floor), delta=1e-12)
+        # 1024 sequences at 4096 tokens were not timed: the median cost per token of the timed
+        # edge at lengths 1024 .. 16384 (the largest batch timed at each), times b x s
+        edge = []
+        for s in (1024, 2048, 4096, 8192, 16384):
+            top = max(b for (b, ss) in gen if ss == s)
+            edge.append((gen[(top, s)] - self.floor) / (top * s))
+        self.assertNotIn((1024, 4096), gen)
+        want = 2 * statistics.median(edge) * 1024 * 4096
+        self.assertAlmostEqual(self.t["decode_attn"][(1024, 4096)], want, delta=want * 1e-9)
+
+    def test_untimed_gemm_shape_interpolates_utilization_in_log_n(self):
+        _, t = read_table(os.path.join(self.out, "h200", "interp.vllm-0.24.0.csv"))
+        flops, bw = 989e12, 4.8e12
+
+        def sol(m, n, k):
+            return max(2 * m * n * k / flops, 2 * (m * k + n * k + m * n) / bw)
+
+        def between(m, lo, hi, v, k_fixed=None, n_fixed=None):
+            w = math.log(v / lo) / math.log(hi / lo)
+            if n_fixed is None:  # interpolate n at k = k_fixed
+                u = (1 - w) * sol(m, lo, k_fixed) / gemm(m, lo, k_fixed) + w * sol(m, hi, k_fixed) / gemm(m, hi, k_fixed)
+                return sol(m, v, k_fixed) / u
+            u = (1 - w) * sol(m, n_fixed, lo) / gemm(m, n_fixed, lo) + w * sol(m, n_fixed, hi) / gemm(m, n_fixed, hi)
+            return sol(m, n_fixed, v) / u
+
+        T = 256
+        gate_up = between(T, 16384, 51200, 28672, k_fixed=4096)
+        down = between(T, 12288, 16384, 14336, n_fixed=4096)
+        gemms = gemm(T, 6144, 4096) + gemm(T, 4096, 4096) + gate_up + down
+        want = 2 * (gemms + 6 * T0 + self.floor) + 2 * T0  # + QK norm of q and of k
+        self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
+        self.assertGreater(gate_up, gemm(T, 16384, 4096))
+        self.assertLess(gate_up, gemm(T, 51200, 4096))
+
+    def test_despike_removes_single_cell_spikes_and_keeps_monotone_runs(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        g = {(1, 2): 5.0, (1, 4): 1.0, (1, 8): 1.1, (1, 16): 9.0, (1, 32): 1.3, (1, 64): 1.4,
+             (2, 2): 1.0, (2, 4): 1.2, (2, 8): 1.5, (2, 16): 2.5}
+        d = aic_import.despike(g)
+        self.assertEqual(d[(1, 2)], 1.0)   # a first cell over 1.5x the next two
+        self.assertEqual(d[(1, 16)], 1.3)  # an interior spike: the median of three
+        self.assertEqual(d[(1, 64)], 1.4)  # the last cell is kept
+        self.assertEqual({k: v for k, v in d.items() if k[0] == 2}, {k: v for k, v in g.items() if k[0] == 2})
+
+    def test_bad_gpu_is_refused(self):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
+                            "--models", os.devnull, "--out", self.tmp.name, "--gpus", "h300", "--overhead-ms", "0",
+                            "--overhead-source", "x"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown GPU 'h300'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,234 @@
+/* Measured cost tables: finding the data directory, choosing the table for a GPU, a shape and
+ * a vLLM version, the run's choice of cost model (measured, explicit table, roofline), and
+ * every table committed in costs/: it loads, its shape is a preset's, its header carries its
+ * provenance. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibrate/calibrate.h"
+#include "cli/job.h"
+#include "cli/measured.h"
+#include "sim/table_cost.h"
+
+static char tmpdir[256];
+
+static void make_dirs(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/servesim-measured-%d", (int)getpid());
+    char p[512];
+    mkdir(tmpdir, 0755);
+    snprintf(p, sizeof p, "%s/costs", tmpdir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/costs/h200", tmpdir);
+    mkdir(p, 0755);
+    setenv("SERVESIM_DATA_DIR", tmpdir, 1);
+}
+
+static void teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    unsetenv("SERVESIM_DATA_DIR");
+}
+
+static void shape_of(const char *preset, char *out, size_t len)
+{
+    const model_shape *m = model_preset(preset);
+    kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate, m->vocab,
+                  m->rope_theta, m->rms_eps};
+    calibrate_shape_string(&s, out, len);
+}
+
+/* A full-grid table whose every component is SCALE seconds, for SHAPE and vLLM VERSION. */
+static void write_table(const char *file, const char *shape, const char *version, double scale)
+{
+    cost_table t;
+    ct_init(&t);
+    char fw[64];
+    snprintf(fw, sizeof fw, "vllm %s", version);
+    ct_set_meta(&t, "shape", shape);
+    ct_set_meta(&t, "framework", fw);
+    ct_set_meta(&t, "device", "test");
+    double xs[] = {1, 4096}, ys[] = {0, 8192};
+    for (int i = 0; i < 2; i++) {
+        ct_add(&t, CT_LINEAR, xs[i], 0, scale);
+        ct_add(&t, CT_LM_HEAD, xs[i], 0, scale);
+        ct_add(&t, CT_SAMPLE, xs[i], 0, scale);
+        for (int j = 0; j < 2; j++) {
+            ct_add(&t, CT_PREFILL_ATTN, xs[i], ys[j], scale);
+            ct_add(&t, CT_DECODE_ATTN, xs[i], ys[j] + 1, scale);
+        }
+    }
+    ct_add(&t, CT_OVERHEAD, 0, 0, scale);
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/costs/h200/%s", tmpdir, file);
+    cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+}
+
+TestSuite(measured, .init = make_dirs, .fini = teardown);
+
+Test(measured, the_newest_version_by_number_not_by_text)
+{
+    char shape[256], path[1200], why[1200];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table("a.csv", shape, "0.9.2", 1);
+    write_table("b.csv", shape, "0.24.0", 2);
+    write_table("c.csv", shape, "0.14.0", 3);
+    cr_assert_eq(measured_find("h200", shape, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert(strstr(path, "/costs/h200/b.csv"), "0.24.0 is the newest: %s", path);
+    cr_assert_eq(measured_find("h200", shape, "0.9.2", path, sizeof path, why, sizeof why), 1);
+    cr_assert(strstr(path, "/a.csv"));
+    cr_assert_eq(measured_find("h200", shape, "0.11.0", path, sizeof path, why, sizeof why), 0);
+    cr_assert(strstr(why, "no measured table of vLLM 0.11.0"), "%s", why);
+    cr_assert(strstr(why, "0.24.0") && strstr(why, "0.14.0"), "names the versions there are: %s", why);
+}
+
+Test(measured, another_shape_or_gpu_finds_nothing_and_says_why)
+{
+    char shape[256], other[256], path[1200], why[1200];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    shape_of("qwen3-8b", other, sizeof other);
+    write_table("a.csv", shape, "0.24.0", 1);
+    cr_assert_eq(measured_find("h200", other, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert(strstr(why, "covers this model's shape"), "%s", why);
+    cr_assert_eq(measured_find("h100", shape, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert(strstr(why, "no measured tables for h100"), "%s", why);
+    setenv("SERVESIM_DATA_DIR", "/nonexistent", 1);
+    cr_assert_eq(measured_find("h200", shape, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert(strstr(why, "SERVESIM_DATA_DIR"), "%s", why);
+}
+
+Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_roofline)
+{
+    char shape[256], err[1024];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table("a.csv", shape, "0.24.0", 1e-3);
+    scenario sc;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3-8b", err, sizeof err), 0); /* same shape as 3.1 */
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c.kind, "measured");
+    cr_assert(strstr(c.source, "costs/h200/a.csv"), "%s", c.source);
+    /* every component is 1 ms: a step costs 5 of them plus the overhead */
+    request q;
+    sched_item it = {.req = &q, .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
+    sched_batch b = {.items = &it, .num_items = 1, .num_batched_tokens = 1, .num_decode_seqs = 1,
+                     .decode_context_sum = 101, .num_outputs = 1};
+    step_cost f = job_cost_fn(&c);
+    cr_assert_float_eq(f.step_time(f.ctx, &b), 5e-3, 1e-12);
+    job_cost_free(&c);
+    /* hardware.step_overhead_ms replaces the table's overhead */
+    cr_assert_eq(scenario_set(&sc, "hardware.step_overhead_ms=0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0);
+    f = job_cost_fn(&c);
+    cr_assert_float_eq(f.step_time(f.ctx, &b), 4e-3, 1e-12);
+    job_cost_free(&c);
+    /* a model without a table, fp32, or cost_model = roofline: the roofline, and why */
+    const char *cases[][2] = {{"model.preset=qwen3-8b", "covers this model's shape"},
+                              {"model.dtype=fp32", "bf16 kernels"},
+                              {"hardware.cost_model=roofline", "hardware.cost_model = roofline"}};
+    for (size_t i = 0; i < 3; i++) {
+        scenario s2;
+        scenario_defaults(&s2);
+        cr_assert_eq(scenario_set(&s2, cases[i][0], err, sizeof err), 0);
+        cr_assert_eq(scenario_resolve(&s2, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_str_eq(c.kind, "roofline", "%s", cases[i][0]);
+        cr_assert(strstr(c.source, cases[i][1]), "%s: %s", cases[i][0], c.source);
+        job_cost_free(&c);
+    }
+    /* a vLLM version that has no table for a covered model is an error, not a roofline */
+    cr_assert_eq(scenario_set(&sc, "hardware.vllm_version=0.11.0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "hardware.vllm_version = 0.11.0"), "%s", err);
+}
+
+/* ---- the committed tables ---- */
+
+static int visit_committed(void (*each)(const char *path, const char *gpu))
+{
+    char root[1024];
+    snprintf(root, sizeof root, "%s/costs", SERVESIM_SOURCE_DIR);
+    int n = 0;
+    for (size_t h = 0; hw_preset_at(h); h++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "ls '%s/%s'/*.csv 2>/dev/null", root, hw_preset_at(h)->name);
+        FILE *p = popen(cmd, "r");
+        char line[1200];
+        while (p && fgets(line, sizeof line, p)) {
+            line[strcspn(line, "\n")] = 0;
+            each(line, hw_preset_at(h)->name);
+            n++;
+        }
+        if (p) pclose(p);
+    }
+    return n;
+}
+
+static void check_committed(const char *path, const char *gpu)
+{
+    cost_table t;
+    char err[512];
+    cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
+    const char *keys[] = {"device", "shape", "model", "source", "license", "framework", "gpu", "date",
+                          "stand_in_elementwise", "stand_in_sample", "stand_in_overhead"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        cr_assert_not_null(ct_meta(&t, keys[i]), "%s: no %s in the header", path, keys[i]);
+    cr_assert(strstr(ct_meta(&t, "source"), "aiconfigurator-core 0.12.0"), "%s", path);
+    const hw_spec *hw = hw_preset(gpu);
+    cr_assert_str_eq(ct_meta(&t, "gpu"), hw->db_system, "%s", path);
+    /* its shape is its model preset's, and that preset is the one it names */
+    const model_shape *m = model_preset(ct_meta(&t, "model"));
+    cr_assert_not_null(m, "%s: model %s is not a preset", path, ct_meta(&t, "model"));
+    char shape[256];
+    shape_of(m->name, shape, sizeof shape);
+    cr_assert_str_eq(ct_meta(&t, "shape"), shape, "%s", path);
+    table_cost tc;
+    cr_assert_eq(tc_init(&tc, &t, path, err, sizeof err), 0, "%s", err);
+    /* every price positive; a longer decode context never cheaper at the same batch, beyond
+     * the timings' noise near the launch floor (half the floor a layer: B200 times one short
+     * decode at 9 or 11 us, the B60 at 60 or 90 us) */
+    for (int c = 0; c < CT_COUNT; c++)
+        for (size_t i = 0; i < t.n[c]; i++)
+            cr_assert(t.points[c][i].seconds >= 0 && isfinite(t.points[c][i].seconds), "%s", path);
+    const grid *g = &tc.g[CT_DECODE_ATTN];
+    cr_assert_not_null(ct_meta(&t, "attention_floor_s"), "%s", path);
+    double slack = 0.5 * atof(ct_meta(&t, "attention_floor_s")) * m->num_layers;
+    for (size_t i = 0; i < g->nx; i++)
+        for (size_t j = 1; j < g->ny; j++)
+            cr_assert(g->s[i * g->ny + j] >= 0.8 * g->s[i * g->ny + j - 1] - slack, "%s: decode %g x %g", path,
+                      g->x[i], g->y[j]);
+    tc_free(&tc);
+    ct_free(&t);
+}
+
+Test(committed_tables, every_table_loads_with_its_provenance_and_a_preset_shape)
+{
+    cr_assert_gt(visit_committed(check_committed), 40, "the committed tables are missing");
+}
+
+Test(committed_tables, every_gpu_preset_has_tables_and_a_fitted_roofline)
+{
+    unsetenv("SERVESIM_DATA_DIR");
+    for (size_t h = 0; hw_preset_at(h); h++) {
+        const hw_spec *hw = hw_preset_at(h);
+        char shape[256], path[1200], why[1200];
+        shape_of("llama-3.1-8b", shape, sizeof shape);
+        cr_assert_eq(measured_find(hw->name, shape, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
+        hw_fit f = hw_preset_fit(hw->name);
+        cr_assert_gt(f.max_error, 0, "%s has no fitted roofline (servesim roofline-fit --write)", hw->name);
+        cr_assert(f.compute_efficiency > 0 && f.compute_efficiency <= 1, "%s", hw->name);
+    }
+}

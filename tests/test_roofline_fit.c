@@ -1,0 +1,70 @@
+/* The roofline fit: it recovers the efficiencies and step cost of a roofline it is fitted to,
+ * reports the error of what it cannot fit, and the fitted values reach the presets. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "sim/cost.h"
+#include "sim/roofline_fit.h"
+
+static double roofline_step(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
+
+Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
+{
+    const hw_spec *hw = hw_preset("h100");
+    const model_shape *models[] = {model_preset("llama-3.1-8b"), model_preset("qwen3-32b")};
+    roofline_params truth = {0.62, 0.81, 0.47, 0.9e-3};
+    cost_model measured[2];
+    fit_case cases[2];
+    for (int i = 0; i < 2; i++) {
+        cost_roofline_init(&measured[i], models[i], hw, &truth, 2);
+        cases[i] = (fit_case){models[i], {roofline_step, &measured[i], NULL}};
+    }
+    hw_fit f;
+    cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
+    cr_assert_float_eq(f.compute_efficiency, 0.62, 2e-3);
+    cr_assert_float_eq(f.memory_efficiency, 0.81, 2e-3);
+    cr_assert_float_eq(f.attention_efficiency, 0.47, 5e-3);
+    cr_assert_float_eq(f.step_overhead_ms, 0.9, 5e-3);
+    cr_assert_lt(f.max_error, 1e-3);
+}
+
+/* A "measured" model the roofline cannot follow: a floor of 4 ms under every step. */
+typedef struct floored {
+    cost_model roof;
+} floored;
+
+static double floored_step(const void *ctx, const sched_batch *b)
+{
+    const floored *f = ctx;
+    double t = cost_step_time(&f->roof, b);
+    return t > 4e-3 ? t : 4e-3;
+}
+
+Test(roofline_fit, reports_the_error_it_cannot_fit_away)
+{
+    const hw_spec *hw = hw_preset("h200");
+    const model_shape *m = model_preset("llama-3.2-1b");
+    floored fl;
+    roofline_params p = {0.7, 0.8, 0.5, 0.2e-3};
+    cost_roofline_init(&fl.roof, m, hw, &p, 2);
+    fit_case c = {m, {floored_step, &fl, NULL}};
+    hw_fit f;
+    cr_assert_eq(roofline_fit(hw, &c, 1, &f), 0);
+    cr_assert_gt(f.max_error, 0.05, "a 4 ms floor under a 1B model's small steps cannot be fitted");
+    cr_assert_leq(f.median_error, f.max_error);
+    /* the reported errors are the errors of its steps */
+    double worst = 0;
+    char what[96];
+    for (int i = 0; i < roofline_fit_steps(); i++) worst = fmax(worst, roofline_fit_error(hw, &c, &f, i, what, sizeof what));
+    cr_assert_float_eq(worst, f.max_error, 1e-12);
+}
+
+Test(roofline_fit, presets_carry_their_fit_and_unknown_hardware_the_defaults)
+{
+    hw_fit f = hw_preset_fit("h200");
+    cr_assert_gt(f.max_error, 0);
+    cr_assert_neq(f.compute_efficiency, hw_unfitted.compute_efficiency);
+    hw_fit u = hw_preset_fit("no-such-gpu");
+    cr_assert_float_eq(u.compute_efficiency, 0.8, 0);
+    cr_assert_float_eq(u.step_overhead_ms, 0.5, 0);
+}
