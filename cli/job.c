@@ -110,6 +110,19 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     return 0;
 }
 
+void job_cost_describe(const scenario *sc, char *out, size_t len)
+{
+    scenario_resolved r;
+    job_cost c;
+    char err[1024];
+    if (scenario_resolve(sc, &r, err, sizeof err) < 0 || job_cost_init(&c, &r, err, sizeof err) < 0) {
+        snprintf(out, len, "? (%s)", err);
+        return;
+    }
+    snprintf(out, len, "%s, %s", c.kind, c.source);
+    job_cost_free(&c);
+}
+
 void job_cost_json(FILE *f, const job_cost *c)
 {
     fprintf(f, "  \"cost_model\": ");

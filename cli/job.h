@@ -41,6 +41,9 @@ typedef struct job_cost {
  * GPU and the model when there is one, else the roofline. -1 with "path: reason" in ERR. */
 int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen);
 step_cost job_cost_fn(job_cost *c);
+/* "measured, costs/..." or "roofline, ...": which cost model prices SC, for reports; "?"
+ * with the reason when SC does not resolve. */
+void job_cost_describe(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
 void job_cost_json(FILE *f, const job_cost *c);
 void job_cost_free(job_cost *c);

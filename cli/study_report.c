@@ -9,6 +9,7 @@
 #include "bench/plot.h"
 #include "bench/report.h"
 #include "cli/capacity.h"
+#include "cli/job.h"
 #include "cli/study.h"
 
 typedef struct report {
@@ -95,9 +96,12 @@ static void write_header(report *rp, const char *title, int argc, char **argv)
     const scenario *b = &rp->p->base;
     fprintf(rp->md, "# %s\n\nMade by:\n\n```sh\n", title);
     write_command(rp->md, argc, argv);
-    fprintf(rp->md, "\n```\n\nSimulated: model %s, hardware %s (roofline cost model), scenario `%s`, seed %lld",
+    char cost[1400];
+    job_cost_describe(b, cost, sizeof cost);
+    fprintf(rp->md, "\n```\n\nSimulated: model %s, hardware %s, scenario `%s`, seed %lld; cost model (of the scenario "
+            "as written): %s",
             b->v[K_model_preset].s, b->v[K_hardware_preset].s, b->path[0] ? b->path : "built-in",
-            b->v[K_run_seed].i);
+            b->v[K_run_seed].i, cost);
     if (rp->p->repeat > 1) fprintf(rp->md, ", %d seeds per point (means)", rp->p->repeat);
     fputs(". Times in ms, throughput per second of simulated time.\n\n", rp->md);
 }
