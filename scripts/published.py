@@ -145,7 +145,13 @@ def summary_lines(rows):
                           ("err_aic", "AIConfigurator")):
             s = stats(g, key)
             if s:
-                out.append(f"  - {name}: median |error| {100 * s[0]:.1f}%, largest {100 * s[1]:.1f}% ({s[2]} metrics)")
+                parts = []
+                for label, ms in (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",))):
+                    sub = stats([r for r in g if r["metric"] in ms], key)
+                    if sub:
+                        parts.append(f"{label} {100 * sub[0]:.1f}% ({sub[2]})")
+                out.append(f"  - {name}: median |error| {100 * s[0]:.1f}%, largest {100 * s[1]:.1f}% ({s[2]} metrics); "
+                           f"median by metric: {', '.join(parts)}")
         both = [r for r in g if r["err_aic"] is not None]
         if both:
             closer = sum(abs(r["err_measured"]) < abs(r["err_aic"]) for r in both)
@@ -171,7 +177,8 @@ def write_outputs(rows, binary):
         for which, what in SETS.items():
             sel = [r for r in rows if r["set"] == which]
             if sel:
-                f.write(f"### {what[0].upper() + what[1:]}\n\n{table(sel)}\n\n")
+                title = what if what.startswith("vLLM") else what[0].upper() + what[1:]
+                f.write(f"### {title}\n\n{table(sel)}\n\n")
     os.replace(md + ".tmp", md)
 
 

@@ -13,7 +13,11 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLICE = os.path.join(ROOT, "tests", "data", "aic-slice")
 DATA = os.path.join(SLICE, "data", "h200_sxm")
-T0 = 2e-6  # every elementwise timing of the slice
+T0, BW = 2e-6, 4e12  # the slice's elementwise timings: T0 + bytes / BW
+
+
+def ew(nbytes):
+    return T0 + nbytes / BW
 
 # exact: every GEMM shape timed; interp: gate/up n = 28,672 and down k = 14,336 are not
 MODELS = """name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params
@@ -104,16 +108,20 @@ class ImportSlice(unittest.TestCase):
 
     def test_linear_is_the_layers_gemms_elementwise_kernels_and_attention_floor(self):
         L = 2
+        h, q, kv, inter = 4096, 4096, 1024, 6144
         for T in (1, 64, 8192):
             gemms = gemm(T, 6144, 4096) + gemm(T, 4096, 4096) + gemm(T, 12288, 4096) + gemm(T, 4096, 6144)
-            # per layer: two add+norms, SiLU-and-mul, rotary; then embedding and final norm
-            want = L * (gemms + 4 * T0 + self.floor) + 2 * T0
+            # per layer: two add+norms (read x and residual, write both), SiLU-and-mul (read
+            # 2 I, write I), rotary (q and k in place); then the embedding and the final norm
+            per_layer = 2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
+            want = L * (gemms + per_layer + self.floor) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
             self.assertAlmostEqual(self.t["linear"][(T, 0)], want, delta=want * 1e-6)
 
     def test_lm_head_and_sample(self):
         for R in (1, 32, 1024):
             self.assertAlmostEqual(self.t["lm_head"][(R, 0)], gemm(R, 8192, 4096), delta=1e-12)
-            self.assertAlmostEqual(self.t["sample"][(R, 0)], 2 * T0, delta=1e-12)  # cast + argmax
+            # greedy: fp32 cast (read 2, write 4 bytes a logit), then argmax (read 4)
+            self.assertAlmostEqual(self.t["sample"][(R, 0)], ew(R * 8192 * 6) + ew(R * 8192 * 4), delta=1e-12)
 
     def test_overhead(self):
         self.assertEqual(self.t["overhead"], {(0.0, 0.0): 0.0004})
@@ -165,7 +173,10 @@ class ImportSlice(unittest.TestCase):
         gate_up = between(T, 16384, 51200, 28672, k_fixed=4096)
         down = between(T, 12288, 16384, 14336, n_fixed=4096)
         gemms = gemm(T, 6144, 4096) + gemm(T, 4096, 4096) + gate_up + down
-        want = 2 * (gemms + 6 * T0 + self.floor) + 2 * T0  # + QK norm of q and of k
+        h, q, kv, inter = 4096, 4096, 1024, 14336
+        per_layer = (2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
+                     + ew(2 * T * q * 2) + ew(2 * T * kv * 2))  # + the QK norm of q and of k
+        want = 2 * (gemms + per_layer + self.floor) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
         self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
         self.assertGreater(gate_up, gemm(T, 16384, 4096))
         self.assertLess(gate_up, gemm(T, 51200, 4096))
