@@ -6,4 +6,4 @@ export DEBIAN_FRONTEND=noninteractive
 sudo_if_needed apt-get update -qq
 sudo_if_needed apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config libgsl-dev libinih-dev libcriterion-dev \
-    libopenblas-dev gnuplot-nox >/dev/null
+    libopenblas-dev gnuplot-nox python3 >/dev/null
