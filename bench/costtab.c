@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *names[CT_COUNT] = {"linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"};
@@ -113,6 +114,11 @@ static int parse_row(cost_table *t, char *line, char *why, size_t len)
 static int read_table(cost_table *t, const char *path, bool meta_only, char *err, size_t errlen)
 {
     ct_init(t);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a cost table", path);
+        return -1;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -135,7 +141,12 @@ static int read_table(cost_table *t, const char *path, bool meta_only, char *err
         }
     }
     fclose(f);
-    if (!bad && !header) snprintf(why, sizeof why, "no header line"), bad = lineno;
+    if (!bad && !header) {
+        /* an empty file has no line to name: lineno is 0, which must still fail */
+        snprintf(err, errlen, "%s: not a cost table (no header line component,x,y,seconds)", path);
+        ct_free(t);
+        return -1;
+    }
     if (bad) {
         snprintf(err, errlen, "%s:%d: %s", path, bad, why);
         ct_free(t);

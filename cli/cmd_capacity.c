@@ -10,6 +10,7 @@
 #include "bench/sumfield.h"
 #include "cli/capacity.h"
 #include "cli/commands.h"
+#include "cli/job.h"
 #include "cli/study_args.h"
 
 static const char capacity_usage[] =
@@ -157,6 +158,9 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     for (int i = 0; i < s->cli->nslo; i++)
         fprintf(f, " %s <= %g,", sumf_at((size_t)s->cli->slo[i].field)->name, s->cli->slo[i].limit);
     fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    char cost[1400];
+    job_cost_describe(s->base, cost, sizeof cost);
+    fprintf(f, "Cost model: %s\n", cost);
     if (res->best == 0) fprintf(f, "Capacity: no rate down to %.4g req/s is served.\n", res->fail);
     else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
     else {

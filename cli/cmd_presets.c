@@ -28,13 +28,13 @@ static void models_csv(void)
 static void hardware_csv(void)
 {
     puts("name,db_system,peak_tflops,mem_bandwidth_gbs,mem_gib,compute_efficiency,memory_efficiency,"
-         "attention_efficiency,step_overhead_ms,fit_median_error,fit_max_error");
+         "attention_efficiency,step_overhead_ms,fit_median_error,fit_max_error,holdout_median_error,holdout_max_error");
     for (size_t i = 0; hw_preset_at(i); i++) {
         const hw_spec *h = hw_preset_at(i);
         hw_fit f = hw_preset_fit(h->name);
-        printf("%s,%s,%g,%g,%.6g,%g,%g,%g,%g,%g,%g\n", h->name, h->db_system, h->peak_tflops, h->mem_bandwidth_gbs,
-               h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
-               f.median_error, f.max_error);
+        printf("%s,%s,%g,%g,%.6g,%g,%g,%g,%g,%g,%g,%g,%g\n", h->name, h->db_system, h->peak_tflops,
+               h->mem_bandwidth_gbs, h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency,
+               f.step_overhead_ms, f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
     }
 }
 
@@ -46,17 +46,21 @@ static void table(void)
         const model_shape *m = model_preset_at(i);
         printf("  %-14s %6d %6d %5d %8d %8d %12d %7d %7.2fB %7d %s\n", m->name, m->num_layers, m->hidden, m->num_heads,
                m->num_kv_heads, m->head_dim, m->intermediate, m->vocab, model_num_params(m) / 1e9, m->max_position,
-               m->qk_norm ? "qk-norm" : "");
+               m->qk_norm ? "qk-norm" : m->tied_embeddings ? "tied embeddings" : "");
     }
-    printf("\nHardware presets (roofline: efficiencies and step cost fitted to the GPU's measured tables,\n"
-           "and the roofline's |error| against them over the fit's steps, median / max)\n");
+    char data[4096];
+    if (measured_data_dir(data, sizeof data) < 0) snprintf(data, sizeof data, "(none found: set SERVESIM_DATA_DIR) ");
+    printf("\nHardware presets (roofline: efficiencies and step cost fitted to the GPU's measured tables;\n"
+           "its |error| against them, median / max, on a model the fit did not see; measured tables in\n"
+           "%scosts/)\n", data);
     printf("  %-13s %8s %7s %6s   %-30s %-13s %s\n", "name", "TFLOP/s", "GB/s", "GiB",
-           "roofline: compute memory attn step", "error", "measured tables (costs/)");
+           "roofline: compute memory attn step", "error", "measured tables");
     for (size_t i = 0; hw_preset_at(i); i++) {
         const hw_spec *h = hw_preset_at(i);
         hw_fit f = hw_preset_fit(h->name);
         char err[32], tables[2048];
-        if (f.max_error > 0) snprintf(err, sizeof err, "%.0f%% / %.0f%%", 100 * f.median_error, 100 * f.max_error);
+        if (f.holdout_max_error > 0)
+            snprintf(err, sizeof err, "%.0f%% / %.0f%%", 100 * f.holdout_median_error, 100 * f.holdout_max_error);
         else snprintf(err, sizeof err, "not fitted");
         measured_list(h->name, tables, sizeof tables);
         printf("  %-13s %8g %7g %6.1f   %7.2f %6.2f %4.2f %5.2fms   %-13s %s\n", h->name, h->peak_tflops,
@@ -83,6 +87,7 @@ int cmd_presets(int argc, char **argv)
         hardware_csv();
         return EXIT_OK;
     }
-    fprintf(stderr, "servesim: presets: unexpected \"%s\"\n%s", argv[1], presets_usage);
+    fprintf(stderr, "servesim: presets: unexpected \"%s\"\n%s", argc == 3 && strcmp(argv[1], "--csv") == 0 ? argv[2] : argv[1],
+            presets_usage);
     return EXIT_BAD_INPUT;
 }

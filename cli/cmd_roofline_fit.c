@@ -1,8 +1,11 @@
 /* `servesim roofline-fit`: the roofline fitted to each GPU's measured tables (all models
  * there are tables for, the newest vLLM version of each), its error against them, and with
  * --write the sim/roofline_fit.inc rows the presets read. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/costtab.h"
 #include "calibrate/calibrate.h"
@@ -15,8 +18,10 @@ static const char fit_usage[] =
     "usage: servesim roofline-fit [--steps] [--write FILE]\n"
     "  Fits each GPU's roofline (compute, memory and attention efficiencies, step cost) to its\n"
     "  measured cost tables in costs/, over the same steps for every model, and prints the fit\n"
-    "  and the roofline's |error| against the tables (median, max). --steps prints every\n"
-    "  step's error; --write FILE writes the FIT rows of sim/roofline_fit.inc.\n";
+    "  and the roofline's |error| against the tables (median, max), also for each model held out\n"
+    "  of the fit (priced by the roofline fitted to the GPU's other models: what a model without\n"
+    "  a table gets). --steps prints every step's error; --write FILE writes the FIT rows of\n"
+    "  sim/roofline_fit.inc (refused when no GPU has tables).\n";
 
 enum { MAX_CASES = 32 };
 
@@ -59,6 +64,29 @@ static void unload(gpu_tables *g)
     g->n = 0;
 }
 
+/* Writes the FIT rows in ROWS to PATH through a temporary file renamed into place. */
+static int write_fits(const char *path, const char *rows)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fprintf(stderr, "servesim: %s: %s\n", tmp, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(out, "/* Written by `servesim roofline-fit --write sim/roofline_fit.inc` (scripts/aic-import runs\n"
+                 " * it): the roofline fitted to each GPU's measured cost tables. Do not edit by hand.\n"
+                 " * FIT(name, compute, memory, attention, step_overhead_ms, median_error, max_error,\n"
+                 " *     holdout_median_error, holdout_max_error) */\n%s",
+            rows);
+    if (fclose(out) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "servesim: %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return EXIT_FAILURE_OTHER;
+    }
+    return EXIT_OK;
+}
+
 int cmd_roofline_fit(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -75,55 +103,60 @@ int cmd_roofline_fit(int argc, char **argv)
             return EXIT_BAD_INPUT;
         }
     }
-    char rows[8192] = "", err[1400];
-    size_t used = 0;
+    char data[4096], err[1400];
+    if (measured_data_dir(data, sizeof data) < 0) {
+        fprintf(stderr, "servesim: roofline-fit: no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data "
+                        "directory)\n");
+        return EXIT_BAD_INPUT;
+    }
+    char *rows = NULL;
+    size_t rows_len = 0;
+    FILE *rf = open_memstream(&rows, &rows_len);
+    if (!rf) return EXIT_FAILURE_OTHER;
+    int fitted = 0, status = EXIT_OK;
     static gpu_tables g; /* large; one command at a time */
-    printf("%-13s %6s %6s %6s %8s %7s %7s  %s\n", "gpu", "comp", "mem", "attn", "step ms", "median", "max", "tables");
-    for (size_t h = 0; hw_preset_at(h); h++) {
+    printf("tables in %scosts/; |roofline / table - 1| over the fit's steps, and over each model's steps when the\n"
+           "fit has not seen that model (held out)\n", data);
+    printf("%-13s %6s %6s %6s %8s %7s %7s %8s %8s  %s\n", "gpu", "comp", "mem", "attn", "step ms", "median", "max",
+           "held med", "held max", "tables");
+    for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++) {
         const hw_spec *hw = hw_preset_at(h);
         if (load(hw->name, &g, err, sizeof err) < 0) {
             fprintf(stderr, "servesim: %s\n", err);
-            unload(&g);
-            return EXIT_BAD_INPUT;
-        }
-        if (g.n == 0) {
+            status = EXIT_BAD_INPUT;
+        } else if (g.n == 0) {
             printf("%-13s no measured tables\n", hw->name);
-            continue;
+        } else {
+            hw_fit f;
+            if (roofline_fit(hw, g.cases, g.n, &f) < 0 || (g.n > 1 && roofline_fit_holdout(hw, g.cases, g.n, &f) < 0)) {
+                fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", hw->name);
+                status = EXIT_FAILURE_OTHER;
+            } else {
+                printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", hw->name,
+                       f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
+                       100 * f.median_error, 100 * f.max_error, 100 * f.holdout_median_error,
+                       100 * f.holdout_max_error, g.n);
+                for (int c = 0; steps && c < g.n; c++)
+                    for (int i = 0; i < roofline_fit_steps(); i++) {
+                        char what[96];
+                        double e = roofline_fit_error(hw, &g.cases[c], &f, i, what, sizeof what);
+                        printf("    %-14s %-32s %6.1f%%\n", g.cases[c].model->name, what, 100 * e);
+                    }
+                fprintf(rf, "FIT(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", hw->name,
+                        f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
+                        f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
+                fitted++;
+            }
         }
-        hw_fit f;
-        if (roofline_fit(hw, g.cases, g.n, &f) < 0) {
-            fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", hw->name);
-            unload(&g);
-            return EXIT_FAILURE_OTHER;
-        }
-        printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%%  %d\n", hw->name, f.compute_efficiency,
-               f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms, 100 * f.median_error,
-               100 * f.max_error, g.n);
-        if (steps)
-            for (int c = 0; c < g.n; c++)
-                for (int i = 0; i < roofline_fit_steps(); i++) {
-                    char what[96];
-                    double e = roofline_fit_error(hw, &g.cases[c], &f, i, what, sizeof what);
-                    printf("    %-14s %-32s %6.1f%%\n", g.cases[c].model->name, what, 100 * e);
-                }
-        used += (size_t)snprintf(rows + used, sizeof rows - used, "FIT(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n",
-                                 hw->name, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency,
-                                 f.step_overhead_ms, f.median_error, f.max_error);
         unload(&g);
     }
-    if (!write) return EXIT_OK;
-    FILE *out = fopen(write, "w");
-    if (!out) {
-        perror(write);
-        return EXIT_BAD_INPUT;
+    fclose(rf);
+    if (status == EXIT_OK && write && fitted == 0) {
+        fprintf(stderr, "servesim: roofline-fit: no GPU has measured tables in %scosts/; %s left as it was\n", data,
+                write);
+        status = EXIT_BAD_INPUT;
     }
-    fprintf(out, "/* Written by `servesim roofline-fit --write sim/roofline_fit.inc` (scripts/aic-import runs\n"
-                 " * it): the roofline fitted to each GPU's measured cost tables. Do not edit by hand.\n"
-                 " * FIT(name, compute, memory, attention, step_overhead_ms, median_error, max_error) */\n%s",
-            rows);
-    if (fclose(out) != 0) {
-        perror(write);
-        return EXIT_FAILURE_OTHER;
-    }
-    return EXIT_OK;
+    if (status == EXIT_OK && write) status = write_fits(write, rows);
+    free(rows);
+    return status;
 }

@@ -60,12 +60,18 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
     int rc = check_table_shape(&t, r, path, err, errlen);
     snprintf(c->device, sizeof c->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "unknown");
     const char *src = ct_meta(&t, "source");
-    snprintf(c->source, sizeof c->source, "%s (%s%s%s)", shown, c->device, src ? "; " : "", src ? src : "");
+    int n = snprintf(c->source, sizeof c->source, "%s (%s%s%s)", shown, c->device, src ? "; " : "", src ? src : "");
     if (rc == 0) rc = tc_init(&c->table, &t, path, err, errlen);
     ct_free(&t);
     c->use_table = rc == 0;
     /* hardware.step_overhead_ms, when given, replaces the table's per-step cost too */
-    if (rc == 0 && r->step_overhead_s >= 0) c->table.g[CT_OVERHEAD].s[0] = r->step_overhead_s;
+    if (rc == 0 && r->step_overhead_s >= 0) {
+        c->table.g[CT_OVERHEAD].s[0] = r->step_overhead_s;
+        n += snprintf(c->source + n, sizeof c->source - (size_t)n, "; step overhead %g ms (hardware.step_overhead_ms)",
+                      r->step_overhead_s * 1e3);
+    }
+    if (rc == 0 && r->roofline_keys_set[0] && (size_t)n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - (size_t)n, "; ignored, roofline only: %s", r->roofline_keys_set);
     return rc;
 }
 
@@ -95,7 +101,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
             size_t n = measured_data_dir(data, sizeof data) == 0 ? strlen(data) : 0;
             return use_table(c, r, path, strncmp(path, data, n) == 0 ? path + n : path, err, errlen);
         }
-        if (r->vllm_version[0] && strstr(why, "there is")) {
+        if (r->vllm_version[0]) { /* a pinned version is a request for a measured table */
             snprintf(err, errlen, "hardware.vllm_version = %s: %s", r->vllm_version, why);
             return -1;
         }

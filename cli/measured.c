@@ -37,8 +37,8 @@ int measured_data_dir(char *out, size_t len)
         exe[n] = 0;
         char *slash = strrchr(exe, '/');
         if (slash) *slash = 0;
-        /* build/cli/servesim -> the source folder; PREFIX/bin/servesim -> PREFIX/share/servesim */
-        const char *rel[] = {"/../..", "/../share/servesim", "/.."};
+        /* PREFIX/bin/servesim -> PREFIX/share/servesim first, then build/cli/servesim -> the source folder */
+        const char *rel[] = {"/../share/servesim", "/../..", "/.."};
         for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
             char cand[4200], real[4096];
             snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);

@@ -5,6 +5,7 @@
 
 #include "bench/outdir.h"
 #include "bench/repeat.h"
+#include "cli/job.h"
 #include "cli/simjob.h"
 #include "cli/sweep.h"
 
@@ -63,6 +64,9 @@ int run_repeats(const scenario *sc, const char *out, int repeat, int jobs, bool 
         fprintf(stderr, "servesim: %s\n", err);
     } else if (!quiet) {
         rep_print_table(stdout, r.stats, (size_t)r.nruns);
+        char cost[1400];
+        job_cost_describe(sc, cost, sizeof cost);
+        printf("Cost model: %s\n", cost);
         printf("Seeds %llu..%llu. Results in %s/ (the first seed's run, repeats.csv, repeat_stats.csv)\n",
                (unsigned long long)r.seeds[0], (unsigned long long)r.seeds[r.nruns - 1], out);
     }

@@ -371,6 +371,41 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     out->step_overhead_s = oh >= 0 ? oh / 1000 : -1;
     out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
+    const struct { const char *name; bool set; } roof[] = {
+        {"hardware.peak_tflops", V(hardware, peak_tflops).d > 0},
+        {"hardware.mem_bandwidth_gbs", V(hardware, mem_bandwidth_gbs).d > 0},
+        {"hardware.compute_efficiency", ce > 0}, {"hardware.memory_efficiency", me > 0},
+        {"hardware.attention_efficiency", ae > 0},
+    };
+    out->roofline_keys_set[0] = 0;
+    for (size_t i = 0; i < sizeof roof / sizeof roof[0]; i++)
+        if (roof[i].set) {
+            size_t n = strlen(out->roofline_keys_set);
+            snprintf(out->roofline_keys_set + n, sizeof out->roofline_keys_set - n, "%s%s", n ? ", " : "", roof[i].name);
+        }
+}
+
+/* Keys of the cost model that contradict each other. */
+static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
+{
+    double oh = V(hardware, step_overhead_ms).d;
+    if (oh < 0 && oh != -1) {
+        snprintf(err, errlen, "hardware.step_overhead_ms (%s) must be -1 (the table's or the fit's) or at least 0, got %g",
+                 V(hardware, step_overhead_ms).origin, oh);
+        return -1;
+    }
+    const char *version = V(hardware, vllm_version).s;
+    if (version[0] && V(hardware, cost_table).s[0]) {
+        snprintf(err, errlen, "hardware.vllm_version (%s) chooses a measured table, but hardware.cost_table (%s) names one",
+                 V(hardware, vllm_version).origin, V(hardware, cost_table).origin);
+        return -1;
+    }
+    if (version[0] && strcmp(V(hardware, cost_model).s, "roofline") == 0) {
+        snprintf(err, errlen, "hardware.vllm_version (%s) chooses a measured table, but hardware.cost_model (%s) is roofline",
+                 V(hardware, vllm_version).origin, V(hardware, cost_model).origin);
+        return -1;
+    }
+    return 0;
 }
 
 /* KV blocks that fit beside the weights in the memory the utilization allows. */
@@ -461,8 +496,8 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
     memset(out, 0, sizeof *out);
     resolve_model(sc, out);
     resolve_hardware(sc, out);
-    if (model_check(&out->model, why, sizeof why) < 0 || resolve_sched(sc, out, why, sizeof why) < 0 ||
-        resolve_workload(sc, out, why, sizeof why) < 0) {
+    if (model_check(&out->model, why, sizeof why) < 0 || check_cost_keys(sc, why, sizeof why) < 0 ||
+        resolve_sched(sc, out, why, sizeof why) < 0 || resolve_workload(sc, out, why, sizeof why) < 0) {
         snprintf(err, errlen, "%s: %s", sc->path[0] ? sc->path : "built-in scenario", why);
         return -1;
     }

@@ -16,8 +16,8 @@
     X(hardware, cost_model, CHOICE, "measured", "measured|roofline", "", "measured: the GPU's cost table from timed vLLM kernels (costs/), when one covers the model; roofline: datasheet peaks x efficiencies") \
     X(hardware, vllm_version, TEXT, "", "", "", "vLLM version of the measured table (empty: the newest there is for the GPU)") \
     X(hardware, cost_table, PATH, "", "", "", "a cost table file (servesim calibrate, or one of costs/); replaces both") \
-    X(hardware, peak_tflops, NUM, "0", "0", "100000", "dense bf16 TFLOP/s (0 = preset)") \
-    X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "memory bandwidth, GB/s (0 = preset)") \
+    X(hardware, peak_tflops, NUM, "0", "0", "100000", "roofline: dense bf16 TFLOP/s (0 = preset)") \
+    X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "roofline: memory bandwidth, GB/s (0 = preset)") \
     X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \
     X(hardware, compute_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s GEMMs reach (0 = fitted to the GPU's measured tables, `servesim presets`)") \
     X(hardware, memory_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak bandwidth reads reach (0 = fitted)") \

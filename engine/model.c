@@ -6,19 +6,19 @@
 /* Shapes from each model's published config.json, one row each; the preset list in help
  * and errors is made from the same rows. */
 #define MODEL_PRESETS(X) \
-    /*  name            L    hidden heads kv  hd   inter  vocab   theta      eps    maxpos  qk_norm */ \
-    X("tiny",           2,   256,   8,    2,  32,  688,   2048,   10000.f,   1e-5f, 4096,   0) \
-    X("small",          8,   768,   12,   4,  64,  2048,  32000,  10000.f,   1e-5f, 4096,   0) \
-    X("llama-3.2-1b",   16,  2048,  32,   8,  64,  8192,  128256, 500000.f,  1e-5f, 131072, 0) \
-    X("llama-3.2-3b",   28,  3072,  24,   8,  128, 8192,  128256, 500000.f,  1e-5f, 131072, 0) \
-    X("llama-3-8b",     32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 8192,   0) \
-    X("llama-3.1-8b",   32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 131072, 0) \
-    X("mistral-7b",     32,  4096,  32,   8,  128, 14336, 32768,  1000000.f, 1e-5f, 32768,  0) \
-    X("qwen2.5-7b",     28,  3584,  28,   4,  128, 18944, 152064, 1000000.f, 1e-6f, 32768,  0) \
-    X("qwen3-8b",       36,  4096,  32,   8,  128, 12288, 151936, 1000000.f, 1e-6f, 40960,  1) \
-    X("qwen3-32b",      64,  5120,  64,   8,  128, 25600, 151936, 1000000.f, 1e-6f, 40960,  1) \
-    X("llama-3-70b",    80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 8192,   0) \
-    X("llama-3.1-70b",  80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 131072, 0)
+    /*  name            L    hidden heads kv  hd   inter  vocab   theta      eps    maxpos  qk  tied */ \
+    X("tiny",          2,   256,   8,    2,  32,  688,   2048,   10000.f,   1e-5f, 4096,   0,  0) \
+    X("small",         8,   768,   12,   4,  64,  2048,  32000,  10000.f,   1e-5f, 4096,   0,  0) \
+    X("llama-3.2-1b",  16,  2048,  32,   8,  64,  8192,  128256, 500000.f,  1e-5f, 131072, 0,  1) \
+    X("llama-3.2-3b",  28,  3072,  24,   8,  128, 8192,  128256, 500000.f,  1e-5f, 131072, 0,  1) \
+    X("llama-3-8b",    32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 8192,   0,  0) \
+    X("llama-3.1-8b",  32,  4096,  32,   8,  128, 14336, 128256, 500000.f,  1e-5f, 131072, 0,  0) \
+    X("mistral-7b",    32,  4096,  32,   8,  128, 14336, 32768,  1000000.f, 1e-5f, 32768,  0,  0) \
+    X("qwen2.5-7b",    28,  3584,  28,   4,  128, 18944, 152064, 1000000.f, 1e-6f, 32768,  0,  0) \
+    X("qwen3-8b",      36,  4096,  32,   8,  128, 12288, 151936, 1000000.f, 1e-6f, 40960,  1,  0) \
+    X("qwen3-32b",     64,  5120,  64,   8,  128, 25600, 151936, 1000000.f, 1e-6f, 40960,  1,  0) \
+    X("llama-3-70b",   80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 8192,   0,  0) \
+    X("llama-3.1-70b", 80,  8192,  64,   8,  128, 28672, 128256, 500000.f,  1e-5f, 131072, 0,  0)
 
 #define ROW(name, ...) {name, __VA_ARGS__},
 static const model_shape presets[] = {MODEL_PRESETS(ROW)};
@@ -51,7 +51,7 @@ int64_t model_linear_params(const model_shape *m)
 int64_t model_num_params(const model_shape *m)
 {
     int64_t norms = (int64_t)m->hidden * (2 * m->num_layers + 1);
-    return model_linear_params(m) + 2 * (int64_t)m->vocab * m->hidden + norms;
+    return model_linear_params(m) + (m->tied_embeddings ? 1 : 2) * (int64_t)m->vocab * m->hidden + norms;
 }
 
 int64_t model_kv_bytes_per_token(const model_shape *m, int dtype_bytes)

@@ -13,6 +13,7 @@ typedef struct model_shape {
     /* Qwen3 normalizes q and k per head before rotary. Measured cost tables price it; the
      * real engine's random-weight forward leaves it out (two small norms per layer). */
     int qk_norm;
+    int tied_embeddings; /* the LM head reuses the embedding matrix (Llama 3.2 1B and 3B) */
 } model_shape;
 
 /* NULL when NAME is not a preset. */
@@ -21,7 +22,7 @@ const model_shape *model_preset(const char *name);
 const char *model_preset_names(void);
 /* The I-th preset (in the table's order), or NULL past the last. */
 const model_shape *model_preset_at(size_t i);
-/* Parameters: every weight matrix, embedding and LM head included (untied). */
+/* Parameters: every weight matrix, the embedding, and the LM head unless it is tied to it. */
 int64_t model_num_params(const model_shape *m);
 /* Parameters of the per-token linear layers (QKV, O, gate/up, down, all layers). */
 int64_t model_linear_params(const model_shape *m);

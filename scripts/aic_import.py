@@ -117,7 +117,9 @@ def versions(db, system, op):
     d = os.path.join(db, "data", system, op, FRAMEWORK)
     if not os.path.isdir(d):
         return []
-    return sorted(os.listdir(d), key=lambda v: [int(x) if x.isdigit() else x for x in v.split(".")])
+    # numeric parts as numbers ("0.9.2" before "0.24.0"); a part such as "1rc1" after its
+    # number and by its text, never compared with an int
+    return sorted(os.listdir(d), key=lambda v: [(int(x), "") if x.isdigit() else (-1, x) for x in v.split(".")])
 
 
 def table_path(db, system, op, version, name):
@@ -228,8 +230,8 @@ def attention_rows(rows):
 def despike(grid):
     """{(batch, length): seconds} with single-cell spikes along the length removed: an
     interior cell becomes the median of itself and its two neighbours (which leaves every
-    monotone run as it is), and a first cell over 1.5 times the median of the next two takes
-    the next one's value.
+    monotone run as it is), and a first cell over 1.5 times both of the next two takes the
+    next one's value.
     Attention never gets cheaper with more context, yet a few timings jump 2-18x above both
     neighbours (the B60's one-sequence two-token decode); one such cell would set the price
     of a whole interval."""
@@ -322,11 +324,12 @@ class Attention:
     def decode(self, b, s):
         """Decode attention of B sequences attending to S tokens, floor excluded. Timed cells
         as they are. Past the largest batch timed at that length (the database stops where
-        the KV would not fit, at about b x s = 2^17 to 2^19 tokens), the call reads b x s
-        keys and values: the cost per token read is the median of the three largest timed
-        batches at that length, so that one noisy edge cell does not set it. Below it (gaps
-        where interpolated head counts keep only the cells both neighbours have), the nearest
-        timed batch scaled linearly in batch."""
+        the KV would not fit, at about b x s = 2^17 to 2^19 tokens) the call reads b x s keys
+        and values: its cost per token read is the median over the edge of the timed region
+        (the largest timed batch at each length within 4x of S), so that no single noisy
+        edge cell sets it. Below it (gaps where interpolated head counts keep only the cells
+        both neighbours have), the nearest timed batch's cost, floor excluded, scaled
+        linearly in batch."""
         if (b, s) in self.gen:
             return max(self.gen[(b, s)] - self.floor, 0.0)
         timed = [bb for bb in self.gen_batches if (bb, s) in self.gen]
@@ -340,7 +343,7 @@ class Attention:
                     edge.append((self.gen[(top, length)] - self.floor) / (top * length))
             return max(statistics.median(edge) * b * s, 0.0)
         near = min(timed, key=lambda bb: (abs(math.log(bb / b)), -bb))
-        return max(self.gen[(near, s)] * b / near - self.floor, 0.0)
+        return max((self.gen[(near, s)] - self.floor) * b / near, 0.0)
 
 
 # ---------------------------------------------------------------------------------------

@@ -20,15 +20,15 @@
     X("rtx-pro-6000", "rtx_pro_6000_server",   467.8,    1792.0, 97887.0 / 1024) \
     X("b60",          "b60",                   98.3,     456.0,  24.0)
 
-const hw_fit hw_unfitted = {0.8, 0.9, 0.5, 0.5, 0, 0};
+const hw_fit hw_unfitted = {0.8, 0.9, 0.5, 0.5, 0, 0, 0, 0};
 
-/* FIT(name, compute, memory, attention, overhead_ms, median_error, max_error) rows,
- * written by `servesim roofline-fit --write` */
+/* FIT(name, compute, memory, attention, overhead_ms, median_error, max_error,
+ * holdout_median_error, holdout_max_error) rows, written by `servesim roofline-fit --write` */
 static const struct { const char *name; hw_fit fit; } fits[] = {
-#define FIT(name, c, m, a, o, med, max) {name, {c, m, a, o, med, max}},
+#define FIT(name, c, m, a, o, med, max, hmed, hmax) {name, {c, m, a, o, med, max, hmed, hmax}},
 #include "sim/roofline_fit.inc"
 #undef FIT
-    {"", {0, 0, 0, 0, 0, 0}}, /* keeps the array non-empty before the first fit */
+    {"", {0, 0, 0, 0, 0, 0, 0, 0}}, /* keeps the array non-empty before the first fit */
 };
 
 static const hw_spec presets[] = {

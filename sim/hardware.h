@@ -12,6 +12,9 @@
 typedef struct hw_fit {
     double compute_efficiency, memory_efficiency, attention_efficiency, step_overhead_ms;
     double median_error, max_error; /* |roofline / measured - 1| over the fit's steps; 0 = not fitted */
+    /* the same for models the fit did not see: each model's steps priced by the roofline
+     * fitted to the GPU's other models (what a model without a table gets); 0 = not known */
+    double holdout_median_error, holdout_max_error;
 } hw_fit;
 
 typedef struct hw_spec {

@@ -106,7 +106,7 @@ static hw_fit fit_of(const gsl_vector *x)
 {
     double e[3];
     for (int k = 0; k < 3; k++) e[k] = fmin(1.0, exp(gsl_vector_get(x, k)));
-    return (hw_fit){e[0], e[1], e[2], exp(gsl_vector_get(x, 3)), 0, 0};
+    return (hw_fit){e[0], e[1], e[2], exp(gsl_vector_get(x, 3)), 0, 0, 0, 0};
 }
 
 static double loss(const gsl_vector *x, void *params)
@@ -158,4 +158,29 @@ int roofline_fit(const hw_spec *hw, const fit_case *cases, int ncases, hw_fit *o
     out->max_error = errs[n - 1];
     free(errs);
     return 0;
+}
+
+int roofline_fit_holdout(const hw_spec *hw, const fit_case *cases, int ncases, hw_fit *out)
+{
+    if (ncases < 2) return -1;
+    int steps = roofline_fit_steps(), n = ncases * steps;
+    fit_case *others = malloc((size_t)(ncases - 1) * sizeof *others);
+    double *errs = malloc((size_t)n * sizeof *errs);
+    int rc = others && errs ? 0 : -1;
+    char what[96];
+    for (int k = 0; k < ncases && rc == 0; k++) {
+        for (int c = 0, j = 0; c < ncases; c++)
+            if (c != k) others[j++] = cases[c];
+        hw_fit f;
+        rc = roofline_fit(hw, others, ncases - 1, &f);
+        for (int i = 0; i < steps && rc == 0; i++) errs[k * steps + i] = roofline_fit_error(hw, &cases[k], &f, i, what, sizeof what);
+    }
+    if (rc == 0) {
+        gsl_sort(errs, 1, (size_t)n);
+        out->holdout_median_error = gsl_stats_median_from_sorted_data(errs, 1, (size_t)n);
+        out->holdout_max_error = errs[n - 1];
+    }
+    free(others);
+    free(errs);
+    return rc;
 }

@@ -20,6 +20,10 @@ typedef struct fit_case {
 int roofline_fit_steps(void);
 /* Fits HW's roofline to CASES (bf16). 0 with the fit in OUT, -1 when the search fails. */
 int roofline_fit(const hw_spec *hw, const fit_case *cases, int ncases, hw_fit *out);
+/* The fit's error on models it did not see: for each case, HW's roofline fitted to the other
+ * cases prices this one's steps; the median and largest |error| over all of them go to
+ * OUT's holdout fields. -1 with fewer than two cases or when a search fails. */
+int roofline_fit_holdout(const hw_spec *hw, const fit_case *cases, int ncases, hw_fit *out);
 /* |roofline / measured - 1| of step I (0 .. roofline_fit_steps() - 1) of CASE under FIT,
  * and the step's description in WHAT. */
 double roofline_fit_error(const hw_spec *hw, const fit_case *c, const hw_fit *fit, int i, char *what, size_t len);

@@ -33,5 +33,26 @@ class CompareTables(unittest.TestCase):
             self.assertAlmostEqual(sb, 80.0)
 
 
+    def test_a_measured_tables_floor_goes_back_into_its_attention_calls(self):
+        meta = {"attention_floor_s": "1e-05", "shape": "layers=2 hidden=8"}
+        comp = {"linear": {(1.0, 0.0): 1e-3}, "decode_attn": {(1.0, 2.0): 0.0}, "prefill_attn": {(4.0, 0.0): 5e-5}}
+        w = ct.whole_calls(meta, comp)
+        self.assertAlmostEqual(w["linear"][(1.0, 0.0)], 1e-3 - 2e-5)
+        self.assertAlmostEqual(w["decode_attn"][(1.0, 2.0)], 2e-5)
+        self.assertAlmostEqual(w["prefill_attn"][(4.0, 0.0)], 7e-5)
+        self.assertIs(ct.whole_calls({}, comp), comp)  # a calibrated table stays as it is
+
+    def test_bad_inputs_exit_2_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as d:
+            empty = os.path.join(d, "empty.csv")
+            open(empty, "w").close()
+            for bad, why in ((os.path.join(d, "missing.csv"), "No such file"), (d, "Is a directory"),
+                             (empty, "not a cost table"), (os.path.join(ROOT, "README.md"), "expected the header")):
+                with self.assertRaises(ct.BadTable) as e:
+                    ct.read(bad)
+                self.assertIn(why, str(e.exception))
+            self.assertEqual(ct.main(["compare-tables.py", empty, empty]), 2)
+
+
 if __name__ == "__main__":
     unittest.main()

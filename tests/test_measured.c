@@ -119,7 +119,8 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(c.kind, "measured");
     cr_assert(strstr(c.source, "costs/h200/a.csv"), "%s", c.source);
-    /* every component is 1 ms: a step costs 5 of them plus the overhead */
+    /* every component is 1 ms: a decode step costs linear, lm_head, sample, decode_attn and
+     * the overhead, five of them */
     request q;
     sched_item it = {.req = &q, .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
     sched_batch b = {.items = &it, .num_items = 1, .num_batched_tokens = 1, .num_decode_seqs = 1,
@@ -133,6 +134,13 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0);
     f = job_cost_fn(&c);
     cr_assert_float_eq(f.step_time(f.ctx, &b), 4e-3, 1e-12);
+    cr_assert(strstr(c.source, "step overhead 0 ms (hardware.step_overhead_ms)"), "%s", c.source);
+    job_cost_free(&c);
+    /* keys only the roofline reads are named as ignored */
+    cr_assert_eq(scenario_set(&sc, "hardware.compute_efficiency=0.1", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0);
+    cr_assert(strstr(c.source, "ignored, roofline only: hardware.compute_efficiency"), "%s", c.source);
     job_cost_free(&c);
     /* a model without a table, fp32, or cost_model = roofline: the roofline, and why */
     const char *cases[][2] = {{"model.preset=qwen3-8b", "covers this model's shape"},
@@ -148,11 +156,16 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
         cr_assert(strstr(c.source, cases[i][1]), "%s: %s", cases[i][0], c.source);
         job_cost_free(&c);
     }
-    /* a vLLM version that has no table for a covered model is an error, not a roofline */
+    /* a pinned vLLM version asks for a measured table: without one it is an error, not a roofline */
     cr_assert_eq(scenario_set(&sc, "hardware.vllm_version=0.11.0", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "hardware.vllm_version = 0.11.0"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "model.preset=qwen3-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "hardware.vllm_version=0.24.0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "covers this model's shape"), "%s", err);
 }
 
 /* ---- the committed tables ---- */
@@ -197,7 +210,7 @@ static void check_committed(const char *path, const char *gpu)
     cr_assert_str_eq(ct_meta(&t, "shape"), shape, "%s", path);
     table_cost tc;
     cr_assert_eq(tc_init(&tc, &t, path, err, sizeof err), 0, "%s", err);
-    /* every price positive; a longer decode context never cheaper at the same batch, beyond
+    /* every price finite and non-negative; a longer decode context never cheaper at the same batch, beyond
      * the timings' noise near the launch floor (half the floor a layer: B200 times one short
      * decode at 9 or 11 us, the B60 at 60 or 90 us) */
     for (int c = 0; c < CT_COUNT; c++)

@@ -26,6 +26,10 @@ Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
     cr_assert_float_eq(f.attention_efficiency, 0.47, 5e-3);
     cr_assert_float_eq(f.step_overhead_ms, 0.9, 5e-3);
     cr_assert_lt(f.max_error, 1e-3);
+    /* each model held out is priced by the fit to the other: the same roofline */
+    cr_assert_eq(roofline_fit_holdout(hw, cases, 2, &f), 0);
+    cr_assert_lt(f.holdout_max_error, 2e-3);
+    cr_assert_eq(roofline_fit_holdout(hw, cases, 1, &f), -1, "one model cannot be held out");
 }
 
 /* A "measured" model the roofline cannot follow: a floor of 4 ms under every step. */

@@ -108,6 +108,36 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
     cr_assert(strstr(err, "leave no room"), "%s", err);
 }
 
+/* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
+ * + 3 x 2048 x 8192) + 128256 x 2048 (once) + 2048 x 33 norms = 1,235,814,400, the count
+ * Meta publishes. */
+Test(scenario, tied_embeddings_are_counted_once)
+{
+    cr_assert_eq(model_num_params(model_preset("llama-3.2-1b")), 1235814400LL);
+    const model_shape *m = model_preset("llama-3.1-8b");
+    cr_assert_eq(model_num_params(m), model_linear_params(m) + 2LL * 128256 * 4096 + 4096LL * 65);
+}
+
+Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
+{
+    const struct { const char *sets[2]; const char *want; } cases[] = {
+        {{"hardware.vllm_version=0.24.0", "hardware.cost_table=x.csv"}, "but hardware.cost_table"},
+        {{"hardware.vllm_version=0.24.0", "hardware.cost_model=roofline"}, "but hardware.cost_model"},
+        {{"hardware.step_overhead_ms=-0.5", NULL}, "must be -1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario sc;
+        scenario_defaults(&sc);
+        char err[1024];
+        for (int k = 0; k < 2 && cases[i].sets[k]; k++)
+            cr_assert_eq(scenario_set(&sc, cases[i].sets[k], err, sizeof err), 0, "%s", err);
+        scenario_resolved r;
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1, "case %zu", i);
+        cr_assert(strstr(err, cases[i].want), "case %zu: %s", i, err);
+        cr_assert(strstr(err, "--set"), "names where the value came from: %s", err);
+    }
+}
+
 Test(scenario, incompatible_keys_are_named)
 {
     scenario sc;

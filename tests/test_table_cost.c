@@ -162,6 +162,14 @@ Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
     char want[128];
     snprintf(want, sizeof want, "%s:4: \"zero\" is not a non-negative number", path);
     cr_assert_str_eq(err, want);
+    /* an empty file, and a directory, are not tables (the empty file once read as a table
+     * with no rows: its missing header was reported at line 0, which counted as no error) */
+    fclose(fopen(path, "w"));
+    cr_assert_eq(ct_read(&back, path, err, sizeof err), -1);
+    cr_assert(strstr(err, "not a cost table"), "%s", err);
+    cr_assert_eq(ct_read_meta(&back, path, err, sizeof err), -1);
+    cr_assert_eq(ct_read(&back, "/tmp", err, sizeof err), -1);
+    cr_assert(strstr(err, "is a directory"), "%s", err);
     unlink(path);
     ct_free(&t);
 }
