@@ -8,7 +8,6 @@
 
 #include "bench/outdir.h"
 #include "cli/commands.h"
-#include "cli/job.h"
 #include "cli/study.h"
 #include "cli/study_args.h"
 #include "cli/sweep.h"
@@ -106,30 +105,23 @@ static void put_quoted(FILE *f, const char *s)
 
 /* cost_models.csv: which cost model priced each point (a sweep over GPUs or models can mix
  * measured tables and the roofline), and a line saying how many of each. */
-static int write_cost_models(const sweep_cli *c, const sweep_plan *p, outdir *od, char *err, size_t errlen)
+static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const sweep_result *r, outdir *od, char *err,
+                             size_t errlen)
 {
     FILE *f = od_fopen(od, "cost_models.csv", err, errlen);
     if (!f) return -1;
     fputs("point,label,cost_model,cost_source\n", f);
     int measured = 0, other = 0;
     for (int i = 0; i < sweep_num_points(p); i++) {
-        if (!sweep_in_shard(p, i)) continue;
-        scenario sc;
-        char label[256], desc[1400];
-        if (sweep_point_scenario(p, i, &sc, err, errlen) < 0) {
-            fclose(f);
-            return -1;
-        }
+        if (!r[i].ran) continue;
+        char label[256];
         sweep_point_label(p, i, label, sizeof label);
-        job_cost_describe(&sc, desc, sizeof desc);
-        char *comma = strstr(desc, ", ");
-        if (comma) *comma = 0;
         fprintf(f, "%d,", i);
         put_quoted(f, label);
-        fprintf(f, ",%s,", desc);
-        put_quoted(f, comma ? comma + 2 : "");
+        fprintf(f, ",%s,", r[i].cost_kind);
+        put_quoted(f, r[i].cost_source);
         fputc('\n', f);
-        if (strcmp(desc, "measured") == 0) measured++;
+        if (strcmp(r[i].cost_kind, "measured") == 0) measured++;
         else other++;
     }
     if (!c->quiet && other > 0)
@@ -141,7 +133,7 @@ static int write_cost_models(const sweep_cli *c, const sweep_plan *p, outdir *od
 static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_result *r, outdir *od,
                          char *err, size_t errlen)
 {
-    if (write_cost_models(c, p, od, err, errlen) < 0) return -1;
+    if (write_cost_models(c, p, r, od, err, errlen) < 0) return -1;
     FILE *f = od_fopen(od, "sweep.csv", err, errlen);
     if (!f) return -1;
     sweep_write_csv(f, p, r);

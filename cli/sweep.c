@@ -293,6 +293,7 @@ typedef struct job {
     summary sum;
     req_record *records;
     size_t num_records;
+    char cost_kind[16], cost_source[1024];
 } job;
 
 typedef struct pool {
@@ -339,6 +340,8 @@ static int run_job(const pool *pl, job *jb)
     jb->sum = j.sum;
     jb->records = j.records;
     jb->num_records = j.num_records;
+    snprintf(jb->cost_kind, sizeof jb->cost_kind, "%s", j.cost_kind);
+    snprintf(jb->cost_source, sizeof jb->cost_source, "%s", j.cost_source);
     return status;
 }
 
@@ -391,6 +394,8 @@ static int run_pool(pool *pl)
 static int collect(const sweep_plan *p, job *jobs, sweep_result *r)
 {
     r->ran = true;
+    snprintf(r->cost_kind, sizeof r->cost_kind, "%s", jobs[0].cost_kind);
+    snprintf(r->cost_source, sizeof r->cost_source, "%s", jobs[0].cost_source);
     r->records = jobs[0].records;
     r->num_records = jobs[0].num_records;
     jobs[0].records = NULL;

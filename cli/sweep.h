@@ -76,6 +76,8 @@ typedef struct sweep_result {
     uint64_t *seeds;         /* their seeds */
     req_record *records;     /* the first repeat's requests, when sweep_opts.keep_records */
     size_t num_records;
+    char cost_kind[16];      /* the cost model that priced the point (simjob's) */
+    char cost_source[1024];
 } sweep_result;
 
 typedef struct sweep_opts {

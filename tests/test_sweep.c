@@ -205,3 +205,16 @@ Test(sweep, repeat_and_keep_runs_write_their_files)
     cr_assert(strstr(reps, "\n1,10,3,2,"), "point 1, third repeat, seed 2:\n%s", reps);
     free(csv), free(reps);
 }
+
+Test(sweep, cost_models_csv_says_what_priced_each_point)
+{
+    system("rm -rf /tmp/ss-cost");
+    const char *args[] = {"sweep", "--vary", "model.preset=llama-3.1-8b,tiny", "--set", "workload.num_requests=10",
+                          "--out", "/tmp/ss-cost", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    char *csv = slurp("/tmp/ss-cost/cost_models.csv");
+    cr_assert(strstr(csv, "point,label,cost_model,cost_source\n0,\"llama-3.1-8b\",measured,\"costs/h200/llama-3.1-8b"),
+              "%s", csv);
+    cr_assert(strstr(csv, "\n1,\"tiny\",roofline,\"h200 roofline:"), "the toy model has no table:\n%s", csv);
+    free(csv);
+}
