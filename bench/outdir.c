@@ -1,8 +1,10 @@
 #define _XOPEN_SOURCE 700   /* nftw */
 #include "bench/outdir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +38,32 @@ static int make_parents(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether DIR is absent, an empty directory, or a result servesim wrote; else why not. */
+static int replaceable(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : fail(err, errlen, dir, errno);
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: exists and is not a directory; servesim writes results only into a new "
+                              "directory or one it wrote before, and deletes nothing else", dir);
+        return -1;
+    }
+    DIR *dd = opendir(dir);
+    if (!dd) return fail(err, errlen, dir, errno);
+    bool empty = true, ours = false;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        empty = false;
+        ours |= strcmp(e->d_name, OD_MARKER) == 0;
+    }
+    closedir(dd);
+    if (empty || ours) return 0;
+    snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
+                          "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
+    return -1;
+}
+
 int od_open(outdir *d, const char *dir, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -47,6 +75,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     }
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
+    if (replaceable(d->final_path, err, errlen) < 0) goto fail;
     if (make_parents(d->final_path, err, errlen) < 0) goto fail;
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&
@@ -86,6 +115,12 @@ int od_fclose(FILE *f, const char *name, char *err, size_t errlen)
 
 int od_commit(outdir *d, char *err, size_t errlen)
 {
+    FILE *m = od_fopen(d, OD_MARKER, err, errlen);
+    if (!m) return -1;
+    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\n", m);
+    if (od_fclose(m, OD_MARKER, err, errlen) < 0) return -1;
+    /* checked again: something may have appeared at DIR while the command ran */
+    if (replaceable(d->final_path, err, errlen) < 0) return -1;
     char aside[sizeof d->tmp_path + 8];
     snprintf(aside, sizeof aside, "%s.old", d->tmp_path);
     struct stat st;

@@ -1,6 +1,8 @@
 /* An output directory that appears whole or not at all: everything is written into
- * DIR.tmp.<pid>, which replaces DIR only when the command succeeds (bench/results.h does the
- * same for one run's files; this one holds any files, including whole run directories). */
+ * DIR.tmp.<pid>, which replaces DIR only when the command succeeds (bench/results.h builds one
+ * run's files on it). servesim replaces only what it wrote: DIR must not exist, be an empty
+ * directory, or hold the marker file a commit leaves in every result (OD_MARKER); anything
+ * else (a file, a folder of the user's) is refused before any work. */
 #ifndef SERVESIM_BENCH_OUTDIR_H
 #define SERVESIM_BENCH_OUTDIR_H
 
@@ -12,7 +14,11 @@ typedef struct outdir {
     char tmp_path[2100];
 } outdir;
 
-/* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR. */
+/* The file in every result directory that says servesim wrote it, and may replace it. */
+#define OD_MARKER ".servesim-result"
+
+/* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR, also
+ * when DIR is something servesim may not replace. */
 int od_open(outdir *d, const char *dir, char *err, size_t errlen);
 /* TMP/NAME into BUF; -1 when it does not fit. */
 int od_path(const outdir *d, const char *name, char *buf, size_t len);

@@ -1,10 +1,8 @@
 /* Result files. Rows are formatted into a buffer by hand and written with one fwrite: the
  * simulator streams millions of steps, and integers are most of each row. */
-#define _XOPEN_SOURCE 700   /* nftw */
 #include "bench/results.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -82,35 +80,10 @@ static int join(char *out, size_t len, const char *dir, const char *name)
     return (size_t)snprintf(out, len, "%s/%s", dir, name) < len ? 0 : -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static int remove_tree(const char *path)
-{
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* mkdir -p of every directory above PATH (not PATH itself). */
-static int make_parents(const char *path, char *err, size_t errlen)
-{
-    char buf[sizeof ((res_dir *)0)->final_path];
-    strcpy(buf, path);
-    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return fail(err, errlen, "%s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    return 0;
-}
-
 static int open_steps(res_dir *d, char *err, size_t errlen)
 {
-    char path[sizeof d->tmp_path + 16];
-    join(path, sizeof path, d->tmp_path, "steps.csv");
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "steps.csv");
     d->steps = fopen(path, "w");
     if (!d->steps)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
@@ -119,40 +92,15 @@ static int open_steps(res_dir *d, char *err, size_t errlen)
     return 0;
 }
 
-static int open_dirs(res_dir *d, const char *dir, char *err, size_t errlen)
-{
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    if (len == 0)
-        return fail(err, errlen, "empty result directory name");
-    int n = snprintf(d->tmp_path, sizeof d->tmp_path, "%.*s.tmp.%ld", (int)len, dir,
-                     (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof d->tmp_path)
-        return fail(err, errlen, "%s: path too long", dir);
-    memcpy(d->final_path, dir, len);
-    d->final_path[len] = '\0';
-    if (make_parents(d->final_path, err, errlen))
-        return -1;
-    /* A leftover of a crashed run with our pid holds nothing worth keeping. */
-    if (mkdir(d->tmp_path, 0777) != 0 &&
-        (errno != EEXIST || remove_tree(d->tmp_path) != 0 || mkdir(d->tmp_path, 0777) != 0))
-        return fail(err, errlen, "%s: %s", d->tmp_path, strerror(errno));
-    if (open_steps(d, err, errlen)) {
-        remove_tree(d->tmp_path);
-        return -1;
-    }
-    return 0;
-}
-
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
-    if (open_dirs(d, dir, err, errlen) == 0)
-        return 0;
-    /* Nothing of ours is left to abort: a res_abort after this must remove nothing. */
-    d->tmp_path[0] = '\0';
-    return -1;
+    if (od_open(&d->od, dir, err, errlen) < 0) return -1;
+    if (open_steps(d, err, errlen) < 0) {
+        od_abort(&d->od);
+        return -1;
+    }
+    return 0;
 }
 
 void res_write_step(res_dir *d, const step_record *s)
@@ -215,8 +163,8 @@ static int close_checked(FILE *f, const char *path, char *err, size_t errlen)
 
 int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen)
 {
-    char path[sizeof d->tmp_path + 16];
-    join(path, sizeof path, d->tmp_path, "requests.csv");
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "requests.csv");
     FILE *f = fopen(path, "w");
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
@@ -317,8 +265,8 @@ static void write_summary(FILE *f, const summary *s, const char *extra_json)
 int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err,
                       size_t errlen)
 {
-    char path[sizeof d->tmp_path + 16];
-    join(path, sizeof path, d->tmp_path, "summary.json");
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "summary.json");
     FILE *f = fopen(path, "w");
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
@@ -328,38 +276,17 @@ int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char
 
 /* Puts the finished directory in place. An older DIR is first renamed aside so that DIR
  * never holds a mix of two runs, and is deleted only once the new one is in place. */
-static int install(res_dir *d, char *err, size_t errlen)
-{
-    char aside[sizeof d->tmp_path + 8];
-    snprintf(aside, sizeof aside, "%s.old", d->tmp_path);
-    struct stat st;
-    int replacing = lstat(d->final_path, &st) == 0;
-    if (replacing && rename(d->final_path, aside) != 0)
-        return fail(err, errlen, "%s: %s", d->final_path, strerror(errno));
-    if (rename(d->tmp_path, d->final_path) != 0) {
-        int e = errno;
-        if (replacing)
-            rename(aside, d->final_path);
-        return fail(err, errlen, "%s: %s", d->final_path, strerror(e));
-    }
-    d->tmp_path[0] = '\0';
-    if (replacing && remove_tree(aside) != 0)
-        return fail(err, errlen, "%s: %s (the new results are in place)", aside,
-                    strerror(errno));
-    return 0;
-}
-
 int res_commit(res_dir *d, char *err, size_t errlen)
 {
     if (d->steps) {
-        char path[sizeof d->tmp_path + 16];
-        join(path, sizeof path, d->tmp_path, "steps.csv");
+        char path[sizeof d->od.tmp_path + 16];
+        join(path, sizeof path, d->od.tmp_path, "steps.csv");
         FILE *f = d->steps;
         d->steps = NULL;
         if (close_checked(f, path, err, errlen))
             return -1;
     }
-    return install(d, err, errlen);
+    return od_commit(&d->od, err, errlen);
 }
 
 void res_abort(res_dir *d)
@@ -368,10 +295,7 @@ void res_abort(res_dir *d)
         fclose(d->steps);
         d->steps = NULL;
     }
-    if (d->tmp_path[0]) {
-        remove_tree(d->tmp_path);
-        d->tmp_path[0] = '\0';
-    }
+    od_abort(&d->od);
 }
 
 /* TITLE centred in a 50-column rule of FILL, the extra fill on the right (Python's "^"). */

@@ -5,22 +5,23 @@
 
 #include <stdio.h>
 #include "bench/metrics.h"
+#include "bench/outdir.h"
 #include "bench/records.h"
 
 typedef struct res_dir {
-    char final_path[4096];
-    char tmp_path[4096];
+    outdir od;          /* the directory that appears whole or not at all */
     FILE *steps;        /* steps.csv, streamed while the run goes */
 } res_dir;
 
-/* Creates DIR.tmp.<pid> (and the parents of DIR). -1 with a message in ERR on failure. */
+/* Creates DIR.tmp.<pid> (and the parents of DIR) as od_open does, refusing what servesim did
+ * not write. -1 with a message in ERR on failure. */
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen);
 void res_write_step(res_dir *d, const step_record *s);
 int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen);
 /* Writes summary.json: the summary's fields, then EXTRA_JSON (already formatted members,
  * e.g. "\"scenario\": {...}"; may be NULL). */
 int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err, size_t errlen);
-/* Renames the temporary directory to DIR, replacing an older DIR. */
+/* Renames the temporary directory to DIR, replacing an older result (od_commit). */
 int res_commit(res_dir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it. */
 void res_abort(res_dir *d);

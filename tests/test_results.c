@@ -104,7 +104,7 @@ static void write_run(const char *dir, const char *extra)
     cr_assert_eq(res_write_requests(&d, r, 2, err, sizeof err), 0, "%s", err);
     summary s = sample_summary();
     cr_assert_eq(res_write_summary(&d, &s, extra, err, sizeof err), 0, "%s", err);
-    cr_assert(exists(d.tmp_path));
+    cr_assert(exists(d.od.tmp_path));
     cr_assert_eq(exists(dir), existed, "DIR untouched before the commit");
     cr_assert_eq(res_commit(&d, err, sizeof err), 0, "%s", err);
 }
@@ -174,11 +174,13 @@ Test(results, summary_json_order_format_and_determinism)
     free(jb);
 }
 
-Test(results, commit_replaces_an_existing_dir)
+Test(results, commit_replaces_a_result_servesim_wrote)
 {
     char dir[128], stale[192], listing[512];
     snprintf(dir, sizeof dir, "%s/run", root);
-    mkdir(dir, 0777);
+    write_run(dir, NULL);
+    snprintf(stale, sizeof stale, "%s/" OD_MARKER, dir);
+    cr_assert(exists(stale), "a result carries the marker");
     snprintf(stale, sizeof stale, "%s/stale.txt", dir);
     FILE *f = fopen(stale, "w");
     fputs("old run\n", f);
@@ -188,6 +190,33 @@ Test(results, commit_replaces_an_existing_dir)
     cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
     list_dir(root, listing, sizeof listing);
     cr_assert_str_eq(listing, "run ", "no old copy left aside: %s", listing);
+}
+
+/* --out once deleted whatever was at its path: a directory of the user's, or a file. */
+Test(results, what_servesim_did_not_write_is_refused_and_kept)
+{
+    char dir[128], mine[192], file[128], listing[512], err[512];
+    snprintf(dir, sizeof dir, "%s/notes", root);
+    mkdir(dir, 0777);
+    snprintf(mine, sizeof mine, "%s/thesis.tex", dir);
+    FILE *f = fopen(mine, "w");
+    fputs("years of work\n", f);
+    fclose(f);
+    res_dir d;
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
+    cr_assert(strstr(err, "files servesim did not write"), "%s", err);
+    snprintf(file, sizeof file, "%s/a-file", root);
+    fclose(fopen(file, "w"));
+    cr_assert_eq(res_open(&d, file, err, sizeof err), -1);
+    cr_assert(strstr(err, "is not a directory"), "%s", err);
+    list_dir(dir, listing, sizeof listing);
+    cr_assert_str_eq(listing, "thesis.tex ");
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "a-file notes ", "nothing created beside them: %s", listing);
+    /* an empty directory is fine */
+    snprintf(dir, sizeof dir, "%s/empty", root);
+    mkdir(dir, 0777);
+    write_run(dir, NULL);
 }
 
 Test(results, abort_leaves_nothing)
@@ -217,7 +246,7 @@ Test(results, errors_name_the_path)
     char err[512] = "";
     cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
     char expected[256];
-    snprintf(expected, sizeof expected, "%s/sub: Not a directory", file);
+    snprintf(expected, sizeof expected, "%s/sub/run: Not a directory", file);
     cr_assert_str_eq(err, expected);
     res_abort(&d);
     cr_assert(exists(file), "an abort after a failed open removes nothing");

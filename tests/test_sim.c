@@ -122,6 +122,7 @@ Test(sim, same_scenario_and_seed_give_byte_identical_files)
     cr_assert_eq(scenario_set(&sc, "workload.shared_prefix_len=256", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "workload.prefix_fraction=0.5", err, sizeof err), 0);
     const char *dirs[2] = {"/tmp/servesim-test-det-a", "/tmp/servesim-test-det-b"};
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-det-a /tmp/servesim-test-det-b"), 0);
     for (int i = 0; i < 2; i++) {
         simjob j = {.sc = &sc, .out_dir = dirs[i]};
         cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK, "%s", err);
