@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <ftw.h>
 #include <stdbool.h>
 #include <string.h>
@@ -64,6 +67,34 @@ static int replaceable(const char *dir, char *err, size_t errlen)
     return -1;
 }
 
+/* Removes DIR.tmp.<pid> and DIR.tmp.<pid>.old left by servesim processes that no longer
+ * exist (killed before they could clean up). Best effort: what cannot be removed stays. */
+static void remove_stale_temporaries(const char *dir)
+{
+    const char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : dir;
+    size_t blen = strlen(base);
+    char parent[sizeof ((outdir *)0)->final_path];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == dir) snprintf(parent, sizeof parent, "/");
+    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - dir), dir);
+    DIR *dd = opendir(parent);
+    if (!dd) return;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + blen + 5, &end, 10);
+        if (end == e->d_name + blen + 5 || (*end && strcmp(end, ".old") != 0) || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char path[sizeof parent + 300];
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        od_remove_tree(path);
+    }
+    closedir(dd);
+}
+
 int od_open(outdir *d, const char *dir, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -77,6 +108,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
     if (replaceable(d->final_path, err, errlen) < 0) goto fail;
     if (make_parents(d->final_path, err, errlen) < 0) goto fail;
+    remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&
         (errno != EEXIST || od_remove_tree(d->tmp_path) != 0 || mkdir(d->tmp_path, 0777) != 0)) {

@@ -5,6 +5,7 @@
 
 #include "bench/results.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/environment.h"
 #include "cli/job.h"
 #include "engine/engine.h"
@@ -65,6 +66,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     job_progress ps;
     job_progress_start(&ps, "serving");
     o.progress = !quiet && isatty(2) ? job_progress_show : NULL;
+    o.stop = interrupt_flag();
     o.progress_ctx = &ps;
     met_acc *met = met_create();
     recorder rc;

@@ -12,6 +12,7 @@
 #include "cli/validate.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/job.h"
 #include "engine/engine.h"
 #include "sim/replay.h"
@@ -70,7 +71,8 @@ static void side_free(run_side *s)
 static int serve_real(const scenario_resolved *r, const kb_options *kb, const kb_sampling *sp, workload *w,
                       table_cost *tc, run_side *out, char *err, size_t errlen)
 {
-    engine_options o = {.sched = r->sched, .backend = *kb, .sampling = *sp, .predict = tc_step_time, .predict_ctx = tc};
+    engine_options o = {.sched = r->sched, .backend = *kb, .sampling = *sp, .predict = tc_step_time, .predict_ctx = tc,
+                        .stop = interrupt_flag()};
     engine_backend_options(&r->sched, &o.backend);
     out->met = met_create();
     rec_init(&out->rc, out->met, NULL);

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/environment.h"
+#include "cli/interrupt.h"
 
 static void usage(FILE *f)
 {
@@ -24,7 +25,18 @@ static void usage(FILE *f)
             "`servesim COMMAND --help` describes each command.\n");
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    interrupt_install();
+    int status = dispatch(argc, argv);
+    /* a command stopped by Ctrl-C or SIGTERM has removed its partial output: say so the shell way */
+    int sig = *interrupt_flag();
+    return sig ? 128 + sig : status;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);

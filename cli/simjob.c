@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench/results.h"
+#include "cli/interrupt.h"
 #include "cli/job.h"
 
 static char *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
@@ -62,6 +63,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .num_replicas = 1,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
+        .stop = interrupt_flag(),
     };
     met_acc *met = met_create();
     recorder rc;

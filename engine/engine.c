@@ -157,6 +157,10 @@ static int loop(engine *e, char *err, size_t errlen)
 {
     clock_gettime(CLOCK_MONOTONIC, &e->t0);
     while (e->ended < e->w->n) {
+        if (e->o->stop && *e->o->stop) {
+            snprintf(err, errlen, "interrupted");
+            return 1;
+        }
         double now = clock_now(e);
         if (send_due_requests(e, now) < 0) {
             snprintf(err, errlen, "out of memory for request tokens");

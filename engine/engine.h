@@ -3,6 +3,7 @@
 #ifndef SERVESIM_ENGINE_ENGINE_H
 #define SERVESIM_ENGINE_ENGINE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include "bench/workload.h"
 #include "engine/recorder.h"
@@ -21,6 +22,8 @@ typedef struct engine_options {
     /* A cost model to ask what each executed batch should cost (validation); may be NULL. */
     double (*predict)(const void *ctx, const sched_batch *b);
     const void *predict_ctx;
+    /* Set (by a signal handler) to stop serving early; may be NULL. */
+    const volatile sig_atomic_t *stop;
 } engine_options;
 
 typedef struct engine_stats {

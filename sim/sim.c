@@ -124,10 +124,13 @@ static int handle(sim *m, sim_event *ev, double now)
     return 0;
 }
 
+enum { INTERRUPTED = -2, STOP_CHECK = 4096 /* events between looks at the stop flag */ };
+
 static int loop(sim *m)
 {
     arm_arrival(m);
     while (!heap_empty(&m->events)) {
+        if (m->o->stop && m->stats.events % STOP_CHECK == 0 && *m->o->stop) return INTERRUPTED;
         sim_event *ev = (sim_event *)heap_pop(&m->events);
         double now = ev->node.time;
         m->stats.events++;
@@ -175,12 +178,13 @@ int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *r
     sim m;
     int rc_code = setup(&m, o, w, cfg, rc);
     if (rc_code == 0) rc_code = loop(&m);
-    if (rc_code < 0) snprintf(err, errlen, "out of memory while simulating %zu requests", w->n);
+    if (rc_code == INTERRUPTED) snprintf(err, errlen, "interrupted");
+    else if (rc_code < 0) snprintf(err, errlen, "out of memory while simulating %zu requests", w->n);
     else if (m.ended != w->n) {
         snprintf(err, errlen, "internal error: %zu of %zu requests ended", m.ended, w->n);
         rc_code = -1;
     }
     if (stats) *stats = m.stats;
     teardown(&m);
-    return rc_code;
+    return rc_code < 0 ? -1 : rc_code;
 }

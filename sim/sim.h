@@ -3,6 +3,8 @@
 #ifndef SERVESIM_SIM_SIM_H
 #define SERVESIM_SIM_SIM_H
 
+#include <signal.h>
+
 #include <stddef.h>
 #include "bench/workload.h"
 #include "engine/recorder.h"
@@ -24,6 +26,8 @@ typedef struct sim_options {
     /* Called now and then with the requests ended so far; may be NULL. */
     void (*progress)(void *ctx, size_t ended, size_t total);
     void *progress_ctx;
+    /* Set (by a signal handler) to stop the run early; may be NULL. */
+    const volatile sig_atomic_t *stop;
 } sim_options;
 
 typedef struct sim_stats {
@@ -33,7 +37,7 @@ typedef struct sim_stats {
 } sim_stats;
 
 /* Runs every request of W (sent as CFG's arrival settings say) to its end. Returns 0, or -1
- * with a reason in ERR (out of memory). */
+ * with a reason in ERR (out of memory, or "interrupted" when *O->stop was set). */
 int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *rc,
             sim_stats *stats, char *err, size_t errlen);
 

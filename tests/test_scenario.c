@@ -3,10 +3,14 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 
 static char path[256];
 
@@ -205,4 +209,50 @@ Test(run_command, a_good_run_writes_three_files_and_no_temporary)
     cr_assert(exists("/tmp/servesim-test-goodout/requests.csv"));
     cr_assert(exists("/tmp/servesim-test-goodout/steps.csv"));
     cr_assert_eq(system("ls -d /tmp/servesim-test-goodout.* >/dev/null 2>&1"), 512 /* exit 2: none */);
+}
+
+/* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it
+ * removes it and exits 128 + SIGINT, and the next run clears temporaries of dead processes. */
+Test(run_command, an_interrupted_run_leaves_nothing_behind)
+{
+    const char *out = "/tmp/servesim-test-interrupt";
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-interrupt*"), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        interrupt_install();
+        const char *args[] = {"run", "--out", out, "--quiet", "--set", "workload.num_requests=3000000"};
+        int status = run_cli(args, 6);
+        int sig = *interrupt_flag();
+        _exit(sig ? 128 + sig : status);
+    }
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)child);
+    struct timespec tick = {0, 10000000}; /* 10 ms */
+    for (int i = 0; i < 3000 && !exists(tmp); i++) nanosleep(&tick, NULL); /* the run has started writing */
+    cr_assert(exists(tmp), "the run never opened %s", tmp);
+    for (int i = 0; i < 20; i++) nanosleep(&tick, NULL);
+    kill(child, SIGINT);
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "exit status %d", status);
+    cr_assert_not(exists(tmp), "%s left behind", tmp);
+    cr_assert_not(exists(out));
+
+    /* a temporary of a process that no longer exists goes at the next open of the same DIR;
+     * one of a live process (ours, the test's parent's) stays */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char stale[128], live[128];
+    snprintf(stale, sizeof stale, "%s.tmp.%d", out, (int)dead);
+    snprintf(live, sizeof live, "%s.tmp.%d", out, (int)getppid());
+    mkdir(stale, 0777);
+    mkdir(live, 0777);
+    const char *args[] = {"run", "--out", out, "--quiet", "--set", "workload.num_requests=10"};
+    cr_assert_eq(run_cli(args, 6), 0);
+    cr_assert_not(exists(stale));
+    cr_assert(exists(live));
+    rmdir(live);
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-interrupt"), 0);
 }

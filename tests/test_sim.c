@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli/job.h"
 #include "cli/simjob.h"
 #include "sim/heap.h"
 #include "sim/replay.h"
@@ -254,4 +255,27 @@ Test(replay, a_different_schedule_is_noticed_and_priced_by_the_fallback)
         cr_assert_float_eq(rep.rc.steps[i].end_time - rep.rc.steps[i].start_time, fallback, 1e-12, "step %zu", i);
     recorded_free(&src);
     recorded_free(&rep);
+}
+
+Test(sim, a_set_stop_flag_ends_the_run_as_interrupted)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[512];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    workload w;
+    cr_assert_eq(wl_build(&r.workload, &w, err, sizeof err), 0, "%s", err);
+    job_cost cost;
+    cr_assert_eq(job_cost_init(&cost, &r, err, sizeof err), 0, "%s", err);
+    volatile sig_atomic_t stop = SIGINT;
+    sim_options o = {.sched = r.sched, .cost = job_cost_fn(&cost), .num_replicas = 1, .stop = &stop};
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    cr_assert_eq(sim_run(&o, &w, &r.workload, &rc, NULL, err, sizeof err), -1);
+    cr_assert_str_eq(err, "interrupted");
+    met_free(met);
+    job_cost_free(&cost);
+    wl_free(&w);
 }
