@@ -6,6 +6,7 @@
 
 #include "bench/outdir.h"
 #include "cli/commands.h"
+#include "cli/sweep.h"
 
 static const char merge_usage[] =
     "usage: servesim merge OUT_DIR SHARD_DIR...\n"
@@ -30,16 +31,19 @@ static int read_json(const char *dir, int *total, int *repeat, char *err, size_t
         snprintf(err, errlen, "%s: cannot open (is %s a sweep's output directory?)", path, dir);
         return -1;
     }
-    *total = *repeat = -1;
+    long long t = -1, r = -1;
     while (fgets(line, sizeof line, f)) {
-        sscanf(line, " \"points_total\": %d", total);
-        sscanf(line, " \"repeat\": %d", repeat);
+        sscanf(line, " \"points_total\": %lld", &t);
+        sscanf(line, " \"repeat\": %lld", &r);
     }
     fclose(f);
-    if (*total < 1 || *repeat < 1) {
-        snprintf(err, errlen, "%s: no points_total or repeat in it", path);
+    /* read as 64-bit and bounded: a points_total past an int once wrapped */
+    if (t < 1 || r < 1 || t * r > SWEEP_MAX_RUNS) {
+        snprintf(err, errlen, "%s: no points_total and repeat (at most %d runs together) in it", path, SWEEP_MAX_RUNS);
         return -1;
     }
+    *total = (int)t;
+    *repeat = (int)r;
     return 0;
 }
 

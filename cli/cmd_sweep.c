@@ -86,6 +86,11 @@ static int build_plan(const sweep_cli *c, sweep_plan *p, char *err, size_t errle
         if (sweep_add_point(p, c->points[i], err, errlen) < 0) return -1;
     if (c->shard && sweep_set_shard(p, c->shard, err, errlen) < 0) return -1;
     p->repeat = (int)c->repeat;
+    if (sweep_runs_wanted(p) > SWEEP_MAX_RUNS) {
+        snprintf(err, errlen, "--repeat %ld: the sweep would be more than %d runs (points x repeats); split it",
+                 c->repeat, SWEEP_MAX_RUNS);
+        return -1;
+    }
     if (c->report && p->num_shards > 1) {
         snprintf(err, errlen, "--report needs every point: it cannot be combined with --shard");
         return -1;

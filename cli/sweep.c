@@ -96,6 +96,22 @@ static int split_values(const char *list, char (*values)[256], int max, char *er
     }
 }
 
+int64_t sweep_runs_wanted(const sweep_plan *p)
+{
+    int64_t n = p->nlisted ? p->nlisted : 1;
+    for (int a = 0; a < p->naxes && n <= SWEEP_MAX_RUNS; a++) n *= p->axes[a].n;
+    return n > SWEEP_MAX_RUNS ? n : n * (p->repeat > 0 ? p->repeat : 1);
+}
+
+/* Refuses a plan of more runs than SWEEP_MAX_RUNS. */
+static int check_size(const sweep_plan *p, char *why, size_t len)
+{
+    int64_t n = sweep_runs_wanted(p);
+    if (n <= SWEEP_MAX_RUNS) return 0;
+    snprintf(why, len, "the sweep would be more than %d runs (points x repeats); split it", SWEEP_MAX_RUNS);
+    return -1;
+}
+
 int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
     char why[800];
@@ -119,6 +135,10 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
     for (int v = 0; v < ax.n; v++)
         if (check_value(p, ax.key, ax.values[v], why, sizeof why) < 0) goto bad;
     p->axes[p->naxes++] = ax;
+    if (check_size(p, why, sizeof why) < 0) {
+        p->naxes--;
+        goto bad;
+    }
     add_column(p, ax.key);
     return 0;
 bad:
@@ -173,6 +193,10 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
     }
     p->listed = grown;
     p->listed[p->nlisted++] = pt;
+    if (check_size(p, why, sizeof why) < 0) {
+        p->nlisted--;
+        goto bad;
+    }
     for (int i = 0; i < pt.n; i++) add_column(p, pt.a[i].key);
     return 0;
 bad:
@@ -182,13 +206,17 @@ bad:
 
 int sweep_set_shard(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
-    int k, n, used = 0;
-    if (sscanf(spec, "%d/%d%n", &k, &n, &used) != 2 || spec[used] || n < 1 || k < 1 || k > n) {
-        snprintf(err, errlen, "--shard %s: expected K/N with 1 <= K <= N (the K-th of N slices)", spec);
+    /* parsed as 64-bit: "%d" of 99999999999 was undefined and wrapped */
+    long long k, n;
+    int used = 0;
+    if (sscanf(spec, "%lld/%lld%n", &k, &n, &used) != 2 || spec[used] || n < 1 || k < 1 || k > n ||
+        n > SWEEP_MAX_RUNS) {
+        snprintf(err, errlen, "--shard %s: expected K/N with 1 <= K <= N <= %d (the K-th of N slices)", spec,
+                 SWEEP_MAX_RUNS);
         return -1;
     }
-    p->shard = k - 1;
-    p->num_shards = n;
+    p->shard = (int)(k - 1);
+    p->num_shards = (int)n;
     return 0;
 }
 

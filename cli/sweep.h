@@ -16,6 +16,9 @@
 #include "cli/scenario.h"
 
 enum { SWEEP_MAX_AXES = 8, SWEEP_MAX_VALUES = 256, SWEEP_MAX_LISTED = 256, SWEEP_MAX_ASSIGN = 16 };
+/* The most runs one sweep may hold (points x repeats): each is a whole simulation, and the
+ * point count must fit an int everywhere it is used (8 axes of 256 values would not). */
+enum { SWEEP_MAX_RUNS = 1000000 };
 
 typedef struct sweep_assign {
     int key;                 /* scenario_key */
@@ -64,6 +67,8 @@ int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *er
 void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len);
 /* Resolves every point of this shard: -1 with "point N (LABEL): reason" for the first bad one. */
 int sweep_check(const sweep_plan *p, char *err, size_t errlen);
+/* The points times the repeats, counted in 64 bits (what SWEEP_MAX_RUNS bounds). */
+int64_t sweep_runs_wanted(const sweep_plan *p);
 /* The scenario key's "section.key" name. */
 const char *sweep_key_name(int key);
 

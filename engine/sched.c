@@ -375,7 +375,8 @@ static void form_static_batch(sched *s, double now)
         request *r = deque_front(&s->waiting);
         int len = req_num_tokens(r);
         int next_longest = len > longest ? len : longest;
-        if ((count + 1) * next_longest > s->cfg.max_num_batched_tokens) break;
+        /* 64-bit: 65536 sequences of 16M tokens overflowed an int and passed the check */
+        if ((int64_t)(count + 1) * next_longest > s->cfg.max_num_batched_tokens) break;
         if (!bm_seq_open(s->bm, r)) break;
         if (!bm_allocate(s->bm, r, 0, s->cfg.max_model_len)) {
             bm_release(s->bm, r);

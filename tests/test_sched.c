@@ -182,9 +182,12 @@ Test(sched, budget_and_max_num_seqs_are_never_exceeded)
         ol[i] = 1 + rand() % 200;
         at[i] = i * 0.02;
     }
-    for (int chunked = 0; chunked < 2; chunked++) {
+    /* paged, paged with chunked prefill, and static batching (whose padded batch must fit
+     * the budget too: a mutant admitting past it survived every test once) */
+    for (int v = 0; v < 3; v++) {
+        int chunked = v == 1;
         workload_t w = make_workload(N, pl, ol, at);
-        sched_config c = base_config(POLICY_PAGED);
+        sched_config c = base_config(v == 2 ? POLICY_STATIC : POLICY_PAGED);
         c.chunked_prefill = chunked;
         c.max_num_seqs = 16;
         c.max_num_batched_tokens = chunked ? 512 : 2048;

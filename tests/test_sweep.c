@@ -172,7 +172,7 @@ Test(sweep, merge_rejects_a_missing_or_duplicated_point)
 Test(sweep, bad_input_exits_2_and_writes_nothing)
 {
     system("rm -rf /tmp/ss-bad*");
-    const char *cases[][12] = {
+    const char *cases[][14] = {
         {"sweep", "--vary", "workload.nosuch=1,2", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,x", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,,2", "--out", "/tmp/ss-bad", NULL},
@@ -183,6 +183,10 @@ Test(sweep, bad_input_exits_2_and_writes_nothing)
         {"sweep", "--report", "nosuch", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--bogus", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "/nonexistent.ini", "--out", "/tmp/ss-bad", NULL},
+        /* counts past an int: once wrapped instead of refused */
+        {"sweep", "--shard", "1/99999999999", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--vary", "workload.rate=1,2,3,4,5,6,7,8,9,10", "--vary", "kv.block_size=1,2,3,4,5,6,7,8,9,10",
+         "--vary", "scheduler.max_num_seqs=1,2,3,4,5,6,7,8,9,10", "--repeat", "1001", "--out", "/tmp/ss-bad", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cr_assert_eq(cli(cmd_sweep, cases[i]), 2, "case %zu", i);
     cr_assert_not(exists("/tmp/ss-bad"));
