@@ -29,7 +29,7 @@ int od_remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static int make_parents(const char *path, char *err, size_t errlen)
+int od_make_parents(const char *path, char *err, size_t errlen)
 {
     char buf[sizeof ((outdir *)0)->final_path];
     snprintf(buf, sizeof buf, "%s", path);
@@ -107,7 +107,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
     if (replaceable(d->final_path, err, errlen) < 0) goto fail;
-    if (make_parents(d->final_path, err, errlen) < 0) goto fail;
+    if (od_make_parents(d->final_path, err, errlen) < 0) goto fail;
     remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&

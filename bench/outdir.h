@@ -30,6 +30,8 @@ int od_fclose(FILE *f, const char *name, char *err, size_t errlen);
 int od_commit(outdir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it; a no-op after od_commit. */
 void od_abort(outdir *d);
+/* mkdir -p of every directory above PATH (not PATH itself). -1 with "DIR: reason" in ERR. */
+int od_make_parents(const char *path, char *err, size_t errlen);
 /* rm -r PATH (for callers that prune what they no longer want before committing). */
 int od_remove_tree(const char *path);
 

@@ -47,6 +47,7 @@ int parse_scenario_args(int argc, char **argv, const char *usage, scenario *sc, 
         if (i + 1 >= argc) return bad_usage(usage, "%s needs a value", opt);
         const char *val = argv[++i];
         if (strcmp(opt, "--out") == 0) {
+            if (!val[0]) return bad_usage(usage, "--out needs a directory name, got \"%s\"", val);
             a->out_dir = val;
         } else if (strcmp(opt, "--seed") == 0 || strcmp(opt, "--set") == 0 || strcmp(opt, "--backend") == 0) {
             char assignment[512];

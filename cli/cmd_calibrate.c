@@ -1,8 +1,10 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "cli/environment.h"
@@ -138,6 +140,20 @@ int cmd_calibrate(int argc, char **argv)
         .max_context = (int)a.max_context, .max_seqs = (int)a.max_seqs, .repeats = (int)a.repeats,
         .rounds = (int)a.rounds, .progress = show_progress,
     };
+    /* an output that cannot be written is found before minutes of calibration, not after */
+    char probe[1300], why[1300];
+    snprintf(probe, sizeof probe, "%s.tmp.%d", out, (int)getpid());
+    if (od_make_parents(out, why, sizeof why) < 0) {
+        fprintf(stderr, "servesim: --out %s: %s\n", out, why);
+        return EXIT_BAD_INPUT;
+    }
+    FILE *pf = fopen(probe, "w");
+    if (!pf) {
+        fprintf(stderr, "servesim: --out %s: cannot write there: %s\n", out, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    fclose(pf);
+    remove(probe);
     cost_table t;
     char err[1024];
     struct timespec t0;
@@ -148,6 +164,7 @@ int cmd_calibrate(int argc, char **argv)
         env_git_commit(commit, sizeof commit);
         ct_set_meta(&t, "commit", commit);
         if (ct_write(&t, out, err, sizeof err) < 0) status = 1;
+        if (status != 0) ct_free(&t); /* the table was calibrated; only its file failed */
     }
     if (status != 0) {
         fprintf(stderr, "servesim: %s\n", err);

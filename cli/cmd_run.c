@@ -14,8 +14,7 @@ static const char run_usage[] =
     "                    [--repeat N [--jobs N]]\n"
     "  Simulates the scenario (a built-in default without one: llama-3-8b on an H200, priced by\n"
     "  vLLM's kernels timed on one, 1000 chat-like requests, Poisson arrivals at 10/s) and writes\n"
-    "  summary.json,\n"
-    "  requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n"
+    "  summary.json, requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n"
     "  --repeat N runs seeds seed .. seed+N-1 (N threads at most --jobs, default one per CPU),\n"
     "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n";
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "bench/dist.h"
 #include "bench/results.h"
@@ -237,6 +238,16 @@ static void set_dir(scenario *sc, const char *path)
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen)
 {
     char why[512] = "";
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* fopen of a directory succeeds, and read nothing */
+        snprintf(err, errlen, "%s: is a directory, not a scenario file", path);
+        return -1;
+    }
+    if (strlen(path) >= sizeof sc->path) { /* its folder, for relative paths, would be cut */
+        snprintf(err, errlen, "%.60s...: a scenario path of %zu characters; at most %zu", path, strlen(path),
+                 sizeof sc->path - 1);
+        return -1;
+    }
     int bad = prescan(path, sc, why, sizeof why);
     if (bad < 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -462,6 +473,10 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     char why[200];
     memset(w, 0, sizeof *w);
     w->num_requests = (int)V(workload, num_requests).i;
+    /* a trace is replayed whole unless the scenario asks for a number of requests (the
+     * default of 1,000 once cut every longer trace without a word) */
+    if (strcmp(V(workload, arrival).s, "trace") == 0 && strcmp(V(workload, num_requests).origin, "default") == 0)
+        w->num_requests = 0;
     w->warmup_requests = (int)V(run, warmup_requests).i;
     wl_arrival_parse(V(workload, arrival).s, &w->arrival);
     w->rate = V(workload, rate).d;

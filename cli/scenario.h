@@ -31,7 +31,7 @@ typedef struct scenario_value {
 
 typedef struct scenario {
     char path[1024];    /* "" for the built-in default */
-    char dir[700];      /* relative paths in the file are taken from here */
+    char dir[1024];     /* relative paths in the file are taken from here */
     scenario_value v[K_COUNT];
 } scenario;
 

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -255,4 +256,48 @@ Test(run_command, an_interrupted_run_leaves_nothing_behind)
     cr_assert(exists(live));
     rmdir(live);
     cr_assert_eq(system("rm -rf /tmp/servesim-test-interrupt"), 0);
+}
+
+/* Bad inputs a user gave: each one exit 2 and nothing written (#14, defects 4 and 9). */
+Test(run_command, a_directory_an_empty_out_and_an_overlong_path_are_refused)
+{
+    const char *out = "/tmp/servesim-test-refused";
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-refused*"), 0);
+    const char *a1[] = {"run", "/tmp", "--out", out, "--quiet"}; /* once ran the default scenario */
+    cr_assert_eq(run_cli(a1, 5), 2);
+    const char *a2[] = {"run", "--out", "", "--quiet"}; /* once exit 1 */
+    cr_assert_eq(run_cli(a2, 4), 2);
+    char longpath[1200];
+    memset(longpath, 'a', sizeof longpath);
+    memcpy(longpath, "/tmp/", 5);
+    snprintf(longpath + 1100, 100, "/x.ini"); /* its folder was cut at 700 characters */
+    const char *a3[] = {"run", longpath, "--out", out, "--quiet"};
+    cr_assert_eq(run_cli(a3, 5), 2);
+    cr_assert_not(exists(out));
+}
+
+/* A trace is replayed whole unless num_requests is set (it was cut to the default 1,000). */
+Test(scenario, a_trace_is_replayed_whole_unless_a_count_is_set)
+{
+    FILE *f = fopen("/tmp/servesim-test-trace.csv", "w");
+    fputs("arrival_time,prompt_len,output_len\n", f);
+    for (int i = 0; i < 1500; i++) fprintf(f, "%g,16,4\n", i * 0.01);
+    fclose(f);
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    cr_assert_eq(scenario_set(&sc, "workload.arrival=trace", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "workload.trace=/tmp/servesim-test-trace.csv", err, sizeof err), 0);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    workload w;
+    cr_assert_eq(wl_build(&r.workload, &w, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(w.n, 1500);
+    wl_free(&w);
+    cr_assert_eq(scenario_set(&sc, "workload.num_requests=1000", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(wl_build(&r.workload, &w, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(w.n, 1000, "set explicitly, even to the default, it cuts");
+    wl_free(&w);
+    remove("/tmp/servesim-test-trace.csv");
 }

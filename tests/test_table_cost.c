@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "calibrate/calibrate.h"
+#include "cli/commands.h"
 #include "engine/model.h"
 #include "sim/table_cost.h"
 
@@ -326,4 +327,12 @@ Test(calibrate, rounds_give_their_own_tables_and_the_expected_value_over_them, .
     for (int r = 0; r < 3; r++) ct_free(&round[r]);
     ct_free(&all);
     calibrate_end(s);
+}
+
+/* An output that cannot be written is refused before calibrating (it was found only after
+ * the calibration, and the table leaked); the default's folder is created. */
+Test(calibrate, an_unwritable_output_is_refused_before_any_timing)
+{
+    const char *args[] = {"calibrate", "--backend", "cpu", "--model", "tiny", "--out", "/proc/servesim/x.csv"};
+    cr_assert_eq(cmd_calibrate(7, (char **)args), 2);
 }
