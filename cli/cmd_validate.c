@@ -388,22 +388,51 @@ static int write_outputs(const scenario *sc, const point *pts, int n, const vali
     return EXIT_OK;
 }
 
+/* Every point's scenario resolves, before any calibration or engine run: a bad
+ * [validate] rates or policies entry was found only after minutes of calibrating, and then
+ * named as a --set the user never typed. */
+static int check_points(const scenario *sc, const point *pts, int n, char *err, size_t errlen)
+{
+    if (n == 0) {
+        snprintf(err, errlen, "%s: [validate] rates and policies give no point to validate", sc->path);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        scenario one;
+        scenario_resolved r;
+        char why[1024];
+        if (point_scenario(sc, &pts[i], &one, why, sizeof why) == 0 && scenario_resolve(&one, &r, why, sizeof why) == 0)
+            continue;
+        const char *reason = strstr(why, ": ");
+        snprintf(err, errlen, "validate.rates (%s) and validate.policies (%s): the point %s at %s req/s: %s",
+                 sc->v[K_validate_rates].origin, sc->v[K_validate_policies].origin, pts[i].policy, pts[i].rate,
+                 reason ? reason + 2 : why);
+        return -1;
+    }
+    return 0;
+}
+
 static int validate(const scenario *sc, const scenario_args *a, const char *flag_table, const char *out)
 {
-    char err[1024];
+    char err[1300];
     point *pts = calloc(MAX_POINTS, sizeof *pts);
-    outdir od;
-    if (!pts || od_open(&od, out, err, sizeof err) < 0) {
-        fprintf(stderr, "servesim: %s\n", pts ? err : "out of memory");
-        free(pts);
+    if (!pts) {
+        fprintf(stderr, "servesim: out of memory\n");
         return EXIT_FAILURE_OTHER;
     }
     int n = build_points(sc, pts), status = EXIT_OK;
-    pricing pr = {0};
-    if (n == 0) {
-        snprintf(err, sizeof err, "%s: [validate] rates and policies give no point to validate", sc->path);
-        status = EXIT_BAD_INPUT;
+    if (check_points(sc, pts, n, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        free(pts);
+        return EXIT_BAD_INPUT;
     }
+    outdir od;
+    if (od_open(&od, out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        free(pts);
+        return EXIT_BAD_INPUT;
+    }
+    pricing pr = {0};
     if (status == EXIT_OK)
         status = pricing_open(&pr, sc, flag_table, (int)sc->v[K_validate_engine_runs].i, a->quiet, err, sizeof err);
     if (status == EXIT_OK) status = run_points(sc, pts, n, &pr, &od, a->quiet, err, sizeof err);

@@ -108,3 +108,23 @@ Test(validate, a_missing_cost_table_is_named_and_nothing_is_written)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* A bad [validate] list is refused before any calibration (it ran 9 minutes first), naming
+ * the file and line, not a --set the user never typed. */
+Test(validate, a_bad_rate_or_policy_list_is_refused_before_any_work)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/bad.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    FILE *f = fopen(ini, "w");
+    fputs("[model]\npreset = tiny\n[validate]\nrates = 1,abc\n", f);
+    fclose(f);
+    const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 2);
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
