@@ -103,6 +103,13 @@ static int parse_row(cost_table *t, char *line, char *why, size_t len)
             snprintf(why, len, "\"%s\" is not a non-negative number", fields[i + 1]);
             return -1;
         }
+        /* a shape of up to a billion tokens or sequences, a price of up to a day: beyond
+         * them a table is corrupt, and 1e308 s priced steps into an infinite clock */
+        double bound = i < 2 ? 1e9 : CT_MAX_SECONDS;
+        if (v[i] > bound) {
+            snprintf(why, len, "%s %s is past %g", i == 0 ? "x" : i == 1 ? "y" : "seconds", fields[i + 1], bound);
+            return -1;
+        }
     }
     if (ct_add(t, (ct_component)c, v[0], v[1], v[2]) < 0) {
         snprintf(why, len, "out of memory");

@@ -22,6 +22,8 @@ typedef struct ct_point {
 } ct_point;
 
 enum { CT_MAX_META = 32 };
+/* The largest price a row may hold: a day for one component of one step. */
+#define CT_MAX_SECONDS 86400.0
 
 typedef struct cost_table {
     char meta_key[CT_MAX_META][64];

@@ -167,6 +167,21 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
         snprintf(err, errlen, "%s: the trace has no requests", c->trace_path);
         return -1;
     }
+    if (*n <= (size_t)c->warmup_requests) {
+        free(rows);
+        snprintf(err, errlen, "%s: the trace has %zu requests, and run.warmup_requests = %d leaves none to measure",
+                 c->trace_path, *n, c->warmup_requests);
+        return -1;
+    }
+    /* rows are in arrival order: the last is the latest; past a billion seconds (31 years)
+     * the clock's resolution is gone, and 1e308 x a scale is infinite */
+    double last = rows[*n - 1].time * c->trace_time_scale;
+    if (!(last <= WL_MAX_TIME)) {
+        free(rows);
+        snprintf(err, errlen, "%s: with workload.trace_time_scale = %g the last arrival is at %g s, past %g s",
+                 c->trace_path, c->trace_time_scale, last, WL_MAX_TIME);
+        return -1;
+    }
     *reqs = calloc(*n, sizeof **reqs);
     if (!*reqs) {
         free(rows);

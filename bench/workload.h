@@ -2,6 +2,10 @@
 #ifndef SERVESIM_BENCH_WORKLOAD_H
 #define SERVESIM_BENCH_WORKLOAD_H
 
+/* The latest arrival time a workload may hold, in seconds (31 years): beyond it a double's
+ * resolution is coarser than a microsecond, and results would not mean anything. */
+#define WL_MAX_TIME 1e9
+
 #include <stddef.h>
 #include <stdint.h>
 #include "bench/dist.h"

@@ -242,6 +242,16 @@ static int search(const scenario *sc, const capacity_cli *c)
         fprintf(stderr, "servesim: %s\n", s->err);
         status = s->status;
     }
+    bool any = false;
+    for (int i = 0; i < s->n; i++) any |= s->pts[i].have;
+    if (status == EXIT_OK && !any) {
+        /* there is no capacity to find, and nothing to plot (gnuplot died on the empty range) */
+        fprintf(stderr, "servesim: %s: no request finished at any of the %d rates tried (down to %.4g req/s): every "
+                        "one was rejected; `servesim run` shows why in requests.csv's stop_reason (a prompt longer "
+                        "than scheduler.max_model_len, or than the KV pool?)\n",
+                sc->path[0] ? sc->path : "built-in scenario", s->n, res.fail);
+        status = EXIT_BAD_INPUT;
+    }
     char out[1200], err[2048];
     scenario_out_dir(sc, c->out, "capacity", out, sizeof out);
     if (status == EXIT_OK && write_outputs(s, &res, out, err, sizeof err) < 0) {

@@ -399,6 +399,19 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
 /* Keys of the cost model that contradict each other. */
 static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
 {
+    /* 0 is the preset's; a datasheet figure this small priced steps into an infinite clock */
+    const struct { int key; const char *name; } peaks[] = {
+        {K_hardware_peak_tflops, "hardware.peak_tflops"}, {K_hardware_mem_bandwidth_gbs, "hardware.mem_bandwidth_gbs"},
+        {K_hardware_mem_gib, "hardware.mem_gib"},
+    };
+    for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {
+        double v = sc->v[peaks[i].key].d;
+        if (v > 0 && v < 1e-3) {
+            snprintf(err, errlen, "%s (%s) must be 0 (the preset's) or at least 0.001, got %g", peaks[i].name,
+                     sc->v[peaks[i].key].origin, v);
+            return -1;
+        }
+    }
     double oh = V(hardware, step_overhead_ms).d;
     if (oh < 0 && oh != -1) {
         snprintf(err, errlen, "hardware.step_overhead_ms (%s) must be -1 (the table's or the fit's) or at least 0, got %g",

@@ -69,6 +69,12 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     recorder rc;
     rec_init(&rc, met, dir);
     int status = met ? sim_run(&o, w, &r->workload, &rc, &j->stats, err, errlen) : -1;
+    if (status == 0 && !(j->stats.end_time <= WL_MAX_TIME)) {
+        /* the last defence: a cost model whose prices run the clock past any meaning */
+        snprintf(err, errlen, "the simulated clock ran to %g s, past %g s: a step costs more than any GPU takes (%s)",
+                 j->stats.end_time, WL_MAX_TIME, jc->source);
+        status = -2;
+    }
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
@@ -98,5 +104,5 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_cost_free(&cost);
-    return status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
+    return status == -2 ? EXIT_BAD_INPUT : status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
 }

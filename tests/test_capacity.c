@@ -131,3 +131,15 @@ Test(capacity, end_to_end_finds_the_service_rate)
     char *bad[] = {"capacity", "--slo", "ttft_p42_ms=3", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, bad), 2);
 }
+
+/* With every request rejected there is no capacity to find: exit 2 and nothing written (gnuplot
+ * once died on the empty plot, exit 1). */
+Test(capacity, every_request_rejected_is_bad_input)
+{
+    system("rm -rf /tmp/ss-capacity-none");
+    char *argv[] = {"capacity", "--set", "workload.prompt_len=fixed:100000", "--set", "workload.num_requests=20",
+                    "--out", "/tmp/ss-capacity-none", "--quiet"};
+    cr_assert_eq(cmd_capacity(8, argv), 2);
+    FILE *f = fopen("/tmp/ss-capacity-none/capacity.txt", "r");
+    cr_assert_null(f);
+}

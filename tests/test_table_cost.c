@@ -171,6 +171,13 @@ Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
     cr_assert_eq(ct_read_meta(&back, path, err, sizeof err), -1);
     cr_assert_eq(ct_read(&back, "/tmp", err, sizeof err), -1);
     cr_assert(strstr(err, "is a directory"), "%s", err);
+    /* 1e308 s is finite, and priced steps into an infinite clock with exit 0 */
+    f = fopen(path, "w");
+    fputs("component,x,y,seconds\nlinear,1,0,1e308\n", f);
+    fclose(f);
+    cr_assert_eq(ct_read(&back, path, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s:2: seconds 1e308 is past 86400", path);
+    cr_assert_str_eq(err, want);
     unlink(path);
     ct_free(&t);
 }

@@ -402,3 +402,31 @@ Test(workload, header_only_trace_and_unreadable_file)
     c.trace_path = "/nonexistent/servesim/trace.csv";
     build_fails(&c, "/nonexistent/servesim/trace.csv: cannot open: No such file or directory");
 }
+
+/* Times past any meaning and a warm-up that leaves nothing to measure are refused (#14,
+ * defect 6): 1e308 s x 10 ended in "internal error", and a warm-up of every row ran with
+ * exit 0 and an empty result. */
+Test(workload, a_trace_past_the_clock_or_all_warm_up_is_refused)
+{
+    const char *path = "/tmp/servesim-test-overflow.csv";
+    FILE *f = fopen(path, "w");
+    fputs("arrival_time,prompt_len,output_len\n0,10,5\n1e308,10,5\n", f);
+    fclose(f);
+    wl_config c = base_config();
+    c.arrival = ARRIVAL_TRACE;
+    c.trace_path = path;
+    c.num_requests = 0;
+    c.trace_time_scale = 10;
+    build_fails(&c, "the last arrival is at inf s, past 1e+09 s");
+    f = fopen(path, "w");
+    fputs("arrival_time,prompt_len,output_len\n0,10,5\n1,10,5\n", f);
+    fclose(f);
+    c.trace_time_scale = 1;
+    c.warmup_requests = 2;
+    build_fails(&c, "has 2 requests, and run.warmup_requests = 2 leaves none to measure");
+    c.warmup_requests = 1;
+    workload w = build_ok(&c);
+    cr_assert_eq(w.n, 2);
+    wl_free(&w);
+    unlink(path);
+}
