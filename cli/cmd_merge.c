@@ -16,13 +16,15 @@ static const char merge_usage[] =
 
 typedef struct merged {
     int total, repeat;
+    char id[64];             /* the sweep identity every shard must carry */
     char *header;
+    int num_fields, first_metric;
     char **rows;             /* by point index */
     char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
 } merged;
 
-/* "points_total" and "repeat" from DIR/sweep.json. */
-static int read_json(const char *dir, int *total, int *repeat, char *err, size_t errlen)
+/* "points_total", "repeat" and "sweep_id" from DIR/sweep.json. */
+static int read_json(const char *dir, int *total, int *repeat, char *id, size_t idlen, char *err, size_t errlen)
 {
     char path[1100], line[512];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
@@ -32,11 +34,19 @@ static int read_json(const char *dir, int *total, int *repeat, char *err, size_t
         return -1;
     }
     long long t = -1, r = -1;
+    id[0] = 0;
     while (fgets(line, sizeof line, f)) {
         sscanf(line, " \"points_total\": %lld", &t);
         sscanf(line, " \"repeat\": %lld", &r);
+        char hex[64];
+        if (sscanf(line, " \"sweep_id\": \"%63[0-9a-f]\"", hex) == 1) snprintf(id, idlen, "%s", hex);
     }
     fclose(f);
+    if (!id[0]) {
+        snprintf(err, errlen, "%s: no sweep_id: a shard written by an older servesim, which merge cannot tell "
+                              "apart from another sweep's; rerun it", path);
+        return -1;
+    }
     /* read as 64-bit and bounded: a points_total past an int once wrapped */
     if (t < 1 || r < 1 || t * r > SWEEP_MAX_RUNS) {
         snprintf(err, errlen, "%s: no points_total and repeat (at most %d runs together) in it", path, SWEEP_MAX_RUNS);
@@ -50,8 +60,15 @@ static int read_json(const char *dir, int *total, int *repeat, char *err, size_t
 static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
 {
     int total, repeat;
-    if (read_json(dir, &total, &repeat, err, errlen) < 0) return -1;
+    char id[64];
+    if (read_json(dir, &total, &repeat, id, sizeof id, err, errlen) < 0) return -1;
+    if (m->total >= 0 && strcmp(id, m->id) != 0) {
+        snprintf(err, errlen, "%s/sweep.json: sweep %s, but the first shard is of sweep %s: shards of two different "
+                              "sweeps (another scenario, --vary, --point or --repeat)", dir, id, m->id);
+        return -1;
+    }
     if (m->total < 0) {
+        snprintf(m->id, sizeof m->id, "%s", id);
         m->total = total;
         m->repeat = repeat;
         m->rows = calloc((size_t)total, sizeof *m->rows);
@@ -68,8 +85,47 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+static int count_fields(const char *line)
+{
+    int n = 1;
+    for (const char *c = line; *c && *c != '\n'; c++) n += *c == ',';
+    return n;
+}
+
+/* A row of the sweep's form: a line end (a missing one glued two rows into one), the
+ * header's number of fields, and a number in every metric column (from the header's
+ * "completed" on). */
+static int check_row(const merged *m, const char *line, const char *where, char *err, size_t errlen)
+{
+    size_t len = strlen(line);
+    if (len == 0 || line[len - 1] != '\n') {
+        snprintf(err, errlen, "%s: no line end: the file was cut short", where);
+        return -1;
+    }
+    int fields = count_fields(line);
+    if (fields != m->num_fields) {
+        snprintf(err, errlen, "%s: %d fields, the header has %d", where, fields, m->num_fields);
+        return -1;
+    }
+    const char *c = line;
+    for (int i = 0; i < fields; i++) {
+        const char *next = strpbrk(c, ",\n");
+        if (i >= m->first_metric) {
+            char *end;
+            strtod(c, &end);
+            if (end == c || end != next) {
+                snprintf(err, errlen, "%s: field %d (%.*s) is not a number", where, i + 1, (int)(next - c), c);
+                return -1;
+            }
+        }
+        c = next + 1;
+    }
+    return 0;
+}
+
 static int add_row(merged *m, char *line, const char *where, char *err, size_t errlen)
 {
+    if (check_row(m, line, where, err, errlen) < 0) return -1;
     char *end;
     long point = strtol(line, &end, 10);
     if (end == line || *end != ',' || point < 0 || point >= m->total) {
@@ -102,6 +158,13 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
         if (lineno == 1 && !m->header) {
             m->header = line;
             line = NULL, cap = 0;
+            m->num_fields = count_fields(m->header);
+            const char *completed = strstr(m->header, ",completed,");
+            m->first_metric = completed ? count_fields(m->header) - count_fields(completed + 1) : m->num_fields;
+            if (!completed) {
+                snprintf(err, errlen, "%s: not a sweep.csv header (no completed column)", where);
+                status = -1;
+            }
         } else if (lineno == 1 && strcmp(line, m->header) != 0) {
             snprintf(err, errlen, "%s: the columns differ from the first shard's", where);
             status = -1;
@@ -140,8 +203,8 @@ static int write_merged(const merged *m, const char *out, char *err, size_t errl
         status = od_fclose(f, "sweep.csv", err, errlen);
     }
     if (status == 0 && (f = od_fopen(&od, "sweep.json", err, errlen))) {
-        fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": 1,\n  \"num_shards\": 1,\n  \"repeat\": %d,\n"
-                   "  \"merged_from_shards\": true\n}\n", m->total, m->repeat);
+            fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": 1,\n  \"num_shards\": 1,\n  \"repeat\": %d,\n"
+                   "  \"sweep_id\": \"%s\",\n  \"merged_from_shards\": true\n}\n", m->total, m->repeat, m->id);
         status = od_fclose(f, "sweep.json", err, errlen);
     } else {
         status = -1;

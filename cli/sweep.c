@@ -575,10 +575,37 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
     }
 }
 
+uint64_t sweep_identity(const sweep_plan *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return 0;
+    scenario_write_json(&p->base, f, "");
+    for (int a = 0; a < p->naxes; a++) {
+        fprintf(f, "vary %s", key_names[p->axes[a].key]);
+        for (int v = 0; v < p->axes[a].n; v++) fprintf(f, ",%s", p->axes[a].values[v]);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < p->nlisted; i++) {
+        fprintf(f, "point %s:", p->listed[i].label);
+        for (int k = 0; k < p->listed[i].n; k++)
+            fprintf(f, "%s=%s,", key_names[p->listed[i].a[k].key], p->listed[i].a[k].value);
+        fputc('\n', f);
+    }
+    fprintf(f, "repeat %d\n", p->repeat);
+    fclose(f);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ULL;
+    free(buf);
+    return h;
+}
+
 void sweep_write_json(FILE *f, const sweep_plan *p)
 {
     fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": %d,\n  \"num_shards\": %d,\n  \"repeat\": %d,\n",
             sweep_num_points(p), p->shard + 1, p->num_shards, p->repeat);
+    fprintf(f, "  \"sweep_id\": \"%016llx\",\n", (unsigned long long)sweep_identity(p));
     fputs("  \"scenario_file\": \"", f);
     for (const char *c = p->base.path; *c; c++) fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
     fputs("\"\n}\n", f);

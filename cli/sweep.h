@@ -67,6 +67,9 @@ int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *er
 void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len);
 /* Resolves every point of this shard: -1 with "point N (LABEL): reason" for the first bad one. */
 int sweep_check(const sweep_plan *p, char *err, size_t errlen);
+/* What makes two shards parts of one sweep: a hash (FNV-1a, 64 bits) of the base scenario's
+ * every value, the axes, the listed points and the repeat count; not the shard. */
+uint64_t sweep_identity(const sweep_plan *p);
 /* The points times the repeats, counted in 64 bits (what SWEEP_MAX_RUNS bounds). */
 int64_t sweep_runs_wanted(const sweep_plan *p);
 /* The scenario key's "section.key" name. */

@@ -169,6 +169,44 @@ Test(sweep, merge_rejects_a_missing_or_duplicated_point)
     cr_assert_eq(system("ls -d /tmp/ss-mbad.* >/dev/null 2>&1"), 512);
 }
 
+/* merge once accepted garbage rows, two rows glued by a missing line end, and shards of two
+ * different sweeps (#14, defect 7). */
+Test(sweep, merge_rejects_corrupt_rows_and_another_sweeps_shard)
+{
+    system("rm -rf /tmp/ss-cshard* /tmp/ss-cbad /tmp/ss-other*");
+    cr_assert_eq(sweep_with("/tmp/ss-cshard1", "1", "1/2"), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-cshard2", "1", "2/2"), 0);
+    const char *args[] = {"merge", "/tmp/ss-cbad", "/tmp/ss-cshard1", "/tmp/ss-cshard2", NULL};
+    char *orig = slurp("/tmp/ss-cshard2/sweep.csv");
+    const char *bad[] = {"garbage,row\n", NULL, NULL};
+    /* a metric that is not a number, in a row of the right length */
+    char *swapped = strdup(orig);
+    char *last = strrchr(swapped, ',');
+    last[1] = 'x';
+    bad[1] = swapped;
+    for (int k = 0; k < 3; k++) {
+        FILE *f = fopen("/tmp/ss-cshard2/sweep.csv", "w");
+        if (k == 0) fprintf(f, "%s%s", orig, bad[0]);
+        else if (k == 1) fputs(bad[1], f);
+        else fwrite(orig, 1, strlen(orig) - 1, f); /* the last line end cut off */
+        fclose(f);
+        cr_assert_eq(cli(cmd_merge, args), 2, "case %d", k);
+    }
+    FILE *f = fopen("/tmp/ss-cshard2/sweep.csv", "w");
+    fputs(orig, f);
+    fclose(f);
+    cr_assert_eq(cli(cmd_merge, args), 0, "restored, the shards merge");
+    /* shard 2 of a sweep of other values: same point count, another sweep */
+    const char *other[] = {"sweep", "--vary", "workload.rate=7,70", "--vary", "scheduler.max_num_seqs=3,63", "--set",
+                           "workload.num_requests=20", "--shard", "2/2", "--out", "/tmp/ss-other", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, other), 0);
+    const char *mixed[] = {"merge", "/tmp/ss-cbad2", "/tmp/ss-cshard1", "/tmp/ss-other", NULL};
+    cr_assert_eq(cli(cmd_merge, mixed), 2);
+    cr_assert_not(exists("/tmp/ss-cbad2"));
+    free(orig);
+    free(swapped);
+}
+
 Test(sweep, bad_input_exits_2_and_writes_nothing)
 {
     system("rm -rf /tmp/ss-bad*");
