@@ -31,7 +31,11 @@ static const char *type_names[] = {"int", "number", "bool", "text", "distributio
                                    "model preset", "hardware preset", "path"};
 
 /* inih's limit as Debian builds it: longer lines are cut silently. */
-enum { INI_LINE_LIMIT = 200 };
+/* inih (Debian's, INI_MAX_LINE 200) reads a line with fgets into 200 bytes: at most 199
+ * characters, its line end included. A line of 198 characters is read whole; one of 199 or
+ * 200 was cut, its end read as another line (which then shifted every later error's line
+ * number, or dropped a last '#' as a comment). */
+enum { INI_LINE_LIMIT = INI_MAX_LINE - 2 };
 
 static int find_key(const char *section, const char *key)
 {
@@ -182,26 +186,41 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     return parse_value(k, value, &c->sc->v[k], c->err, c->errlen) == 0;
 }
 
-/* What inih cannot tell us: lines it would cut, sections with no keys, keys set twice.
- * Returns the bad line (> 0), 0 when clean, -1 when the file cannot be read. */
+/* What inih cannot tell us: lines it would cut, NUL bytes, indented lines (inih continues the
+ * previous value with them, which overrode it without a word), key lines without '=', sections
+ * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
+ * cannot be read. */
 static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
-    char buf[4096];
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t got;
     int line = 0, bad = 0;
     char section[128] = "", seen[K_COUNT] = {0};
-    while (!bad && fgets(buf, sizeof buf, f)) {
+    while (!bad && (got = getline(&buf, &cap, f)) >= 0) {
         line++;
-        size_t len = strcspn(buf, "\r\n");
-        if (len > INI_LINE_LIMIT || (len == strlen(buf) && !feof(f))) {
-            snprintf(err, errlen, "line longer than %d characters (inih would cut it)", INI_LINE_LIMIT);
-            bad = line;
+        size_t len = (size_t)got;
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+        bad = line;
+        if (memchr(buf, '\0', len)) {
+            snprintf(err, errlen, "a NUL byte in the line: not a text file?");
+            break;
+        }
+        if (len > INI_LINE_LIMIT) {
+            snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", len, INI_LINE_LIMIT);
             break;
         }
         buf[len] = 0;
         char *p = buf;
         while (isspace((unsigned char)*p)) p++;
+        if (p != buf && *p && *p != ';' && *p != '#') {
+            snprintf(err, errlen, "an indented line: inih would take it as more of the previous value; start "
+                                  "every line at its first column");
+            break;
+        }
+        bad = 0;
         if (*p == '[') {
             char *close = strchr(p, ']');
             if (!close) break; /* inih reports it */
@@ -212,6 +231,11 @@ static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
             }
         } else if (*p && *p != ';' && *p != '#') {
             size_t n = strcspn(p, "=:");
+            if (!p[n]) {
+                snprintf(err, errlen, "expected KEY = VALUE, got \"%s\"", p);
+                bad = line;
+                break;
+            }
             while (n > 0 && isspace((unsigned char)p[n - 1])) n--;
             p[n] = 0;
             int k = find_key(section, p);
@@ -223,6 +247,7 @@ static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
             }
         }
     }
+    free(buf);
     fclose(f);
     return bad;
 }

@@ -52,8 +52,31 @@ Test(scenario, bad_files_name_the_line)
     expect_load_error("[kv]\nblock_size = 16\nblock_size = 32\n", "set twice", 3);
     char longline[400];
     snprintf(longline, sizeof longline, "[run]\n; %0250d\nseed = 1\n", 0);
-    expect_load_error(longline, "longer than 200", 2);
+    expect_load_error(longline, "longer than 198", 2);
+    /* 199 and 200 characters were cut by inih's 200-byte buffer; 198 is read whole */
+    snprintf(longline, sizeof longline, "[run]\n; %0196d\nseed = x\n", 0);
+    expect_load_error(longline, "run.seed", 3);
+    snprintf(longline, sizeof longline, "[run]\n; %0197d\nseed = 1\n", 0);
+    expect_load_error(longline, "line of 199 characters, longer than 198", 2);
     expect_load_error("[kv\nblock_size = 16\n", "", 1);
+    /* an indented line continued the previous value in inih and overrode it silently */
+    expect_load_error("[kv]\nblock_size = 16\n  block_size = 32\n", "an indented line", 3);
+    /* a key line without '=' read as "set twice" */
+    expect_load_error("[kv]\nblock_size = 16\nblock_size\n", "expected KEY = VALUE", 3);
+}
+
+Test(scenario, a_nul_byte_is_named_as_such)
+{
+    const char *p = "/tmp/servesim-test-nul.ini";
+    FILE *f = fopen(p, "wb");
+    fwrite("[kv]\nblock_size = 1\0006\n", 1, 22, f);
+    fclose(f);
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    cr_assert_eq(scenario_load(&sc, p, err, sizeof err), -1);
+    cr_assert(strstr(err, ":2: a NUL byte"), "%s (it once said: line longer than 200 characters)", err);
+    unlink(p);
 }
 
 Test(scenario, unreadable_file_is_named)
