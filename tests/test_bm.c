@@ -133,6 +133,29 @@ Test(bm, whole_prompt_hit_still_leaves_a_token_to_compute)
     bm_free(m);
 }
 
+/* A 64-token prompt is exactly four blocks of 16: all four are cached, the fourth too, and a
+ * longer prompt starting with it hits all 64 tokens. */
+Test(bm, a_prompt_of_whole_blocks_caches_its_last_block)
+{
+    bm *m = make_bm(64, 16, 4, true);
+    int32_t *a_prompt = tokens(64, 5), *b_prompt = tokens(80, 6);
+    for (int i = 0; i < 64; i++) b_prompt[i] = a_prompt[i];
+    request a, b;
+    start(m, &a, a_prompt, 64, 1);
+    cr_assert(bm_allocate(m, &a, 0, 64));
+    cr_assert_eq(bm_num_cached(m), 4, "the fourth, last full block is cached too");
+    start(m, &b, b_prompt, 80, 2);
+    cr_assert_eq(bm_count_hits(m, &b), 4, "all 64 shared tokens hit");
+    cr_assert(bm_allocate(m, &b, 4, 80));
+    cr_assert_eq(bm_block_table(m, &b)[3], bm_block_table(m, &a)[3]);
+    expect_consistent(m);
+    bm_release(m, &a);
+    bm_release(m, &b);
+    free(a_prompt);
+    free(b_prompt);
+    bm_free(m);
+}
+
 /* Four blocks of two slots. A fills blocks 0,1,2 (two full prompt blocks cached), is freed:
  * the free queue becomes 3, 2, 1, 0 (tail block first). B needs three fresh blocks and takes
  * 3, 2 and 1, evicting A's second cached block but not its first. */

@@ -155,6 +155,57 @@ Test(sched, requests_that_can_never_fit_end_with_a_reason)
     free_workload(&w);
 }
 
+/* The limits are inclusive: prompt + output == max_model_len runs, one more token does not;
+ * the KV holds prompt + output - 1 tokens (the last token is sampled, never fed back), so
+ * 200 + 57 fills the 256 slots exactly and 200 + 58 cannot fit. */
+Test(sched, a_request_exactly_at_a_limit_runs)
+{
+    int pl[] = {2000, 2000, 200, 200}, ol[] = {48, 49, 57, 58};
+    workload_t w = make_workload(4, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    run_stats st = drive(&c, &w, 0.01);
+    cr_assert_eq(w.reqs[0].stop, STOP_LENGTH, "2000 + 48 == max_model_len 2048");
+    cr_assert_eq(w.reqs[1].stop, STOP_TOO_LONG);
+    cr_assert_eq(st.rejected, 1);
+    free_workload(&w);
+    w = make_workload(4, pl, ol, NULL);
+    c.num_blocks = 16; /* 256 slots */
+    st = drive(&c, &w, 0.01);
+    cr_assert_eq(w.reqs[2].stop, STOP_LENGTH, "256 KV tokens in 256 slots");
+    cr_assert_eq(w.reqs[3].stop, STOP_KV_CAPACITY);
+    free_workload(&w);
+}
+
+/* Out of blocks, vLLM preempts the running request that arrived last. Ids 7, 3, 5 arrive at
+ * 0, 0.1, 0.2 (ids out of arrival order) with 16-token prompts in a pool of 4 blocks of 16.
+ * The first step prefills all three (one block each). Each decode then needs a second block:
+ * 7 takes the last free one, 3 finds none and preempts 5, the latest arrival, and takes its. */
+Test(sched, preemption_takes_the_latest_arrival_by_hand)
+{
+    int32_t prompt[16] = {0};
+    request r[3];
+    const int ids[3] = {7, 3, 5};
+    for (int i = 0; i < 3; i++) req_init(&r[i], ids[i], 0.1 * i, prompt, 16, 20);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_blocks = 4;
+    c.max_model_len = 64;
+    sched *s = sched_create(&c);
+    for (int i = 0; i < 3; i++) cr_assert(sched_add(s, &r[i], 0.2));
+    const sched_batch *b;
+    cr_assert_eq(sched_schedule(s, 0.2, &b), 3);
+    cr_assert_eq(b->num_preempted, 0);
+    request **fin;
+    sched_complete(s, 0.3, &fin);
+    cr_assert_eq(sched_schedule(s, 0.3, &b), 2);
+    cr_assert_eq(b->num_preempted, 1);
+    cr_assert_eq(b->preempted[0]->id, 5, "preempted id %lld, not the latest arrival",
+                 (long long)b->preempted[0]->id);
+    cr_assert_eq(b->items[0].req->id, 7);
+    cr_assert_eq(b->items[1].req->id, 3);
+    cr_assert_null(sched_check(s));
+    sched_free(s);
+}
+
 Test(sched, chunked_prefill_splits_a_10000_token_prompt)
 {
     int pl[] = {10000}, ol[] = {1};

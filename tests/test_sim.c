@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli/job.h"
 #include "cli/simjob.h"
@@ -80,6 +81,33 @@ Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
     cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
     cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
     cr_assert_eq(st.steps, 11);
+}
+
+/* Requests arriving at the instant a step ends join the next step. Step cost 1 s, vLLM's
+ * prefill-first order. A arrives at 0 (prefill [0,1], decodes [1,2], [2,3]...), B at 1.5
+ * while A decodes, C at 2.0, the end of A's second step. C's arrival is armed when B's is
+ * handled, after A's step end was queued for 2.0, so the step end pops first: a loop that
+ * started the next step there would prefill B alone on [2,3] and C on [3,4] (TTFT 2 s).
+ * Handled together, B and C prefill on [2,3]: TTFTs 1, 1.5 and 1 s, mean 3.5/3. */
+Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
+{
+    const char *path = "/tmp/servesim-test-same-instant.csv";
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len\n0,100,6\n1.5,100,2\n2.0,100,2\n", f);
+    fclose(f);
+    double step = 1.0;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
+    wl_config wc = constant_workload(0, 1);
+    wc.arrival = ARRIVAL_TRACE;
+    wc.trace_path = path;
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(sum.completed, 3);
+    cr_assert_float_eq(sum.ttft_ms.max, 1500.0, 1e-9, "C waited a step: max TTFT %g ms", sum.ttft_ms.max);
+    cr_assert_float_eq(sum.ttft_ms.mean, 3500.0 / 3, 1e-9);
+    unlink(path);
 }
 
 /* L = lambda W: the time-average number of requests in the system equals the arrival rate

@@ -1,0 +1,78 @@
+/* Roofline cost model (sim/cost.c): step times computed by hand on a toy model whose every
+ * term is a small integer, so that a wrong pair count or a forgotten cached context shows. */
+#include <criterion/criterion.h>
+
+#include "sim/cost.h"
+
+/* 2 layers, hidden 4, 2 query heads and 1 KV head of dim 2, intermediate 8, vocab 10:
+ *   linear params per layer = 4*(4+2*2) + 4*4 + 3*4*8 = 32 + 16 + 96 = 144; 288 in all
+ *   KV bytes per token      = 2 (K,V) * 2 layers * 1 head * 2 dims * 2 bytes = 16
+ *   attention FLOPs per pair = 4 * 2 layers * 2 heads * 2 dims = 32
+ *   LM head                  = 10 * 4 = 40 weights: 80 FLOPs per row, 80 bytes */
+static const model_shape toy = {.name = "toy", .num_layers = 2, .hidden = 4, .num_heads = 2,
+                                .num_kv_heads = 1, .head_dim = 2, .intermediate = 8, .vocab = 10};
+
+/* 1 FLOP/s and BYTES_PER_S; every efficiency 1, no overhead. */
+static cost_model toy_cost(double bytes_per_s)
+{
+    hw_spec hw = {.name = "toy", .peak_tflops = 1e-12, .mem_bandwidth_gbs = bytes_per_s * 1e-9};
+    roofline_params p = {1, 1, 1, 0};
+    cost_model c;
+    cost_roofline_init(&c, &toy, &hw, &p, 2);
+    return c;
+}
+
+/* One prefill chunk of 3 new tokens after 5 cached ones, emitting its first token. */
+static sched_batch prefill_after_cache(sched_item *it)
+{
+    *it = (sched_item){.num_new_tokens = 3, .context_len = 5, .emits_token = true};
+    return (sched_batch){.items = it, .num_items = 1, .num_batched_tokens = 3, .num_outputs = 1,
+                         .num_prefill_seqs = 1, .num_prefill_tokens = 3, .num_multi_token_items = 1};
+}
+
+Test(cost, the_derived_constants_of_the_toy_model)
+{
+    cost_model c = toy_cost(1);
+    cr_assert_eq(model_linear_params(&toy), 288);
+    cr_assert_float_eq(c.kv_bytes_per_token, 16, 0);
+    cr_assert_float_eq(c.attn_flops_per_pair, 32, 0);
+    cr_assert_float_eq(c.lm_head_flops_per_row, 80, 0);
+    cr_assert_float_eq(c.lm_head_bytes, 80, 0);
+}
+
+/* Compute-bound: linear max(2*288*3, 288*2) = 1728; LM head max(80, 80) = 80; attention
+ * pairs = n c + n(n+1)/2 = 15 + 6 = 21 (each new token sees the cache and itself and those
+ * before it), 32*21 = 672 FLOPs against (5+3)*16 = 128 bytes. 1728 + 80 + 672 = 2480 s. */
+Test(cost, a_compute_bound_prefill_after_a_cached_context_by_hand)
+{
+    cost_model c = toy_cost(1);
+    sched_item it;
+    sched_batch b = prefill_after_cache(&it);
+    cr_assert_float_eq(cost_step_time(&c, &b), 2480, 1e-9,
+                       "got %g; n(n-1)/2 pairs would give 2384", cost_step_time(&c, &b));
+}
+
+/* At 0.1 B/s the weights and the KV dominate: linear 576/0.1 = 5760; LM head 80/0.1 = 800;
+ * attention reads the 5 cached and 3 new tokens' KV, 128/0.1 = 1280. 7840 s in all. */
+Test(cost, a_memory_bound_prefill_reads_the_cached_context_too)
+{
+    cost_model c = toy_cost(0.1);
+    sched_item it;
+    sched_batch b = prefill_after_cache(&it);
+    cr_assert_float_eq(cost_step_time(&c, &b), 7840, 1e-6,
+                       "got %g; forgetting the cached KV would give 7232", cost_step_time(&c, &b));
+}
+
+/* Two decodes attending to 10 and 30 tokens (S = 40), no prefill, at 1 B/s: linear
+ * max(2*288*2, 576) = 1152; LM head max(160, 80) = 160; attention max(32*40, 40*16) = 1280.
+ * Overhead 0.5 s on top. 2592.5 s. */
+Test(cost, decodes_are_priced_by_their_summed_context)
+{
+    cost_model c = toy_cost(1);
+    c.p.step_overhead_s = 0.5;
+    sched_item items[2] = {{.num_new_tokens = 1, .context_len = 9, .emits_token = true, .is_decode = true},
+                           {.num_new_tokens = 1, .context_len = 29, .emits_token = true, .is_decode = true}};
+    sched_batch b = {.items = items, .num_items = 2, .num_batched_tokens = 2, .num_outputs = 2,
+                     .num_decode_seqs = 2, .decode_context_sum = 40};
+    cr_assert_float_eq(cost_step_time(&c, &b), 2592.5, 1e-9, "got %g", cost_step_time(&c, &b));
+}
