@@ -129,7 +129,7 @@ struct block_run {
 };
 
 // Per OS thread: each runs whole blocks, one at a time.
-thread_local const cudaemu_coords *cudaemu_here;
+__thread const cudaemu_coords *cudaemu_here;
 static thread_local block_run *run;
 static thread_local std::vector<std::unique_ptr<fiber_stack>> stacks;
 static thread_local const void *sched_stack_bottom;

@@ -57,7 +57,12 @@ struct cudaemu_coords {
     uint3 thread_idx, block_idx;
     dim3 block_dim, grid_dim;
 };
-extern thread_local const cudaemu_coords *cudaemu_here;
+// __thread, not thread_local: an extern thread_local is reached through a TLS wrapper that
+// calls a weak init function when one exists, and GCC 12's -fsanitize=null check of that
+// wrapper's address reuses the flags of the "is there an init function" test: with none, it
+// reported "load of null pointer" on every kernel (a false report, fatal under halt_on_error).
+// A pointer needs no dynamic initialization, so __thread is exact and has no wrapper.
+extern __thread const cudaemu_coords *cudaemu_here;
 #define threadIdx (cudaemu_here->thread_idx)
 #define blockIdx (cudaemu_here->block_idx)
 #define blockDim (cudaemu_here->block_dim)
