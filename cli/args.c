@@ -1,7 +1,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "cli/study_args.h"
 
 bool wants_help(int argc, char **argv)
 {
@@ -10,59 +13,60 @@ bool wants_help(int argc, char **argv)
     return false;
 }
 
-static int bad_usage(const char *usage, const char *fmt, const char *arg)
-{
-    fprintf(stderr, "servesim: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage);
-    return -1;
-}
+typedef struct scenario_opt {
+    study_opt opt;
+    int command_mask; /* 0: every scenario command; else the SA_* that take it */
+} scenario_opt;
 
-int parse_scenario_args(int argc, char **argv, const char *usage, scenario *sc, scenario_args *a)
+static const scenario_opt scenario_opts[] = {
+    {{"--out", true}, 0},        {{"--quiet", false}, 0}, {{"--backend", true}, 0},
+    {{"--repeat", true}, SA_REPEAT}, {{"--jobs", true}, SA_REPEAT}, {{"--cost-table", true}, SA_COST_TABLE},
+};
+enum { NUM_SCENARIO_OPTS = sizeof scenario_opts / sizeof scenario_opts[0] };
+
+typedef struct parse_ctx {
+    scenario *sc;
+    scenario_args *a;
+    const char *usage;
+} parse_ctx;
+
+static int on_scenario_opt(void *ctx, const char *flag, const char *value)
 {
-    char err[1024];
-    const char *file = NULL;
-    scenario_defaults(sc);
-    *a = (scenario_args){0};
-    /* the file first, so --seed and --set override it whatever their position */
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            if (strcmp(argv[i], "--quiet") != 0) i++;
-            continue;
+    parse_ctx *p = ctx;
+    scenario_args *a = p->a;
+    char err[1024], assignment[512];
+    if (strcmp(flag, "--quiet") == 0) {
+        a->quiet = true;
+    } else if (strcmp(flag, "--out") == 0) {
+        if (!value[0]) {
+            fprintf(stderr, "servesim: --out needs a directory name, got \"\"\n%s", p->usage);
+            return -1;
         }
-        if (file) return bad_usage(usage, "more than one scenario file (\"%s\")", argv[i]);
-        file = argv[i];
-    }
-    if (file && scenario_load(sc, file, err, sizeof err) < 0) {
-        fprintf(stderr, "servesim: %s\n", err);
-        return -1;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (opt[0] != '-') continue;
-        if (strcmp(opt, "--quiet") == 0) {
-            a->quiet = true;
-            continue;
+        a->out_dir = value;
+    } else if (strcmp(flag, "--backend") == 0) {
+        snprintf(assignment, sizeof assignment, "engine.backend=%s", value);
+        if (scenario_set(p->sc, assignment, err, sizeof err) < 0) {
+            fprintf(stderr, "servesim: %s\n", err);
+            return -1;
         }
-        if (i + 1 >= argc) return bad_usage(usage, "%s needs a value", opt);
-        const char *val = argv[++i];
-        if (strcmp(opt, "--out") == 0) {
-            if (!val[0]) return bad_usage(usage, "--out needs a directory name, got \"%s\"", val);
-            a->out_dir = val;
-        } else if (strcmp(opt, "--seed") == 0 || strcmp(opt, "--set") == 0 || strcmp(opt, "--backend") == 0) {
-            char assignment[512];
-            if (strcmp(opt, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", val);
-            else if (strcmp(opt, "--backend") == 0) snprintf(assignment, sizeof assignment, "engine.backend=%s", val);
-            else snprintf(assignment, sizeof assignment, "%s", val);
-            if (scenario_set(sc, assignment, err, sizeof err) < 0) {
-                const char *why = strstr(err, ": ");
-                if (strcmp(opt, "--seed") == 0) fprintf(stderr, "servesim: --seed %s%s\n", val, why ? why : "");
-                else fprintf(stderr, "servesim: %s\n", err);
-                return -1;
-            }
-        } else {
-            return bad_usage(usage, "unknown option %s", opt);
-        }
+    } else if (strcmp(flag, "--repeat") == 0) {
+        return study_parse_int(flag, value, 1, 10000, &a->repeat);
+    } else if (strcmp(flag, "--jobs") == 0) {
+        return study_parse_int(flag, value, 1, 1024, &a->jobs);
+    } else if (strcmp(flag, "--cost-table") == 0) {
+        a->cost_table = value;
     }
     return 0;
+}
+
+int parse_scenario_args(int argc, char **argv, const char *usage, int extras, scenario *sc, scenario_args *a)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1};
+    study_opt opts[NUM_SCENARIO_OPTS];
+    int n = 0;
+    for (int i = 0; i < NUM_SCENARIO_OPTS; i++)
+        if (!scenario_opts[i].command_mask || (scenario_opts[i].command_mask & extras)) opts[n++] = scenario_opts[i].opt;
+    parse_ctx ctx = {sc, a, usage};
+    return study_parse_args(argc, argv, usage, opts, n, sc, on_scenario_opt, &ctx);
 }

@@ -97,7 +97,7 @@ int cmd_engine(int argc, char **argv)
     }
     scenario sc;
     scenario_args a;
-    if (parse_scenario_args(argc, argv, engine_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
+    if (parse_scenario_args(argc, argv, engine_usage, 0, &sc, &a) < 0) return EXIT_BAD_INPUT;
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "engine-seed%lld", sc.v[K_run_seed].i);
     scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);

@@ -18,28 +18,6 @@ static const char run_usage[] =
     "  --repeat N runs seeds seed .. seed+N-1 (N threads at most --jobs, default one per CPU),\n"
     "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n";
 
-/* Takes run's own --repeat and --jobs out of ARGV; the rest is every scenario command's. */
-static int take_repeat_args(int *argc, char **argv, long *repeat, long *jobs)
-{
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        bool is_repeat = strcmp(argv[i], "--repeat") == 0, is_jobs = strcmp(argv[i], "--jobs") == 0;
-        if (!is_repeat && !is_jobs) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        if (i + 1 >= *argc) {
-            fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], run_usage);
-            return -1;
-        }
-        if (study_parse_int(argv[i], argv[i + 1], 1, is_repeat ? 10000 : 1024, is_repeat ? repeat : jobs) < 0)
-            return -1;
-        i++;
-    }
-    *argc = kept;
-    return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -48,13 +26,11 @@ int cmd_run(int argc, char **argv)
     }
     scenario sc;
     scenario_args a;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN), repeat = 1, jobs = cpus > 0 ? cpus : 1;
-    if (take_repeat_args(&argc, argv, &repeat, &jobs) < 0) return EXIT_BAD_INPUT;
-    if (parse_scenario_args(argc, argv, run_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
+    if (parse_scenario_args(argc, argv, run_usage, SA_REPEAT, &sc, &a) < 0) return EXIT_BAD_INPUT;
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "seed%lld", sc.v[K_run_seed].i);
     scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
-    if (repeat > 1) return run_repeats(&sc, out, (int)repeat, (int)jobs, a.quiet);
+    if (a.repeat > 1) return run_repeats(&sc, out, (int)a.repeat, (int)a.jobs, a.quiet);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
     char err[1024];
     struct timespec t0;

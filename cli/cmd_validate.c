@@ -456,29 +456,14 @@ int cmd_validate(int argc, char **argv)
         fputs(validate_usage, stdout);
         return EXIT_OK;
     }
-    /* --cost-table is ours; everything else is a scenario argument */
-    const char *table = NULL;
-    char *rest[256];
-    int nrest = 0;
-    for (int i = 0; i < argc && nrest < 255; i++) {
-        if (strcmp(argv[i], "--cost-table") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "servesim: --cost-table needs a value\n%s", validate_usage);
-                return EXIT_BAD_INPUT;
-            }
-            table = argv[++i];
-        } else {
-            rest[nrest++] = argv[i];
-        }
-    }
     scenario sc;
     scenario_args a;
-    if (parse_scenario_args(nrest, rest, validate_usage, &sc, &a) < 0) return EXIT_BAD_INPUT;
+    if (parse_scenario_args(argc, argv, validate_usage, SA_COST_TABLE, &sc, &a) < 0) return EXIT_BAD_INPUT;
     if (!sc.path[0]) {
         fprintf(stderr, "servesim: validate needs a scenario file\n%s", validate_usage);
         return EXIT_BAD_INPUT;
     }
     char out[1200];
     scenario_out_dir(&sc, a.out_dir, "validate", out, sizeof out);
-    return validate(&sc, &a, table, out);
+    return validate(&sc, &a, a.cost_table, out);
 }

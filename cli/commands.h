@@ -18,15 +18,20 @@ int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
 
-/* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... */
+/* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
+ * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
+ * validate's --cost-table (SA_COST_TABLE). "--flag=value" works as "--flag value". */
+enum { SA_REPEAT = 1, SA_COST_TABLE = 2 };
 typedef struct scenario_args {
     const char *out_dir;
     bool quiet;
+    long repeat, jobs;      /* 1 and one per CPU unless given */
+    const char *cost_table; /* NULL unless given */
 } scenario_args;
 
 /* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.
  * Returns -1 after printing the problem and USAGE to stderr. */
-int parse_scenario_args(int argc, char **argv, const char *usage, scenario *sc, scenario_args *a);
+int parse_scenario_args(int argc, char **argv, const char *usage, int extras, scenario *sc, scenario_args *a);
 bool wants_help(int argc, char **argv);
 
 #endif

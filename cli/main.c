@@ -1,4 +1,5 @@
 /* servesim: one binary, one subcommand per job. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -6,23 +7,44 @@
 #include "cli/environment.h"
 #include "cli/interrupt.h"
 
+/* One row per command: name, arguments shown in the usage, whether it runs the CPU kernels
+ * (their BLAS is pinned to one core per thread first), entry point, what it does. */
+#define SERVESIM_COMMANDS(X)                                                                        \
+    X("run", "[SCENARIO.ini]", false, cmd_run, "simulate a scenario (a built-in default without one)") \
+    X("engine", "[SCENARIO.ini]", true, cmd_engine,                                                 \
+      "serve a scenario in real time on the real engine (CPU backend)")                             \
+    X("calibrate", "", true, cmd_calibrate, "time the real backend's kernels into a cost table")     \
+    X("validate", "SCENARIO.ini", true, cmd_validate,                                               \
+      "run the same requests on the engine and the simulator, compare")                             \
+    X("keys", "", false, cmd_keys, "list every scenario key with its type, default and meaning")     \
+    X("presets", "", false, cmd_presets, "the model and hardware presets, fitted rooflines, measured tables") \
+    X("roofline-fit", "", false, cmd_roofline_fit, "fit each GPU's roofline to its measured tables, with its error") \
+    X("bench", "", true, cmd_bench, "measure the simulator's own speed")                             \
+    X("sweep", "SCENARIO.ini", false, cmd_sweep, "run a scenario at many points (--vary, --point), in parallel") \
+    X("merge", "OUT SHARD...", false, cmd_merge, "join the sweep.csv of a sweep's shards")           \
+    X("capacity", "SCENARIO.ini", false, cmd_capacity,                                              \
+      "the highest arrival rate meeting SLOs, the knee, KV exhaustion")
+
+typedef struct command {
+    const char *name, *args;
+    bool pins_blas;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} command;
+
+#define COMMAND_ROW(name, args, pins_blas, fn, help) {name, args, pins_blas, fn, help},
+static const command commands[] = {SERVESIM_COMMANDS(COMMAND_ROW)};
+#undef COMMAND_ROW
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: servesim COMMAND [ARGS]\n\n"
-            "commands:\n"
-            "  run [SCENARIO.ini]   simulate a scenario (a built-in default without one)\n"
-            "  engine [SCENARIO.ini] serve a scenario in real time on the real engine (CPU backend)\n"
-            "  calibrate            time the real backend's kernels into a cost table\n"
-            "  validate SCENARIO.ini run the same requests on the engine and the simulator, compare\n"
-            "  keys                 list every scenario key with its type, default and meaning\n"
-            "  presets              the model and hardware presets, fitted rooflines, measured tables\n"
-            "  roofline-fit         fit each GPU's roofline to its measured tables, with its error\n"
-            "  bench                measure the simulator's own speed\n"
-            "  sweep SCENARIO.ini   run a scenario at many points (--vary, --point), in parallel\n"
-            "  merge OUT SHARD...   join the sweep.csv of a sweep's shards\n"
-            "  capacity SCENARIO.ini  the highest arrival rate meeting SLOs, the knee, KV exhaustion\n\n"
-            "`servesim COMMAND --help` describes each command.\n");
+    fprintf(f, "usage: servesim COMMAND [ARGS]\n       servesim --version\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].args);
+        fprintf(f, "  %-26s %s\n", head, commands[i].help);
+    }
+    fprintf(f, "\n`servesim COMMAND --help` describes each command.\n");
 }
 
 static int dispatch(int argc, char **argv);
@@ -43,29 +65,18 @@ static int dispatch(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "engine") == 0) {
-        env_fix_blas_core(argv);
-        return cmd_engine(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name) != 0) continue;
+        if (commands[i].pins_blas) env_fix_blas_core(argv);
+        return commands[i].run(argc - 1, argv + 1);
     }
-    if (strcmp(cmd, "calibrate") == 0) {
-        env_fix_blas_core(argv);
-        return cmd_calibrate(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        char commit[64];
+        env_git_commit(commit, sizeof commit);
+        if (strcmp(commit, "unknown") == 0) printf("servesim %s\n", SERVESIM_VERSION);
+        else printf("servesim %s (commit %s)\n", SERVESIM_VERSION, commit);
+        return EXIT_OK;
     }
-    if (strcmp(cmd, "validate") == 0) {
-        env_fix_blas_core(argv);
-        return cmd_validate(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "keys") == 0) return cmd_keys(argc - 1, argv + 1);
-    if (strcmp(cmd, "presets") == 0) return cmd_presets(argc - 1, argv + 1);
-    if (strcmp(cmd, "roofline-fit") == 0) return cmd_roofline_fit(argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0) {
-        env_fix_blas_core(argv);
-        return cmd_bench(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "sweep") == 0) return cmd_sweep(argc - 1, argv + 1);
-    if (strcmp(cmd, "merge") == 0) return cmd_merge(argc - 1, argv + 1);
-    if (strcmp(cmd, "capacity") == 0) return cmd_capacity(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return EXIT_OK;

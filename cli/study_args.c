@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const study_opt *find_opt(const study_opt *opts, int n, const char *flag)
+static const study_opt *find_opt(const study_opt *opts, int n, const char *flag, size_t len)
 {
     static const study_opt common[] = {{"--seed", true}, {"--set", true}};
     for (int i = 0; i < 2; i++)
-        if (strcmp(common[i].flag, flag) == 0) return &common[i];
+        if (strlen(common[i].flag) == len && strncmp(common[i].flag, flag, len) == 0) return &common[i];
     for (int i = 0; i < n; i++)
-        if (strcmp(opts[i].flag, flag) == 0) return &opts[i];
+        if (strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0) return &opts[i];
     return NULL;
 }
 
@@ -21,15 +21,39 @@ static int misuse(const char *usage, const char *what, const char *arg)
     return -1;
 }
 
+/* The option at ARGV[*I], as "--flag value" or "--flag=value": its table row and value (NULL
+ * for a flag without one). Advances *I past a separate value. Returns -1 after printing the
+ * misuse. */
+static int take_opt(int argc, char **argv, int *i, const char *usage, const study_opt *opts, int n,
+                    const study_opt **opt, const char **value)
+{
+    const char *arg = argv[*i], *eq = strchr(arg, '=');
+    size_t len = eq && arg[1] == '-' ? (size_t)(eq - arg) : strlen(arg);
+    *opt = find_opt(opts, n, arg, len);
+    *value = NULL;
+    if (!*opt) {
+        fprintf(stderr, "servesim: unknown option %.*s\n%s", (int)len, arg, usage);
+        return -1;
+    }
+    if (!(*opt)->has_value) return arg[len] ? misuse(usage, (*opt)->flag, " takes no value") : 0;
+    if (arg[len]) {
+        *value = arg + len + 1;
+        return 0;
+    }
+    if (*i + 1 >= argc) return misuse(usage, arg, " needs a value");
+    *value = argv[++*i];
+    return 0;
+}
+
 /* The scenario file: the one argument that is neither an option nor an option's value. */
 static int find_file(int argc, char **argv, const char *usage, const study_opt *opts, int n, const char **file)
 {
     *file = NULL;
     for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            const study_opt *o = find_opt(opts, n, argv[i]);
-            if (!o) return misuse(usage, "unknown option ", argv[i]);
-            if (o->has_value && ++i >= argc) return misuse(usage, argv[i - 1], " needs a value");
+        if (argv[i][0] == '-' && argv[i][1]) {
+            const study_opt *o;
+            const char *value;
+            if (take_opt(argc, argv, &i, usage, opts, n, &o, &value) < 0) return -1;
             continue;
         }
         if (*file) return misuse(usage, "more than one scenario file: ", argv[i]);
@@ -61,21 +85,18 @@ int study_parse_args(int argc, char **argv, const char *usage, const study_opt *
         fprintf(stderr, "servesim: %s\n", err);
         return -1;
     }
-    /* --seed and --set first, so the command's options see the final scenario */
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] != '-') continue;
-        const study_opt *o = find_opt(opts, nopts, argv[i]);
-        const char *value = o->has_value ? argv[++i] : NULL;
-        bool common = strcmp(o->flag, "--seed") == 0 || strcmp(o->flag, "--set") == 0;
-        if (common && apply_common(sc, o->flag, value) < 0) return -1;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] != '-') continue;
-        const study_opt *o = find_opt(opts, nopts, argv[i]);
-        const char *value = o->has_value ? argv[++i] : NULL;
-        bool common = strcmp(o->flag, "--seed") == 0 || strcmp(o->flag, "--set") == 0;
-        if (!common && on_opt(ctx, o->flag, value) < 0) return -1;
-    }
+    /* --seed and --set first, so the command's options see the final scenario; every option
+     * was checked by find_file */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 1; i < argc; i++) {
+            if (argv[i][0] != '-' || !argv[i][1]) continue;
+            const study_opt *o;
+            const char *value;
+            take_opt(argc, argv, &i, usage, opts, nopts, &o, &value);
+            bool common = strcmp(o->flag, "--seed") == 0 || strcmp(o->flag, "--set") == 0;
+            if (pass == 0 && common && apply_common(sc, o->flag, value) < 0) return -1;
+            if (pass == 1 && !common && on_opt(ctx, o->flag, value) < 0) return -1;
+        }
     return 0;
 }
 

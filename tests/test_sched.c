@@ -118,6 +118,34 @@ Test(sched, single_request_constant_step_gives_exact_times)
     free_workload(&w);
 }
 
+/* What a step's cost is computed from: a prefill of 100 tokens, then decodes that attend to
+ * the cache and to their own new token (101, then 102 tokens). */
+Test(sched, a_batch_reports_the_context_its_decodes_attend_to)
+{
+    int32_t prompt[100] = {0};
+    request r;
+    req_init(&r, 0, 0, prompt, 100, 3);
+    sched_config c = base_config(POLICY_PAGED);
+    sched *s = sched_create(&c);
+    cr_assert(sched_add(s, &r, 0));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(s, 0, &b), 1);
+    cr_assert_eq(b->num_prefill_tokens, 100);
+    cr_assert_eq(b->num_multi_token_items, 1);
+    cr_assert_eq(b->decode_context_sum, 0);
+    sched_complete(s, 1, &fin);
+    for (int step = 0; step < 2; step++) {
+        cr_assert_eq(sched_schedule(s, 1 + step, &b), 1);
+        cr_assert_eq(b->num_decode_seqs, 1);
+        cr_assert_eq(b->items[0].context_len, 100 + step);
+        cr_assert_eq(b->decode_context_sum, 101 + step, "step %d: %lld", step, (long long)b->decode_context_sum);
+        sched_complete(s, 2 + step, &fin);
+    }
+    cr_assert(sched_idle(s));
+    sched_free(s);
+}
+
 Test(sched, config_check_rejects_incompatible_settings)
 {
     char err[256];

@@ -1,0 +1,86 @@
+/* Command lines (cli/args.c, cli/study_args.c): one table-driven parser for every scenario
+ * command, "--flag value" and "--flag=value", unknown options named as such. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/study_args.h"
+
+static int parse(int extras, scenario *sc, scenario_args *a, int argc, char **argv)
+{
+    return parse_scenario_args(argc, argv, "usage: test\n", extras, sc, a);
+}
+
+Test(args, both_spellings_of_a_value_give_the_same_scenario)
+{
+    scenario sc1, sc2;
+    scenario_args a1, a2;
+    char *spaced[] = {"run", "--seed", "7", "--set", "workload.num_requests=50", "--out", "o", "--quiet"};
+    char *joined[] = {"run", "--seed=7", "--set=workload.num_requests=50", "--out=o", "--quiet"};
+    cr_assert_eq(parse(0, &sc1, &a1, 8, spaced), 0);
+    cr_assert_eq(parse(0, &sc2, &a2, 5, joined), 0);
+    cr_assert_eq(sc1.v[K_run_seed].i, 7);
+    cr_assert_eq(sc2.v[K_run_seed].i, 7);
+    cr_assert_eq(sc2.v[K_workload_num_requests].i, 50, "the value keeps its own '='");
+    cr_assert_str_eq(a2.out_dir, "o");
+    cr_assert(a1.quiet && a2.quiet);
+}
+
+Test(args, run_takes_repeat_and_jobs_validate_takes_a_cost_table)
+{
+    scenario sc;
+    scenario_args a;
+    char *run[] = {"run", "--repeat=3", "--jobs", "2"};
+    cr_assert_eq(parse(SA_REPEAT, &sc, &a, 4, run), 0);
+    cr_assert_eq(a.repeat, 3);
+    cr_assert_eq(a.jobs, 2);
+    char *validate[] = {"validate", "--cost-table", "t.csv"};
+    cr_assert_eq(parse(SA_COST_TABLE, &sc, &a, 3, validate), 0);
+    cr_assert_str_eq(a.cost_table, "t.csv");
+    cr_assert_eq(a.repeat, 1, "defaults when not given");
+}
+
+/* "run --bogus --out o" once took --bogus as taking a value, then "o" as the scenario file,
+ * and said "o: cannot open". */
+Test(args, an_unknown_option_is_named, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *argv[] = {"run", "--bogus", "--out", "o"};
+    cr_assert_eq(parse(0, &sc, &a, 4, argv), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: unknown option --bogus\nusage: test\n");
+}
+
+Test(args, options_of_another_command_are_unknown, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *argv[] = {"engine", "--repeat", "3"};
+    cr_assert_eq(parse(0, &sc, &a, 3, argv), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: unknown option --repeat\nusage: test\n");
+}
+
+Test(args, misuses_are_refused, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *flag_with_value[] = {"run", "--quiet=yes"};
+    cr_assert_eq(parse(0, &sc, &a, 2, flag_with_value), -1);
+    char *missing[] = {"run", "--seed"};
+    cr_assert_eq(parse(0, &sc, &a, 2, missing), -1);
+    char *empty_out[] = {"run", "--out="};
+    cr_assert_eq(parse(0, &sc, &a, 2, empty_out), -1);
+    char *two_files[] = {"run", "a.ini", "b.ini"};
+    cr_assert_eq(parse(0, &sc, &a, 3, two_files), -1);
+    char *bad_repeat[] = {"run", "--repeat", "0"};
+    cr_assert_eq(parse(SA_REPEAT, &sc, &a, 3, bad_repeat), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: --quiet takes no value\nusage: test\n"
+                            "servesim: --seed needs a value\nusage: test\n"
+                            "servesim: --out needs a directory name, got \"\"\nusage: test\n"
+                            "servesim: more than one scenario file: b.ini\nusage: test\n"
+                            "servesim: --repeat 0: expected an integer in [1, 10000]\n");
+}
