@@ -174,13 +174,31 @@ int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, siz
     return close_checked(f, path, err, errlen);
 }
 
+/* The length of the well-formed UTF-8 sequence at P (1 to 4 bytes), or 0 when it is not one. */
+static int utf8_sequence(const unsigned char *p)
+{
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4)) return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    /* overlong three- and four-byte forms, surrogates, code points past U+10FFFF */
+    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
 void res_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_sequence(p);
         if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+        else if (n > 1) fwrite(p, 1, (size_t)n, f);
+        else if (n == 0) fprintf(f, "\\u%04x", *p); /* not UTF-8: the byte read as Latin-1 */
         else fputc(*p, f);
+        p += n > 1 ? n : 1;
     }
     fputc('"', f);
 }

@@ -26,7 +26,8 @@ int res_commit(res_dir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it. */
 void res_abort(res_dir *d);
 
-/* S as a JSON string: quotes and backslashes escaped, control bytes as \u00XX. */
+/* S as a valid JSON string: quotes and backslashes escaped, control bytes as \u00XX, UTF-8
+ * copied, and any byte that is not part of well-formed UTF-8 read as Latin-1 (\u00XX). */
 void res_json_string(FILE *f, const char *s);
 
 /* Prints the table vLLM's `bench serve` users know. */

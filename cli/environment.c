@@ -1,11 +1,13 @@
 #include "cli/environment.h"
 
+
 #include <gsl/gsl_version.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "bench/results.h"
 #include "kernels/cpu/blas_core.h"
 
 static void cpu_model(char *out, size_t len)
@@ -34,12 +36,9 @@ void env_git_commit(char *out, size_t len)
 
 static void json_string(FILE *f, const char *key, const char *value, const char *sep)
 {
-    fprintf(f, "    \"%s\": \"", key);
-    for (const char *p = value; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', f);
-        fputc(*p, f);
-    }
-    fprintf(f, "\"%s\n", sep);
+    fprintf(f, "    \"%s\": ", key);
+    res_json_string(f, value);
+    fprintf(f, "%s\n", sep);
 }
 
 void env_write_json(FILE *f, const char *backend, const char *device, int threads)

@@ -1,11 +1,13 @@
 #include "cli/sweep.h"
 
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/results.h"
 #include "bench/sumfield.h"
 #include "cli/job.h"
 #include "cli/simjob.h"
@@ -606,9 +608,9 @@ void sweep_write_json(FILE *f, const sweep_plan *p)
     fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": %d,\n  \"num_shards\": %d,\n  \"repeat\": %d,\n",
             sweep_num_points(p), p->shard + 1, p->num_shards, p->repeat);
     fprintf(f, "  \"sweep_id\": \"%016llx\",\n", (unsigned long long)sweep_identity(p));
-    fputs("  \"scenario_file\": \"", f);
-    for (const char *c = p->base.path; *c; c++) fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-    fputs("\"\n}\n", f);
+    fputs("  \"scenario_file\": ", f);
+    res_json_string(f, p->base.path);
+    fputs("\n}\n", f);
 }
 
 void sweep_print_table(FILE *f, const sweep_plan *p, const sweep_result *r)

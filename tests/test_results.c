@@ -274,3 +274,34 @@ Test(results, printed_table)
     cr_assert_str_eq(text + len - 51, "==================================================\n");
     free(text);
 }
+
+static char *json_of(const char *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    res_json_string(f, s);
+    fclose(f);
+    return buf;
+}
+
+/* A scenario path or label with a quote, a backslash, a control byte or a Latin-1 byte once
+ * made summary.json invalid (exit 0). Every string is valid JSON now; UTF-8 stays as is. */
+Test(results, json_strings_are_valid_whatever_the_bytes)
+{
+    const char *cases[][2] = {
+        {"a\"b\\c", "\"a\\\"b\\\\c\""},
+        {"tab\there\x01", "\"tab\\u0009here\\u0001\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"caf\xe9", "\"caf\\u00e9\""},             /* Latin-1 e-acute: not UTF-8 */
+        {"\xc3", "\"\\u00c3\""},                    /* a sequence cut short */
+        {"\xc0\xaf", "\"\\u00c0\\u00af\""},         /* an overlong '/' */
+        {"\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\""}, /* a surrogate */
+        {"del\x7f", "\"del\\u007f\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = json_of(cases[i][0]);
+        cr_assert_str_eq(got, cases[i][1], "case %zu", i);
+        free(got);
+    }
+}
