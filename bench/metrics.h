@@ -1,5 +1,5 @@
 /* Metrics: streaming accumulators over steps and requests, and the summary a run reports.
- * Definitions (DESIGN.md): TTFT = first_token - arrival; E2EL = finish - arrival;
+ * Definitions (docs/method.md section 2): TTFT = first_token - arrival; E2EL = finish - arrival;
  * TPOT per request = (E2EL - TTFT) / (output_len - 1) for output_len > 1; ITL = every gap
  * between consecutive tokens of a request, pooled; percentiles interpolate linearly between
  * closest ranks (numpy's default). What GenAI-Perf/AIPerf call "ITL" is TPOT here. */

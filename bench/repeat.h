@@ -1,4 +1,4 @@
-/* Repeated runs (STUDY.md pitfall 7): each metric's mean and spread over N summaries. Knows
+/* Repeated runs (docs/method.md, pitfall 7): each metric's mean and spread over N summaries. Knows
  * nothing of where the summaries came from, so the simulator and the real engine share it. */
 #ifndef SERVESIM_BENCH_REPEAT_H
 #define SERVESIM_BENCH_REPEAT_H

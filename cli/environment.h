@@ -1,4 +1,4 @@
-/* What a measured result must say about where it was measured (STUDY.md, pitfall 6). */
+/* What a measured result must say about where it was measured (docs/method.md, pitfall 6). */
 #ifndef SERVESIM_CLI_ENVIRONMENT_H
 #define SERVESIM_CLI_ENVIRONMENT_H
 

@@ -1,5 +1,5 @@
 /* The benchmark study on top of sweeps: plots of a sweep and the experiment reports of
- * STUDY.md (docs/study.md describes each one). */
+ * the benchmark method (docs/method.md; docs/study.md describes each one). */
 #ifndef SERVESIM_CLI_STUDY_H
 #define SERVESIM_CLI_STUDY_H
 

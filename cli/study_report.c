@@ -1,4 +1,4 @@
-/* report.md for each experiment of STUDY.md: a table of every point, plots, and sentences
+/* report.md for each experiment of the study (docs/study.md): a table of every point, plots, and sentences
  * computed from the measured numbers (bench/report.h picks each direction word by sign). */
 #include <math.h>
 #include <stdlib.h>
