@@ -11,6 +11,7 @@
 #include "calibrate/calibrate.h"
 #include "cli/bench_serving.h"
 #include "cli/commands.h"
+#include "cli/measured.h"
 #include "engine/model.h"
 
 static const char bench_usage[] =
@@ -18,7 +19,7 @@ static const char bench_usage[] =
     "       servesim bench --engine PRESET [--threads N]\n"
     "       servesim bench --serving PRESET [--threads N]\n"
     "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
-    "  trace (default traces/azure_llm_2023_conv.csv), Poisson arrivals at 80% of the\n"
+    "  trace (default traces/azure_llm_2023_conv.csv of servesim's data folder), Poisson arrivals at 80% of the\n"
     "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
     "  chunked prefill. Prints simulated requests and events per wall-clock second, for each of\n"
     "  --runs runs (default 3) of the same requests, and their median.\n"
@@ -152,7 +153,11 @@ int cmd_bench(int argc, char **argv)
         return EXIT_OK;
     }
     long n = 1000000, seed = 0, threads = 0, runs = 3;
-    const char *trace = "traces/azure_llm_2023_conv.csv", *engine = NULL, *serving = NULL;
+    /* the default trace from servesim's data directory, so bench works from any folder */
+    char default_trace[1100] = "traces/azure_llm_2023_conv.csv";
+    if (measured_data_dir(default_trace, sizeof default_trace - 40) == 0)
+        strcat(default_trace, "traces/azure_llm_2023_conv.csv");
+    const char *trace = default_trace, *engine = NULL, *serving = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
         const char *opt = argv[i], *val = argv[++i];

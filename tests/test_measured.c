@@ -3,6 +3,7 @@
  * every table committed in costs/: it loads, its shape is a preset's, its header carries its
  * provenance. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "calibrate/calibrate.h"
 #include "cli/job.h"
+#include "cli/commands.h"
 #include "cli/measured.h"
 #include "sim/table_cost.h"
 
@@ -244,4 +246,13 @@ Test(committed_tables, every_gpu_preset_has_tables_and_a_fitted_roofline)
         cr_assert_gt(f.max_error, 0, "%s has no fitted roofline (servesim roofline-fit --write)", hw->name);
         cr_assert(f.compute_efficiency > 0 && f.compute_efficiency <= 1, "%s", hw->name);
     }
+}
+
+/* `servesim bench` read its default trace relative to the working folder and failed outside
+ * the source tree; it takes it from the data folder now. */
+Test(data_dir, bench_finds_its_default_trace_from_any_folder, .init = cr_redirect_stdout)
+{
+    cr_assert_eq(chdir("/"), 0);
+    char *argv[] = {"bench", "--requests", "300", "--runs", "1"};
+    cr_assert_eq(cmd_bench(5, argv), 0);
 }
