@@ -234,6 +234,37 @@ Test(sched, preemption_takes_the_latest_arrival_by_hand)
     sched_free(s);
 }
 
+/* vLLM admits nothing new in a step that preempted: the pool just ran out. Chunks of 16 in a
+ * pool of 5 blocks of 16: step 1 prefills A and B (16 tokens each) and C's first chunk (of
+ * 32); step 2 decodes A and B, taking the last two blocks, and C's second chunk finds none:
+ * C preempts itself. Its freed block must stay free this step; admitting the waiting head (C
+ * again, from scratch) would undo the preemption at once. */
+Test(sched, a_step_that_preempts_admits_nothing_new)
+{
+    int32_t prompt[32] = {0};
+    request r[3];
+    const int lens[3] = {16, 16, 32};
+    for (int i = 0; i < 3; i++) req_init(&r[i], i, 0.1 * i, prompt, lens[i], 20);
+    sched_config c = base_config(POLICY_PAGED);
+    c.chunked_prefill = true;
+    c.chunk_size = 16;
+    c.num_blocks = 5;
+    c.max_model_len = 64;
+    sched *s = sched_create(&c);
+    for (int i = 0; i < 3; i++) cr_assert(sched_add(s, &r[i], 0.2));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(s, 0.2, &b), 3);
+    cr_assert_eq(b->num_batched_tokens, 48);
+    sched_complete(s, 0.3, &fin);
+    cr_assert_eq(sched_schedule(s, 0.3, &b), 2, "C was admitted again in the step that preempted it");
+    cr_assert_eq(b->num_preempted, 1);
+    cr_assert_eq(b->preempted[0], &r[2]);
+    cr_assert_eq(bm_num_free(sched_bm(s)), 1);
+    cr_assert_null(sched_check(s));
+    sched_free(s);
+}
+
 Test(sched, chunked_prefill_splits_a_10000_token_prompt)
 {
     int pl[] = {10000}, ol[] = {1};
