@@ -1,10 +1,10 @@
 /* Calibration: times the real backend's parts over sweeps of shapes and writes a cost table
- * (bench/costtab.h) that the simulator interpolates. */
+ * (io/costtab.h) that the simulator interpolates. */
 #ifndef SERVESIM_CALIBRATE_CALIBRATE_H
 #define SERVESIM_CALIBRATE_CALIBRATE_H
 
 #include <stdio.h>
-#include "bench/costtab.h"
+#include "io/costtab.h"
 #include "kernels/backend.h"
 
 typedef struct calib_options {

@@ -8,7 +8,7 @@
 #include "cli/bench_serving.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "core/model.h"
 
 enum { PAIRS = 6, RUNS = 20 };
 

@@ -11,8 +11,8 @@
 #include "calibrate/calibrate.h"
 #include "cli/bench_serving.h"
 #include "cli/commands.h"
-#include "cli/measured.h"
-#include "engine/model.h"
+#include "config/measured.h"
+#include "core/model.h"
 
 static const char bench_usage[] =
     "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N]\n"

@@ -4,12 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/outdir.h"
+#include "io/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "cli/environment.h"
-#include "cli/job.h"
-#include "engine/model.h"
+#include "study/job.h"
+#include "core/model.h"
 
 static const char calibrate_usage[] =
     "usage: servesim calibrate [--backend cpu|cuda] [--model PRESET] [--out FILE]\n"

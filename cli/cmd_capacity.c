@@ -1,16 +1,16 @@
 /* `servesim capacity`: the highest Poisson rate meeting every SLO, the knee, where P99 TTFT
- * takes off and where free KV blocks run out (definitions in cli/capacity.h). */
+ * takes off and where free KV blocks run out (definitions in study/capacity.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/outdir.h"
-#include "bench/plot.h"
-#include "bench/sumfield.h"
-#include "cli/capacity.h"
+#include "io/outdir.h"
+#include "io/plot.h"
+#include "metrics/sumfield.h"
+#include "study/capacity.h"
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "study/job.h"
 #include "cli/study_args.h"
 
 static const char capacity_usage[] =

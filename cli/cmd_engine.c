@@ -3,11 +3,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/results.h"
+#include "io/results.h"
 #include "cli/commands.h"
-#include "cli/interrupt.h"
+#include "io/interrupt.h"
 #include "cli/environment.h"
-#include "cli/job.h"
+#include "study/job.h"
 #include "engine/engine.h"
 
 static const char engine_usage[] =

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/outdir.h"
+#include "io/outdir.h"
 #include "cli/commands.h"
-#include "cli/sweep.h"
+#include "study/sweep.h"
 
 static const char merge_usage[] =
     "usage: servesim merge OUT_DIR SHARD_DIR...\n"

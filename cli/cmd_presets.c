@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/measured.h"
-#include "engine/model.h"
+#include "config/measured.h"
+#include "core/model.h"
 #include "sim/hardware.h"
 
 static const char presets_usage[] =

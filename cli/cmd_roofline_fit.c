@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/costtab.h"
+#include "io/costtab.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
-#include "cli/measured.h"
+#include "config/measured.h"
 #include "sim/roofline_fit.h"
 #include "sim/table_cost.h"
 

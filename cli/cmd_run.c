@@ -3,10 +3,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/results.h"
+#include "io/results.h"
 #include "cli/commands.h"
-#include "cli/job.h"
-#include "cli/run_repeat.h"
+#include "study/job.h"
+#include "study/run_repeat.h"
 #include "cli/study_args.h"
 
 static const char run_usage[] =

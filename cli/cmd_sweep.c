@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/outdir.h"
+#include "io/outdir.h"
 #include "cli/commands.h"
-#include "cli/study.h"
+#include "study/study.h"
 #include "cli/study_args.h"
-#include "cli/sweep.h"
+#include "study/sweep.h"
 
 static const char sweep_usage[] =
     "usage: servesim sweep SCENARIO.ini [--vary SECTION.KEY=V1,V2,...]... [--point [LABEL:]K=V,K=V]...\n"

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/compare.h"
-#include "bench/outdir.h"
-#include "bench/plot.h"
-#include "cli/validate.h"
+#include "metrics/compare.h"
+#include "io/outdir.h"
+#include "io/plot.h"
+#include "study/validate.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
-#include "cli/interrupt.h"
-#include "cli/job.h"
+#include "io/interrupt.h"
+#include "study/job.h"
 #include "engine/engine.h"
 #include "sim/replay.h"
 

@@ -3,8 +3,8 @@
 #ifndef SERVESIM_CLI_COMMANDS_H
 #define SERVESIM_CLI_COMMANDS_H
 
-#include "cli/scenario.h"
-#include "cli/simjob.h"
+#include "config/scenario.h"
+#include "study/simjob.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_engine(int argc, char **argv);

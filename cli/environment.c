@@ -7,7 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "bench/results.h"
+#include "io/results.h"
 #include "kernels/cpu/blas_core.h"
 
 static void cpu_model(char *out, size_t len)

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/environment.h"
-#include "cli/interrupt.h"
+#include "io/interrupt.h"
 
 /* One row per command: name, arguments shown in the usage, whether it runs the CPU kernels
  * (their BLAS is pinned to one core per thread first), entry point, what it does. */

@@ -3,7 +3,7 @@
 #ifndef SERVESIM_CLI_STUDY_ARGS_H
 #define SERVESIM_CLI_STUDY_ARGS_H
 
-#include "cli/scenario.h"
+#include "config/scenario.h"
 
 /* One option of the command: FLAG (e.g. "--jobs"), whether a value follows it. */
 typedef struct study_opt {

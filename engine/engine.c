@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/driver.h"
+#include "workload/driver.h"
 #include "engine/runner.h"
 
 typedef struct engine {

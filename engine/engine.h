@@ -5,9 +5,9 @@
 
 #include <signal.h>
 #include <stddef.h>
-#include "bench/workload.h"
-#include "engine/recorder.h"
-#include "engine/sched.h"
+#include "workload/workload.h"
+#include "core/recorder.h"
+#include "core/sched.h"
 #include "kernels/backend.h"
 
 typedef struct engine_options {

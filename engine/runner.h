@@ -3,7 +3,7 @@
 #ifndef SERVESIM_ENGINE_RUNNER_H
 #define SERVESIM_ENGINE_RUNNER_H
 
-#include "engine/sched.h"
+#include "core/sched.h"
 #include "kernels/backend.h"
 
 typedef struct runner {

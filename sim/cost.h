@@ -3,8 +3,8 @@
 #ifndef SERVESIM_SIM_COST_H
 #define SERVESIM_SIM_COST_H
 
-#include "engine/model.h"
-#include "engine/sched.h"
+#include "core/model.h"
+#include "core/sched.h"
 #include "sim/hardware.h"
 
 typedef struct roofline_params {

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "bench/records.h"
+#include "metrics/records.h"
 #include "sim/sim.h"
 
 typedef struct replay_cost {

@@ -6,7 +6,7 @@
 #ifndef SERVESIM_SIM_ROOFLINE_FIT_H
 #define SERVESIM_SIM_ROOFLINE_FIT_H
 
-#include "engine/model.h"
+#include "core/model.h"
 #include "sim/hardware.h"
 #include "sim/sim.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/driver.h"
+#include "workload/driver.h"
 #include "sim/heap.h"
 
 typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE } ev_kind;

@@ -6,9 +6,9 @@
 #include <signal.h>
 
 #include <stddef.h>
-#include "bench/workload.h"
-#include "engine/recorder.h"
-#include "engine/sched.h"
+#include "workload/workload.h"
+#include "core/recorder.h"
+#include "core/sched.h"
 
 /* How long a batch takes, in seconds: a roofline, or a calibrated table. */
 typedef struct step_cost {

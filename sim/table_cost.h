@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "bench/costtab.h"
-#include "engine/sched.h"
+#include "io/costtab.h"
+#include "core/sched.h"
 
 typedef struct grid {
     double *x, *y;       /* sorted distinct coordinates; y unused (ny = 1) for 1-D components */

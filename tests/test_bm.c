@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "engine/bm.h"
+#include "core/bm.h"
 
 static bm *make_bm(int num_blocks, int block_size, int max_seqs, bool prefix)
 {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sumfield.h"
-#include "cli/capacity.h"
+#include "metrics/sumfield.h"
+#include "study/capacity.h"
 #include "cli/commands.h"
-#include "cli/simjob.h"
+#include "study/simjob.h"
 
 typedef struct threshold {
     double limit;

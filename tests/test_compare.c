@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "bench/compare.h"
+#include "metrics/compare.h"
 
 static req_record reqs[3] = {
     {.request_id = 0}, {.request_id = 1}, {.request_id = 2},

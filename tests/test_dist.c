@@ -4,7 +4,7 @@
 #include <string.h>
 #include <gsl/gsl_rng.h>
 
-#include "bench/dist.h"
+#include "workload/dist.h"
 
 static const double pi = 3.14159265358979323846;
 

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "bench/driver.h"
+#include "workload/driver.h"
 
 #define N 5
 

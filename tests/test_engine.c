@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "core/model.h"
 
 typedef struct token_log {
     int32_t tokens[64][64];

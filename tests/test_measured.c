@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "calibrate/calibrate.h"
-#include "cli/job.h"
+#include "study/job.h"
 #include "cli/commands.h"
-#include "cli/measured.h"
+#include "config/measured.h"
 #include "sim/table_cost.h"
 
 static char tmpdir[256];

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "bench/metrics.h"
+#include "metrics/metrics.h"
 
 #define EPS 1e-9
 

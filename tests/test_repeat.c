@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/repeat.h"
-#include "bench/sumfield.h"
+#include "metrics/repeat.h"
+#include "metrics/sumfield.h"
 #include "cli/commands.h"
 
 Test(repeat, mean_std_min_max_of_known_numbers)

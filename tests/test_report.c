@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/report.h"
-#include "cli/study.h"
+#include "io/report.h"
+#include "study/study.h"
 
 Test(report, change_picks_its_direction_from_the_sign)
 {

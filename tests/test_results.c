@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "tests/file_fixture.h"
-#include "bench/results.h"
+#include "io/results.h"
 
 static char root[64];
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/interrupt.h"
+#include "io/interrupt.h"
 
 static char path[256];
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "engine/sched.h"
+#include "core/sched.h"
 
 typedef struct workload_t {
     request *reqs;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cli/job.h"
-#include "cli/simjob.h"
+#include "study/job.h"
+#include "study/simjob.h"
 #include "sim/heap.h"
 #include "sim/replay.h"
 #include "sim/sim.h"

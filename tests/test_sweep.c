@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/sumfield.h"
+#include "metrics/sumfield.h"
 #include "cli/commands.h"
-#include "cli/sweep.h"
+#include "study/sweep.h"
 
 static bool exists(const char *p)
 {

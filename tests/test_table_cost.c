@@ -8,7 +8,7 @@
 
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
-#include "engine/model.h"
+#include "core/model.h"
 #include "sim/table_cost.h"
 
 /* linear(T) = 1e-3 T; prefill(n, c) = 1e-6 n (c + 10); decode(b, c) = 1e-6 b c;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/workload.h"
+#include "workload/workload.h"
 
 #define CONV_TRACE SERVESIM_SOURCE_DIR "/traces/azure_llm_2023_conv.csv"
 

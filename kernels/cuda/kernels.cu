@@ -9,7 +9,7 @@
 
 // KERNEL_LAUNCH(k, grid, block, smem, stream)(args) is k<<<grid, block, smem, stream>>>(args)
 // and DYNAMIC_SHARED(T, name) a kernel's dynamic shared memory as T name[]. Written this way so
-// that tests/cudaemu, which runs these kernels on the CPU, can give both its own meaning.
+// that tools/cudaemu, which runs these kernels on the CPU, can give both its own meaning.
 #ifndef KERNEL_LAUNCH
 #define KERNEL_LAUNCH(kernel, grid, block, smem, stream)                                   \
     kernel<<<(grid), (block), (smem), (stream)>>>

@@ -1,0 +1,139 @@
+/* Finding the measured cost table for a GPU, a model shape and a vLLM version. */
+#define _DEFAULT_SOURCE /* realpath */
+#include "config/measured.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/costtab.h"
+
+static int has_costs(const char *dir)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/costs", dir);
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int set_dir(char *out, size_t len, const char *dir)
+{
+    size_t n = strlen(dir);
+    snprintf(out, len, "%s%s", dir, n && dir[n - 1] == '/' ? "" : "/");
+    return 0;
+}
+
+int measured_data_dir(char *out, size_t len)
+{
+    const char *env = getenv("SERVESIM_DATA_DIR");
+    if (env && env[0]) return has_costs(env) ? set_dir(out, len, env) : -1;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        /* PREFIX/bin/servesim -> PREFIX/share/servesim first, then build/cli/servesim -> the source folder */
+        const char *rel[] = {"/../share/servesim", "/../..", "/.."};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            char cand[4200], real[4096];
+            snprintf(cand, sizeof cand, "%s%s", exe, rel[i]);
+            if (has_costs(cand) && realpath(cand, real)) return set_dir(out, len, real);
+        }
+    }
+#ifdef SERVESIM_SOURCE_DIR
+    if (has_costs(SERVESIM_SOURCE_DIR)) return set_dir(out, len, SERVESIM_SOURCE_DIR);
+#endif
+    return -1;
+}
+
+/* <0, 0, >0 as dotted version A sorts before, with, after B ("0.9.2" < "0.24.0"). */
+static int version_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        char *ea, *eb;
+        long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
+        if (x != y) return x < y ? -1 : 1;
+        if (*ea != '.' || *eb != '.') return strcmp(ea, eb);
+        a = ea + 1;
+        b = eb + 1;
+    }
+}
+
+int measured_find(const char *gpu, const char *shape, const char *version, char *path, size_t pathlen,
+                  char *why, size_t whylen)
+{
+    char data[4096], dir[4200];
+    if (measured_data_dir(data, sizeof data) < 0) {
+        snprintf(why, whylen, "no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data directory)");
+        return 0;
+    }
+    snprintf(dir, sizeof dir, "%scosts/%s", data, gpu);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(why, whylen, "no measured tables for %s in %scosts/", gpu, data);
+        return 0;
+    }
+    char best_version[64] = "", other_versions[256] = "";
+    int found = 0, shape_seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".csv") != 0) continue;
+        char file[4500], err[512];
+        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+        cost_table t;
+        if (ct_read_meta(&t, file, err, sizeof err) < 0) continue;
+        const char *s = ct_meta(&t, "shape"), *fw = ct_meta(&t, "framework");
+        const char *v = fw && strncmp(fw, "vllm ", 5) == 0 ? fw + 5 : NULL;
+        if (s && v && strcmp(s, shape) == 0) {
+            shape_seen = 1;
+            bool take = version[0] ? strcmp(v, version) == 0 : !found || version_cmp(v, best_version) > 0;
+            if (take) {
+                snprintf(best_version, sizeof best_version, "%s", v);
+                snprintf(path, pathlen, "%s", file);
+                found = 1;
+            } else if (version[0] && strlen(other_versions) + strlen(v) + 3 < sizeof other_versions) {
+                strcat(other_versions, other_versions[0] ? ", " : "");
+                strcat(other_versions, v);
+            }
+        }
+        ct_free(&t);
+    }
+    closedir(d);
+    if (found) return 1;
+    if (shape_seen)
+        snprintf(why, whylen, "no measured table of vLLM %s for this model on %s (there is: %s)", version, gpu,
+                 other_versions);
+    else
+        snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
+    return 0;
+}
+
+void measured_list(const char *gpu, char *out, size_t len)
+{
+    char data[4096], dir[4200];
+    out[0] = 0;
+    if (measured_data_dir(data, sizeof data) < 0) return;
+    snprintf(dir, sizeof dir, "%scosts/%s", data, gpu);
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort); /* sorted: the same list every run */
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(names[i]->d_name);
+        char file[4500], err[512];
+        snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name);
+        cost_table t;
+        if (l > 4 && strcmp(names[i]->d_name + l - 4, ".csv") == 0 && ct_read_meta(&t, file, err, sizeof err) == 0) {
+            const char *m = ct_meta(&t, "model"), *fw = ct_meta(&t, "framework");
+            size_t used = strlen(out);
+            snprintf(out + used, len - used, "%s%s (%s)", used ? ", " : "", m ? m : names[i]->d_name, fw ? fw : "?");
+            ct_free(&t);
+        }
+        free(names[i]);
+    }
+    if (n >= 0) free(names);
+}

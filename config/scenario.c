@@ -1,0 +1,588 @@
+#include "config/scenario.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "workload/dist.h"
+#include "io/results.h"
+#include "sim/hardware.h"
+
+typedef enum key_type { INT, NUM, BOOL, TEXT, DIST, CHOICE, MODEL, HW, PATH } key_type;
+
+typedef struct key_def {
+    const char *section, *key;
+    key_type type;
+    const char *def, *lo, *hi, *help;
+} key_def;
+
+static const key_def keys[K_COUNT] = {
+#define X(sec, key, type, def, lo, hi, help) {#sec, #key, type, def, lo, hi, help},
+    SCENARIO_KEYS(X)
+#undef X
+};
+
+static const char *type_names[] = {"int", "number", "bool", "text", "distribution", "choice",
+                                   "model preset", "hardware preset", "path"};
+
+/* inih's limit as Debian builds it: longer lines are cut silently. */
+/* inih (Debian's, INI_MAX_LINE 200) reads a line with fgets into 200 bytes: at most 199
+ * characters, its line end included. A line of 198 characters is read whole; one of 199 or
+ * 200 was cut, its end read as another line (which then shifted every later error's line
+ * number, or dropped a last '#' as a comment). */
+enum { INI_LINE_LIMIT = INI_MAX_LINE - 2 };
+
+static int find_key(const char *section, const char *key)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (strcmp(keys[k].section, section) == 0 && strcmp(keys[k].key, key) == 0) return k;
+    return -1;
+}
+
+static bool known_section(const char *section)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (strcmp(keys[k].section, section) == 0) return true;
+    return false;
+}
+
+static int parse_bool(const char *text, bool *out)
+{
+    static const char *yes[] = {"true", "on", "yes", "1"}, *no[] = {"false", "off", "no", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0) { *out = true; return 0; }
+        if (strcasecmp(text, no[i]) == 0) { *out = false; return 0; }
+    }
+    return -1;
+}
+
+static bool choice_allowed(const char *choices, const char *text)
+{
+    size_t n = strlen(text);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, text, n) == 0) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+static int parse_number(const key_def *d, const char *text, double *out, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v)) {
+        snprintf(err, errlen, "%s.%s: expected a %s, got \"%s\"%s", d->section, d->key,
+                 type_names[d->type], text, strchr(text, '#') ? " (only ';' starts a comment)" : "");
+        return -1;
+    }
+    if (d->type == INT && v != floor(v)) {
+        snprintf(err, errlen, "%s.%s: expected an integer, got \"%s\"", d->section, d->key, text);
+        return -1;
+    }
+    double lo = atof(d->lo), hi = atof(d->hi);
+    if (v < lo || v > hi) {
+        snprintf(err, errlen, "%s.%s = %s is out of range [%s, %s]", d->section, d->key, text, d->lo, d->hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parses TEXT into V as key K's type says. */
+static int parse_value(int k, const char *text, scenario_value *v, char *err, size_t errlen)
+{
+    const key_def *d = &keys[k];
+    if (strlen(text) >= sizeof v->s) {
+        snprintf(err, errlen, "%s.%s: value longer than %zu characters", d->section, d->key, sizeof v->s - 1);
+        return -1;
+    }
+    char why[200];
+    len_dist dist;
+    switch (d->type) {
+    case INT:
+    case NUM:
+        if (parse_number(d, text, &v->d, err, errlen) < 0) return -1;
+        v->i = (long long)v->d;
+        break;
+    case BOOL:
+        if (parse_bool(text, &v->b) < 0) {
+            snprintf(err, errlen, "%s.%s: expected true/false, on/off, yes/no or 1/0, got \"%s\"",
+                     d->section, d->key, text);
+            return -1;
+        }
+        break;
+    case DIST:
+        if (dist_parse(text, &dist, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s.%s: %s", d->section, d->key, why);
+            return -1;
+        }
+        break;
+    case CHOICE:
+        if (!choice_allowed(d->lo, text)) {
+            snprintf(err, errlen, "%s.%s: \"%s\" is not one of %s", d->section, d->key, text, d->lo);
+            return -1;
+        }
+        break;
+    case MODEL:
+        if (!model_preset(text)) {
+            snprintf(err, errlen, "%s.%s: unknown model \"%s\" (known: %s)", d->section, d->key, text,
+                     model_preset_names());
+            return -1;
+        }
+        break;
+    case HW:
+        if (!hw_preset(text)) {
+            snprintf(err, errlen, "%s.%s: unknown hardware \"%s\" (known: %s)", d->section, d->key, text,
+                     hw_preset_names());
+            return -1;
+        }
+        break;
+    case TEXT:
+    case PATH:
+        break;
+    }
+    snprintf(v->s, sizeof v->s, "%s", text);
+    return 0;
+}
+
+void scenario_defaults(scenario *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    char err[256];
+    for (int k = 0; k < K_COUNT; k++) {
+        /* the defaults go through the same parser: a bad default fails every test at once */
+        if (parse_value(k, keys[k].def, &sc->v[k], err, sizeof err) < 0) {
+            fprintf(stderr, "servesim: bad built-in default: %s\n", err);
+            abort();
+        }
+        snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "default");
+    }
+}
+
+typedef struct load_ctx {
+    scenario *sc;
+    char *err;
+    size_t errlen;
+} load_ctx;
+
+static int on_ini_value(void *user, const char *section, const char *name, const char *value)
+{
+    load_ctx *c = user;
+    int k = find_key(section, name);
+    if (k < 0) {
+        if (known_section(section)) snprintf(c->err, c->errlen, "unknown key %s.%s (see `servesim keys`)", section, name);
+        else snprintf(c->err, c->errlen, "unknown section [%s]", section);
+        return 0;
+    }
+    return parse_value(k, value, &c->sc->v[k], c->err, c->errlen) == 0;
+}
+
+/* What inih cannot tell us: lines it would cut, NUL bytes, indented lines (inih continues the
+ * previous value with them, which overrode it without a word), key lines without '=', sections
+ * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
+ * cannot be read. */
+static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int line = 0, bad = 0;
+    char section[128] = "", seen[K_COUNT] = {0};
+    while (!bad && (got = getline(&buf, &cap, f)) >= 0) {
+        line++;
+        size_t len = (size_t)got;
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+        bad = line;
+        if (memchr(buf, '\0', len)) {
+            snprintf(err, errlen, "a NUL byte in the line: not a text file?");
+            break;
+        }
+        if (len > INI_LINE_LIMIT) {
+            snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", len, INI_LINE_LIMIT);
+            break;
+        }
+        buf[len] = 0;
+        char *p = buf;
+        while (isspace((unsigned char)*p)) p++;
+        if (p != buf && *p && *p != ';' && *p != '#') {
+            snprintf(err, errlen, "an indented line: inih would take it as more of the previous value; start "
+                                  "every line at its first column");
+            break;
+        }
+        bad = 0;
+        if (*p == '[') {
+            char *close = strchr(p, ']');
+            if (!close) break; /* inih reports it */
+            snprintf(section, sizeof section, "%.*s", (int)(close - p - 1), p + 1);
+            if (!known_section(section)) {
+                snprintf(err, errlen, "unknown section [%s]", section);
+                bad = line;
+            }
+        } else if (*p && *p != ';' && *p != '#') {
+            size_t n = strcspn(p, "=:");
+            if (!p[n]) {
+                snprintf(err, errlen, "expected KEY = VALUE, got \"%s\"", p);
+                bad = line;
+                break;
+            }
+            while (n > 0 && isspace((unsigned char)p[n - 1])) n--;
+            p[n] = 0;
+            int k = find_key(section, p);
+            if (k >= 0 && seen[k]++) {
+                snprintf(err, errlen, "%s.%s is set twice", section, p);
+                bad = line;
+            } else if (k >= 0) {
+                snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "%s:%d", path, line);
+            }
+        }
+    }
+    free(buf);
+    fclose(f);
+    return bad;
+}
+
+static void set_dir(scenario *sc, const char *path)
+{
+    snprintf(sc->dir, sizeof sc->dir, "%s", path);
+    char *slash = strrchr(sc->dir, '/');
+    if (slash) slash[1] = 0;
+    else sc->dir[0] = 0;
+}
+
+int scenario_load(scenario *sc, const char *path, char *err, size_t errlen)
+{
+    char why[512] = "";
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* fopen of a directory succeeds, and read nothing */
+        snprintf(err, errlen, "%s: is a directory, not a scenario file", path);
+        return -1;
+    }
+    if (strlen(path) >= sizeof sc->path) { /* its folder, for relative paths, would be cut */
+        snprintf(err, errlen, "%.60s...: a scenario path of %zu characters; at most %zu", path, strlen(path),
+                 sizeof sc->path - 1);
+        return -1;
+    }
+    int bad = prescan(path, sc, why, sizeof why);
+    if (bad < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (bad > 0) {
+        snprintf(err, errlen, "%s:%d: %s", path, bad, why);
+        return -1;
+    }
+    snprintf(sc->path, sizeof sc->path, "%s", path);
+    set_dir(sc, path);
+    load_ctx c = {.sc = sc, .err = why, .errlen = sizeof why};
+    int r = ini_parse(path, on_ini_value, &c);
+    if (r == 0) return 0;
+    if (r == -1) snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    else if (r == -2) snprintf(err, errlen, "%s: out of memory while reading", path);
+    else snprintf(err, errlen, "%s:%d: %s", path, r, why[0] ? why : "not a valid INI line");
+    return -1;
+}
+
+int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
+{
+    char section[128], key[128];
+    const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
+    if (!dot || !eq || dot > eq || dot - assignment >= (long)sizeof section || eq - dot - 1 >= (long)sizeof key) {
+        snprintf(err, errlen, "--set %s: expected SECTION.KEY=VALUE", assignment);
+        return -1;
+    }
+    snprintf(section, sizeof section, "%.*s", (int)(dot - assignment), assignment);
+    snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+    int k = find_key(section, key);
+    if (k < 0) {
+        snprintf(err, errlen, "--set %s: unknown key %s.%s (see `servesim keys`)", assignment, section, key);
+        return -1;
+    }
+    char why[512];
+    if (parse_value(k, eq + 1, &sc->v[k], why, sizeof why) < 0) {
+        snprintf(err, errlen, "--set %s: %s", assignment, why);
+        return -1;
+    }
+    snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "--set");
+    return 0;
+}
+
+void scenario_stem_into(const scenario *sc, char *out, size_t len)
+{
+    snprintf(out, len, "%s", scenario_name(sc));
+    char *dot = strrchr(out, '.');
+    if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
+}
+
+void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len)
+{
+    char stem[300];
+    scenario_stem_into(sc, stem, sizeof stem);
+    if (flag) snprintf(out, len, "%s", flag);
+    else snprintf(out, len, "results/runs/%s-%s", stem, suffix);
+}
+
+const char *scenario_name(const scenario *sc)
+{
+    if (!sc->path[0]) return "default";
+    const char *base = strrchr(sc->path, '/');
+    return base ? base + 1 : sc->path;
+}
+
+void scenario_write_json(const scenario *sc, FILE *f, const char *indent)
+{
+    for (int k = 0; k < K_COUNT; k++) {
+        const key_def *d = &keys[k];
+        fprintf(f, "%s\"%s.%s\": ", indent, d->section, d->key);
+        if (d->type == INT) fprintf(f, "%lld", sc->v[k].i);
+        else if (d->type == NUM) fprintf(f, "%.10g", sc->v[k].d);
+        else if (d->type == BOOL) fprintf(f, "%s", sc->v[k].b ? "true" : "false");
+        else res_json_string(f, sc->v[k].s);
+        fprintf(f, "%s\n", k + 1 < K_COUNT ? "," : "");
+    }
+}
+
+void scenario_print_keys(FILE *f)
+{
+    const char *section = "";
+    for (int k = 0; k < K_COUNT; k++) {
+        const key_def *d = &keys[k];
+        if (strcmp(section, d->section) != 0) {
+            fprintf(f, "%s[%s]\n", k ? "\n" : "", d->section);
+            section = d->section;
+        }
+        char range[128] = "";
+        if (d->type == INT || d->type == NUM) snprintf(range, sizeof range, " in [%s, %s]", d->lo, d->hi);
+        else if (d->type == CHOICE) snprintf(range, sizeof range, ": %s", d->lo);
+        fprintf(f, "  %-24s %s%s, default \"%s\"\n      %s\n", d->key, type_names[d->type], range, d->def, d->help);
+    }
+}
+
+/* ---- resolving: from keys to the settings of a run ---- */
+
+#define V(sec, key) (sc->v[K_##sec##_##key])
+
+static void resolve_model(const scenario *sc, scenario_resolved *out)
+{
+    model_shape m = *model_preset(V(model, preset).s);
+    const struct { int *field; long long v; } overrides[] = {
+        {&m.num_layers, V(model, num_layers).i}, {&m.hidden, V(model, hidden).i},
+        {&m.num_heads, V(model, num_heads).i}, {&m.num_kv_heads, V(model, num_kv_heads).i},
+        {&m.head_dim, V(model, head_dim).i}, {&m.intermediate, V(model, intermediate).i},
+        {&m.vocab, V(model, vocab).i},
+    };
+    for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
+        if (overrides[i].v > 0) *overrides[i].field = (int)overrides[i].v;
+    out->model = m;
+    out->dtype_bytes = strcmp(V(model, dtype).s, "fp32") == 0 ? 4 : 2;
+}
+
+static void resolve_hardware(const scenario *sc, scenario_resolved *out)
+{
+    hw_spec hw = *hw_preset(V(hardware, preset).s);
+    if (V(hardware, peak_tflops).d > 0) hw.peak_tflops = V(hardware, peak_tflops).d;
+    if (V(hardware, mem_bandwidth_gbs).d > 0) hw.mem_bandwidth_gbs = V(hardware, mem_bandwidth_gbs).d;
+    if (V(hardware, mem_gib).d > 0) hw.mem_gib = V(hardware, mem_gib).d;
+    out->hw = hw;
+    /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline */
+    hw_fit fit = hw_preset_fit(hw.name);
+    double ce = V(hardware, compute_efficiency).d, me = V(hardware, memory_efficiency).d;
+    double ae = V(hardware, attention_efficiency).d, oh = V(hardware, step_overhead_ms).d;
+    out->roofline = (roofline_params){
+        .compute_efficiency = ce > 0 ? ce : fit.compute_efficiency,
+        .memory_efficiency = me > 0 ? me : fit.memory_efficiency,
+        .attention_efficiency = ae > 0 ? ae : fit.attention_efficiency,
+        .step_overhead_s = (oh >= 0 ? oh : fit.step_overhead_ms) / 1000,
+    };
+    out->step_overhead_s = oh >= 0 ? oh / 1000 : -1;
+    out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
+    snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
+    const struct { const char *name; bool set; } roof[] = {
+        {"hardware.peak_tflops", V(hardware, peak_tflops).d > 0},
+        {"hardware.mem_bandwidth_gbs", V(hardware, mem_bandwidth_gbs).d > 0},
+        {"hardware.compute_efficiency", ce > 0}, {"hardware.memory_efficiency", me > 0},
+        {"hardware.attention_efficiency", ae > 0},
+    };
+    out->roofline_keys_set[0] = 0;
+    for (size_t i = 0; i < sizeof roof / sizeof roof[0]; i++)
+        if (roof[i].set) {
+            size_t n = strlen(out->roofline_keys_set);
+            snprintf(out->roofline_keys_set + n, sizeof out->roofline_keys_set - n, "%s%s", n ? ", " : "", roof[i].name);
+        }
+}
+
+/* Keys of the cost model that contradict each other. */
+static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
+{
+    /* 0 is the preset's; a datasheet figure this small priced steps into an infinite clock */
+    const struct { int key; const char *name; } peaks[] = {
+        {K_hardware_peak_tflops, "hardware.peak_tflops"}, {K_hardware_mem_bandwidth_gbs, "hardware.mem_bandwidth_gbs"},
+        {K_hardware_mem_gib, "hardware.mem_gib"},
+    };
+    for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {
+        double v = sc->v[peaks[i].key].d;
+        if (v > 0 && v < 1e-3) {
+            snprintf(err, errlen, "%s (%s) must be 0 (the preset's) or at least 0.001, got %g", peaks[i].name,
+                     sc->v[peaks[i].key].origin, v);
+            return -1;
+        }
+    }
+    double oh = V(hardware, step_overhead_ms).d;
+    if (oh < 0 && oh != -1) {
+        snprintf(err, errlen, "hardware.step_overhead_ms (%s) must be -1 (the table's or the fit's) or at least 0, got %g",
+                 V(hardware, step_overhead_ms).origin, oh);
+        return -1;
+    }
+    const char *version = V(hardware, vllm_version).s;
+    if (version[0] && V(hardware, cost_table).s[0]) {
+        snprintf(err, errlen, "hardware.vllm_version (%s) chooses a measured table, but hardware.cost_table (%s) names one",
+                 V(hardware, vllm_version).origin, V(hardware, cost_table).origin);
+        return -1;
+    }
+    if (version[0] && strcmp(V(hardware, cost_model).s, "roofline") == 0) {
+        snprintf(err, errlen, "hardware.vllm_version (%s) chooses a measured table, but hardware.cost_model (%s) is roofline",
+                 V(hardware, vllm_version).origin, V(hardware, cost_model).origin);
+        return -1;
+    }
+    return 0;
+}
+
+/* KV blocks that fit beside the weights in the memory the utilization allows. */
+static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, char *err, size_t errlen)
+{
+    double budget = r->hw.mem_gib * (1 << 30) * V(hardware, gpu_memory_utilization).d;
+    double weights = (double)model_num_params(&r->model) * r->dtype_bytes;
+    double block = (double)model_kv_bytes_per_token(&r->model, r->dtype_bytes) * r->sched.block_size;
+    double blocks = floor((budget - weights) / block);
+    if (blocks < 1) {
+        snprintf(err, errlen,
+                 "%s weights (%.1f GiB) leave no room for a KV block in %.1f GiB x "
+                 "hardware.gpu_memory_utilization %.2f of %s",
+                 r->model.name, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
+                 r->hw.name);
+        return -1;
+    }
+    return blocks > 1e9 ? 1000000000 : (int)blocks;
+}
+
+static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    sched_config *c = &out->sched;
+    sched_policy_parse(V(scheduler, policy).s, &c->policy);
+    c->prefix_caching = V(scheduler, prefix_caching).b;
+    c->chunked_prefill = V(scheduler, chunked_prefill).b;
+    c->max_num_seqs = (int)V(scheduler, max_num_seqs).i;
+    c->chunk_size = (int)V(scheduler, chunk_size).i;
+    c->block_size = (int)V(kv, block_size).i;
+    c->max_model_len = V(scheduler, max_model_len).i ? (int)V(scheduler, max_model_len).i
+                                                      : out->model.max_position;
+    c->max_num_batched_tokens = V(scheduler, max_num_batched_tokens).i
+                                    ? (int)V(scheduler, max_num_batched_tokens).i
+                                    : (c->chunked_prefill ? 2048 : c->max_model_len);
+    if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
+    else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
+    return sched_config_check(c, err, errlen);
+}
+
+/* A relative path in a scenario file is taken from the file's folder; one given with --set
+ * from the working directory. */
+static void resolve_path(const scenario *sc, int key, char *out, size_t len)
+{
+    const char *path = sc->v[key].s;
+    if (path[0] == '/' || strcmp(sc->v[key].origin, "--set") == 0 || !sc->dir[0])
+        snprintf(out, len, "%s", path);
+    else
+        snprintf(out, len, "%s%s", sc->dir, path);
+}
+
+static int resolve_workload(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    wl_config *w = &out->workload;
+    char why[200];
+    memset(w, 0, sizeof *w);
+    w->num_requests = (int)V(workload, num_requests).i;
+    /* a trace is replayed whole unless the scenario asks for a number of requests (the
+     * default of 1,000 once cut every longer trace without a word) */
+    if (strcmp(V(workload, arrival).s, "trace") == 0 && strcmp(V(workload, num_requests).origin, "default") == 0)
+        w->num_requests = 0;
+    w->warmup_requests = (int)V(run, warmup_requests).i;
+    wl_arrival_parse(V(workload, arrival).s, &w->arrival);
+    w->rate = V(workload, rate).d;
+    w->burstiness = V(workload, burstiness).d;
+    w->concurrency = (int)V(workload, concurrency).i;
+    w->max_concurrency = (int)V(workload, max_concurrency).i;
+    dist_parse(V(workload, prompt_len).s, &w->prompt_len, why, sizeof why);
+    dist_parse(V(workload, output_len).s, &w->output_len, why, sizeof why);
+    w->shared_prefix_len = (int)V(workload, shared_prefix_len).i;
+    w->num_prefixes = (int)V(workload, num_prefixes).i;
+    w->prefix_fraction = V(workload, prefix_fraction).d;
+    w->trace_time_scale = V(workload, trace_time_scale).d;
+    w->vocab_size = out->model.vocab;
+    w->seed = (uint64_t)V(run, seed).i;
+    resolve_path(sc, K_workload_trace, out->trace_path, sizeof out->trace_path);
+    w->trace_path = out->trace_path;
+    if (w->arrival == ARRIVAL_TRACE && !V(workload, trace).s[0]) {
+        snprintf(err, errlen, "workload.arrival = trace needs workload.trace (a CSV path)");
+        return -1;
+    }
+    if (w->arrival != ARRIVAL_TRACE && V(workload, trace).s[0]) {
+        snprintf(err, errlen, "workload.trace is set (%s) but workload.arrival is %s, not trace",
+                 V(workload, trace).origin, V(workload, arrival).s);
+        return -1;
+    }
+    return 0;
+}
+
+int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    char why[1024];
+    memset(out, 0, sizeof *out);
+    resolve_model(sc, out);
+    resolve_hardware(sc, out);
+    if (model_check(&out->model, why, sizeof why) < 0 || check_cost_keys(sc, why, sizeof why) < 0 ||
+        resolve_sched(sc, out, why, sizeof why) < 0 || resolve_workload(sc, out, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s: %s", sc->path[0] ? sc->path : "built-in scenario", why);
+        return -1;
+    }
+    out->slo = (slo_config){V(slo, ttft_ms).d, V(slo, tpot_ms).d, V(slo, e2el_ms).d};
+    if (V(hardware, cost_table).s[0])
+        resolve_path(sc, K_hardware_cost_table, out->cost_table_path, sizeof out->cost_table_path);
+    return 0;
+}
+
+int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
+                            char *err, size_t errlen)
+{
+    const model_shape *m = &r->model;
+    memset(kb, 0, sizeof *kb);
+    kb->kind = strcmp(V(engine, backend).s, "cuda") == 0 ? KB_CUDA : KB_CPU;
+    kb->shape = (kb_shape){m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                           m->intermediate, m->vocab, m->rope_theta, m->rms_eps};
+    kb->weight_seed = (uint64_t)V(engine, weight_seed).i;
+    kb->sample_seed = (uint64_t)V(run, seed).i;
+    kb->threads = (int)V(engine, threads).i;
+    *sp = (kb_sampling){(float)V(engine, temperature).d, (int)V(engine, top_k).i, (float)V(engine, top_p).d};
+    if (V(kv, num_blocks).i == 0) {
+        int elem = kb->kind == KB_CUDA ? 2 : 4;
+        double block = (double)model_kv_bytes_per_token(m, elem) * r->sched.block_size;
+        double blocks = floor(V(engine, kv_gib).d * (1 << 30) / block);
+        r->sched.num_blocks = blocks < 1 ? 1 : blocks > 1e9 ? 1000000000 : (int)blocks;
+        char why[512];
+        if (sched_config_check(&r->sched, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s: engine.kv_gib = %g gives %d KV blocks: %s",
+                     sc->path[0] ? sc->path : "built-in scenario", V(engine, kv_gib).d, r->sched.num_blocks, why);
+            return -1;
+        }
+    }
+    return 0;
+}

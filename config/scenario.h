@@ -1,0 +1,77 @@
+/* Scenarios: INI files read with inih, every key defined once in scenario_keys.h. */
+#ifndef SERVESIM_CONFIG_SCENARIO_H
+#define SERVESIM_CONFIG_SCENARIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "metrics/metrics.h"
+#include "workload/workload.h"
+#include "config/scenario_keys.h"
+#include "core/model.h"
+#include "core/sched.h"
+#include "kernels/backend.h"
+#include "sim/cost.h"
+
+typedef enum scenario_key {
+#define X(sec, key, type, def, lo, hi, help) K_##sec##_##key,
+    SCENARIO_KEYS(X)
+#undef X
+    K_COUNT
+} scenario_key;
+
+typedef struct scenario_value {
+    long long i;
+    double d;
+    bool b;
+    char s[256];
+    char origin[300];   /* "file:line" or "--set" or "default": where the value came from */
+} scenario_value;
+
+typedef struct scenario {
+    char path[1024];    /* "" for the built-in default */
+    char dir[1024];     /* relative paths in the file are taken from here */
+    scenario_value v[K_COUNT];
+} scenario;
+
+/* Everything a run needs, derived from a scenario. */
+typedef struct scenario_resolved {
+    model_shape model;
+    hw_spec hw;
+    roofline_params roofline;
+    int dtype_bytes;
+    sched_config sched;
+    wl_config workload;
+    slo_config slo;
+    char trace_path[1000];
+    char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
+    bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */
+    char vllm_version[64];      /* the measured table's framework version, "" = newest */
+    double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
+    char roofline_keys_set[200];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
+} scenario_resolved;
+
+void scenario_defaults(scenario *sc);
+/* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */
+int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
+/* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
+int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
+/* Checks the keys together and derives the run's settings. -1 with a reason naming the keys. */
+int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen);
+/* The real engine's settings: backend options and sampling; when kv.num_blocks is 0 the pool
+ * is engine.kv_gib of the backend's KV precision (its own memory, not hardware.*), and
+ * R->sched.num_blocks is updated to match. -1 with a reason. */
+int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
+                            char *err, size_t errlen);
+/* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */
+void scenario_write_json(const scenario *sc, FILE *f, const char *indent);
+/* The key table for `servesim keys`. */
+void scenario_print_keys(FILE *f);
+const char *scenario_name(const scenario *sc);
+/* The file name without its .ini ending ("default" for the built-in scenario). */
+void scenario_stem_into(const scenario *sc, char *out, size_t len);
+/* A command's output directory: FLAG (its --out) when given, else results/runs/STEM-SUFFIX. */
+void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len);
+
+#endif

@@ -1,0 +1,34 @@
+/* Model shapes and presets: plain data, no tensors. */
+#ifndef SERVESIM_CORE_MODEL_H
+#define SERVESIM_CORE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct model_shape {
+    const char *name;
+    int num_layers, hidden, num_heads, num_kv_heads, head_dim, intermediate, vocab;
+    float rope_theta, rms_eps;
+    int max_position;   /* the model's own context limit */
+    /* Qwen3 normalizes q and k per head before rotary. Measured cost tables price it; the
+     * real engine's random-weight forward leaves it out (two small norms per layer). */
+    int qk_norm;
+    int tied_embeddings; /* the LM head reuses the embedding matrix (Llama 3.2 1B and 3B) */
+} model_shape;
+
+/* NULL when NAME is not a preset. */
+const model_shape *model_preset(const char *name);
+/* Comma-separated preset names, for help and error messages. */
+const char *model_preset_names(void);
+/* The I-th preset (in the table's order), or NULL past the last. */
+const model_shape *model_preset_at(size_t i);
+/* Parameters: every weight matrix, the embedding, and the LM head unless it is tied to it. */
+int64_t model_num_params(const model_shape *m);
+/* Parameters of the per-token linear layers (QKV, O, gate/up, down, all layers). */
+int64_t model_linear_params(const model_shape *m);
+/* KV bytes per token at DTYPE_BYTES per element, all layers, K and V. */
+int64_t model_kv_bytes_per_token(const model_shape *m, int dtype_bytes);
+/* Rejects shapes that cannot run; writes a one-line reason. */
+int model_check(const model_shape *m, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,51 @@
+/* A request as the scheduler sees it: its prompt, its target length and its progress.
+ * The scheduler never reads a clock: every time stamped here is a "now" it was told. */
+#ifndef SERVESIM_CORE_REQUEST_H
+#define SERVESIM_CORE_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "metrics/records.h"
+#include "workload/workload.h"
+
+typedef enum req_state { REQ_WAITING, REQ_RUNNING, REQ_FINISHED } req_state;
+
+typedef struct request {
+    /* Fields the scheduler touches every step come first, in one cache line. */
+    int num_computed;          /* KV of the first num_computed tokens is in the cache */
+    int num_generated;
+    int prompt_len;
+    int output_len;            /* target: generation always runs to exactly this many tokens */
+    req_state state;
+    int num_blocks;            /* blocks in its block table (scheduler-private) */
+    int seq_slot;              /* row of the block manager's block tables; -1 when none */
+    bool warmup;               /* left out of every statistic */
+    bool prefilling;           /* (re)admitted, its first token since not yet out */
+    double last_token_time;
+    double arrival_time;
+    int64_t id;
+    const int32_t *prompt;     /* prompt token ids; may be NULL when prefix caching is off */
+
+    /* The sequence holds num_tokens = prompt_len + num_generated tokens. A step that computes
+     * up to num_tokens emits the next token; one that stops short is a prefill chunk. */
+    double scheduled_time;     /* first step that computed any of its tokens; NAN before */
+    double first_token_time;
+    double finish_time;
+    int num_preemptions;
+    int cached_prompt_len;     /* prefix-cache hit at its first schedule, in tokens */
+    stop_reason stop;
+
+    /* Scheduler-private. */
+    int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */
+    uint64_t last_hash;        /* chained hash of its last hashed block */
+    void *user;                /* the executor's own per-request state */
+} request;
+
+void req_init(request *r, int64_t id, double arrival, const int32_t *prompt, int prompt_len,
+              int output_len);
+/* A request as the workload sent it; PROMPT holds its token ids or is NULL. */
+void req_from_workload(request *r, const wl_request *wr, const int32_t *prompt);
+static inline int req_num_tokens(const request *r) { return r->prompt_len + r->num_generated; }
+static inline bool req_is_finished(const request *r) { return r->state == REQ_FINISHED; }
+
+#endif

@@ -1,0 +1,514 @@
+#include "core/sched.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Waiting requests: a ring buffer, FCFS at the back, preempted ones back in at the front. */
+typedef struct req_deque {
+    request **buf;
+    size_t cap, head, len;
+} req_deque;
+
+struct sched {
+    sched_config cfg;
+    int max_seqs;            /* 1 for the single-request policies */
+    bm *bm;
+    req_deque waiting;
+    request **running;       /* sorted by (arrival_time, id): the tail is preempted first */
+    int num_running;
+    int num_static_done;     /* static: finished requests still holding a padding slot */
+    int num_prefilling;      /* running requests whose prefill (or recompute) is not done */
+    int64_t computed_tokens; /* sum of num_computed over running requests */
+    bool static_active;
+    sched_batch batch;
+    request **finished;
+};
+
+static const char *policy_names[] = {"naive", "kv_single", "static", "continuous", "paged"};
+
+const char *sched_policy_name(sched_policy p) { return policy_names[p]; }
+
+int sched_policy_parse(const char *text, sched_policy *out)
+{
+    for (int i = 0; i < (int)(sizeof policy_names / sizeof policy_names[0]); i++)
+        if (strcmp(text, policy_names[i]) == 0) {
+            *out = (sched_policy)i;
+            return 0;
+        }
+    return -1;
+}
+
+static bool reserves_max_len(const sched_config *c)
+{
+    return c->policy == POLICY_STATIC || c->policy == POLICY_CONTINUOUS;
+}
+
+int sched_config_check(const sched_config *c, char *err, size_t errlen)
+{
+    const struct { const char *name; int v; } positive[] = {
+        {"kv.block_size", c->block_size}, {"kv.num_blocks", c->num_blocks},
+        {"scheduler.max_model_len", c->max_model_len}, {"scheduler.max_num_seqs", c->max_num_seqs},
+        {"scheduler.max_num_batched_tokens", c->max_num_batched_tokens},
+    };
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
+        if (positive[i].v <= 0) {
+            snprintf(err, errlen, "%s must be positive (got %d)", positive[i].name, positive[i].v);
+            return -1;
+        }
+    if (c->chunk_size < 0) {
+        snprintf(err, errlen, "scheduler.chunk_size must be 0 or positive (got %d)", c->chunk_size);
+        return -1;
+    }
+    if ((c->prefix_caching || c->chunked_prefill) && c->policy != POLICY_PAGED) {
+        snprintf(err, errlen, "scheduler.%s needs scheduler.policy = paged (got %s)",
+                 c->prefix_caching ? "prefix_caching" : "chunked_prefill", sched_policy_name(c->policy));
+        return -1;
+    }
+    if (!c->chunked_prefill && c->max_num_batched_tokens < c->max_model_len) {
+        snprintf(err, errlen,
+                 "scheduler.max_num_batched_tokens (%d) is smaller than scheduler.max_model_len (%d): "
+                 "a long prompt could never be scheduled; raise it or set chunked_prefill = on",
+                 c->max_num_batched_tokens, c->max_model_len);
+        return -1;
+    }
+    /* every policy can put max_num_seqs one-token decodes in a step */
+    if (c->max_num_batched_tokens < c->max_num_seqs) {
+        snprintf(err, errlen,
+                 "scheduler.max_num_batched_tokens (%d) must be at least scheduler.max_num_seqs (%d)",
+                 c->max_num_batched_tokens, c->max_num_seqs);
+        return -1;
+    }
+    if (reserves_max_len(c) && bm_blocks_for(c->max_model_len, c->block_size) > c->num_blocks) {
+        snprintf(err, errlen,
+                 "policy %s reserves max_model_len (%d) slots per sequence, but the KV pool holds "
+                 "only %d blocks x %d slots",
+                 sched_policy_name(c->policy), c->max_model_len, c->num_blocks, c->block_size);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- waiting queue ---- */
+
+static bool deque_grow(req_deque *q)
+{
+    size_t cap = q->cap ? 2 * q->cap : 64;
+    request **buf = malloc(cap * sizeof *buf);
+    if (!buf) return false;
+    for (size_t i = 0; i < q->len; i++) buf[i] = q->buf[(q->head + i) % q->cap];
+    free(q->buf);
+    q->buf = buf;
+    q->cap = cap;
+    q->head = 0;
+    return true;
+}
+
+static bool deque_push_back(req_deque *q, request *r)
+{
+    if (q->len == q->cap && !deque_grow(q)) return false;
+    q->buf[(q->head + q->len++) % q->cap] = r;
+    return true;
+}
+
+/* Cannot fail: a preempted request left the running set, which is bounded by max_seqs, and
+ * sched_create reserved that much room. */
+static void deque_push_front(req_deque *q, request *r)
+{
+    q->head = (q->head + q->cap - 1) % q->cap;
+    q->buf[q->head] = r;
+    q->len++;
+}
+
+static request *deque_front(const req_deque *q) { return q->buf[q->head]; }
+
+static void deque_pop_front(req_deque *q)
+{
+    q->head = (q->head + 1) % q->cap;
+    q->len--;
+}
+
+/* ---- lifecycle ---- */
+
+sched *sched_create(const sched_config *cfg)
+{
+    sched *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->cfg = *cfg;
+    bool single = cfg->policy == POLICY_NAIVE || cfg->policy == POLICY_KV_SINGLE;
+    s->max_seqs = single ? 1 : cfg->max_num_seqs;
+    int per_seq = bm_blocks_for(cfg->max_model_len, cfg->block_size);
+    bm_config bc = {
+        .num_blocks = cfg->num_blocks,
+        .block_size = cfg->block_size,
+        .max_seqs = s->max_seqs,
+        .max_blocks_per_seq = per_seq < cfg->num_blocks ? per_seq : cfg->num_blocks,
+        .prefix_caching = cfg->prefix_caching,
+    };
+    s->bm = bm_create(&bc);
+    s->running = malloc(s->max_seqs * sizeof *s->running);
+    s->finished = malloc(s->max_seqs * sizeof *s->finished);
+    s->batch.items = malloc(s->max_seqs * sizeof *s->batch.items);
+    s->batch.preempted = malloc(s->max_seqs * sizeof *s->batch.preempted);
+    bool ok = s->bm && s->running && s->finished && s->batch.items && s->batch.preempted;
+    while (ok && s->waiting.cap < (size_t)s->max_seqs + 1) ok = deque_grow(&s->waiting);
+    if (!ok) {
+        sched_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void sched_free(sched *s)
+{
+    if (!s) return;
+    bm_free(s->bm);
+    free(s->waiting.buf);
+    free(s->running);
+    free(s->finished);
+    free(s->batch.items);
+    free(s->batch.preempted);
+    free(s);
+}
+
+static void end_request(request *r, double now, stop_reason why)
+{
+    r->state = REQ_FINISHED;
+    r->finish_time = now;
+    r->stop = why;
+}
+
+static int kv_tokens_needed(const request *r) { return r->prompt_len + r->output_len - 1; }
+
+bool sched_add(sched *s, request *r, double now)
+{
+    const sched_config *c = &s->cfg;
+    if (r->prompt_len + r->output_len > c->max_model_len) {
+        end_request(r, now, STOP_TOO_LONG);
+        return false;
+    }
+    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) {
+        end_request(r, now, STOP_KV_CAPACITY);
+        return false;
+    }
+    /* Keep room for every running request to be preempted back to the front. */
+    if (s->waiting.len + s->max_seqs + 1 > s->waiting.cap && !deque_grow(&s->waiting)) return false;
+    r->state = REQ_WAITING;
+    deque_push_back(&s->waiting, r);
+    return true;
+}
+
+/* ---- running set ---- */
+
+static void set_computed(sched *s, request *r, int tokens)
+{
+    s->computed_tokens += tokens - r->num_computed;
+    r->num_computed = tokens;
+}
+
+static void set_prefilling(sched *s, request *r, bool on)
+{
+    s->num_prefilling += (int)on - (int)r->prefilling;
+    r->prefilling = on;
+}
+
+static bool runs_before(const request *a, const request *b)
+{
+    return a->arrival_time < b->arrival_time || (a->arrival_time == b->arrival_time && a->id < b->id);
+}
+
+static void running_insert(sched *s, request *r)
+{
+    int i = s->num_running;
+    while (i > 0 && runs_before(r, s->running[i - 1])) {
+        s->running[i] = s->running[i - 1];
+        i--;
+    }
+    s->running[i] = r;
+    s->num_running++;
+    r->state = REQ_RUNNING;
+}
+
+/* Recompute preemption of the latest-arrived running request. */
+static request *preempt_last(sched *s)
+{
+    request *v = s->running[--s->num_running];
+    bm_release(s->bm, v);
+    set_computed(s, v, 0);
+    set_prefilling(s, v, false);
+    v->num_preemptions++;
+    v->state = REQ_WAITING;
+    deque_push_front(&s->waiting, v);
+    s->batch.preempted[s->batch.num_preempted++] = v;
+    return v;
+}
+
+/* ---- batch building ---- */
+
+static void batch_reset(sched_batch *b)
+{
+    sched_item *items = b->items;
+    request **preempted = b->preempted;
+    memset(b, 0, sizeof *b);
+    b->items = items;
+    b->preempted = preempted;
+}
+
+static inline void add_item(sched *s, request *r, int n, int pad, double now)
+{
+    sched_batch *b = &s->batch;
+    sched_item *it = &b->items[b->num_items++];
+    it->req = r;
+    it->num_new_tokens = n;
+    it->num_pad_tokens = pad;
+    it->context_len = r->num_computed;
+    it->emits_token = n > 0 && r->num_computed + n == req_num_tokens(r);
+    it->is_decode = it->emits_token && r->num_generated > 0 &&
+                    (n == 1 || s->cfg.policy == POLICY_NAIVE);
+    if (it->is_decode) {
+        b->num_decode_seqs++;
+    } else if (n > 0) {
+        b->num_prefill_seqs++;
+        b->num_prefill_tokens += n;
+        b->chunked |= !it->emits_token;
+    }
+    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1;
+    else b->num_multi_token_items++;
+    b->num_batched_tokens += n + pad;
+    b->num_padding_tokens += pad;
+    b->num_outputs += it->emits_token;
+    if (n > 0 && isnan(r->scheduled_time)) r->scheduled_time = now;
+}
+
+static int prefill_chunk(const sched *s, int remaining, int budget)
+{
+    if (remaining == 1) return budget > 0; /* a decode */
+    int n = remaining;
+    if (s->cfg.chunk_size > 0 && n > s->cfg.chunk_size) n = s->cfg.chunk_size;
+    return n < budget ? n : budget;
+}
+
+/* Tries to start the request at the head of the waiting queue with at most BUDGET tokens.
+ * Returns the tokens it will compute this step, or 0 when it cannot start now. */
+static int admit_head(sched *s, int budget, double now)
+{
+    request *r = deque_front(&s->waiting);
+    int bs = s->cfg.block_size;
+    int hits = bm_count_hits(s->bm, r);
+    int cached = hits * bs;
+    int remaining = req_num_tokens(r) - cached;
+    int n = s->cfg.chunked_prefill ? prefill_chunk(s, remaining, budget) : remaining;
+    if (n <= 0 || n > budget || !bm_seq_open(s->bm, r)) return 0;
+    int reserve = reserves_max_len(&s->cfg) ? s->cfg.max_model_len : cached + n;
+    if (!bm_allocate(s->bm, r, hits, reserve)) {
+        bm_release(s->bm, r);
+        return 0;
+    }
+    if (r->num_preemptions == 0) r->cached_prompt_len = cached;
+    set_computed(s, r, cached);
+    set_prefilling(s, r, true);
+    s->batch.prefix_queries += req_num_tokens(r);
+    s->batch.prefix_hits += cached;
+    deque_pop_front(&s->waiting);
+    running_insert(s, r);
+    add_item(s, r, n, 0, now);
+    return n;
+}
+
+static int admit_waiting(sched *s, int budget, double now)
+{
+    while (budget > 0 && s->waiting.len > 0 && s->num_running < s->max_seqs) {
+        int n = admit_head(s, budget, now);
+        if (n == 0) break;
+        budget -= n;
+    }
+    return budget;
+}
+
+/* Gives running request I its next N tokens, preempting from the tail when blocks run out.
+ * Returns false when I itself was preempted. */
+static inline bool grow_or_preempt(sched *s, int i, int n)
+{
+    request *r = s->running[i];
+    while (!bm_allocate(s->bm, r, 0, r->num_computed + n))
+        if (preempt_last(s) == r) return false;
+    return true;
+}
+
+/* vLLM's classic order: new prefills first, as a prefill-only step; otherwise every running
+ * sequence decodes one token. Also runs naive, kv_single and continuous. */
+static void schedule_prefill_first(sched *s, double now)
+{
+    admit_waiting(s, s->cfg.max_num_batched_tokens, now);
+    if (s->batch.num_items > 0) return;
+    for (int i = 0; i < s->num_running; i++) {
+        request *r = s->running[i];
+        if (s->cfg.policy == POLICY_NAIVE) set_computed(s, r, 0);
+        int n = req_num_tokens(r) - r->num_computed;
+        if (!grow_or_preempt(s, i, n)) break;
+        add_item(s, r, n, 0, now);
+    }
+}
+
+/* Sarathi-style stall-free batching: running sequences (decodes and unfinished prefills)
+ * first, then new prefill chunks fill what is left of the token budget. */
+static void schedule_decode_first(sched *s, double now)
+{
+    int budget = s->cfg.max_num_batched_tokens;
+    for (int i = 0; i < s->num_running && budget > 0; i++) {
+        request *r = s->running[i];
+        int n = prefill_chunk(s, req_num_tokens(r) - r->num_computed, budget);
+        if (!grow_or_preempt(s, i, n)) break;
+        add_item(s, r, n, 0, now);
+        budget -= n;
+    }
+    if (s->batch.num_preempted == 0) admit_waiting(s, budget, now);
+}
+
+/* A static batch is formed only when the last one has ended: prompts padded to the longest,
+ * then every member decodes (finished ones as padding) until the longest output ends. */
+static void form_static_batch(sched *s, double now)
+{
+    int longest = 0, count = 0;
+    while (s->waiting.len > 0 && count < s->max_seqs) {
+        request *r = deque_front(&s->waiting);
+        int len = req_num_tokens(r);
+        int next_longest = len > longest ? len : longest;
+        /* 64-bit: 65536 sequences of 16M tokens overflowed an int and passed the check */
+        if ((int64_t)(count + 1) * next_longest > s->cfg.max_num_batched_tokens) break;
+        if (!bm_seq_open(s->bm, r)) break;
+        if (!bm_allocate(s->bm, r, 0, s->cfg.max_model_len)) {
+            bm_release(s->bm, r);
+            break;
+        }
+        deque_pop_front(&s->waiting);
+        running_insert(s, r);
+        set_prefilling(s, r, true);
+        longest = next_longest;
+        count++;
+    }
+    s->static_active = count > 0;
+    s->num_static_done = 0;
+    for (int i = 0; i < s->num_running; i++) {
+        request *r = s->running[i];
+        add_item(s, r, req_num_tokens(r), longest - req_num_tokens(r), now);
+    }
+}
+
+static void schedule_static(sched *s, double now)
+{
+    if (!s->static_active) {
+        form_static_batch(s, now);
+        return;
+    }
+    for (int i = 0; i < s->num_running; i++) {
+        request *r = s->running[i];
+        if (req_is_finished(r)) add_item(s, r, 0, 1, now);
+        else add_item(s, r, 1, 0, now);
+    }
+}
+
+int sched_schedule(sched *s, double now, const sched_batch **out)
+{
+    batch_reset(&s->batch);
+    if (s->cfg.policy == POLICY_STATIC) schedule_static(s, now);
+    else if (s->cfg.chunked_prefill) schedule_decode_first(s, now);
+    else schedule_prefill_first(s, now);
+    *out = &s->batch;
+    return s->batch.num_items;
+}
+
+/* ---- completion ---- */
+
+static void end_static_batch(sched *s)
+{
+    for (int i = 0; i < s->num_running; i++) {
+        s->computed_tokens -= s->running[i]->num_computed;
+        bm_release(s->bm, s->running[i]);
+    }
+    s->num_running = 0;
+    s->num_static_done = 0;
+    s->static_active = false;
+}
+
+int sched_complete(sched *s, double now, request ***finished)
+{
+    int num_finished = 0;
+    const sched_batch *b = &s->batch;
+    s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
+    for (int k = 0; k < b->num_items; k++) {
+        const sched_item *it = &b->items[k];
+        request *r = it->req;
+        r->num_computed += it->num_new_tokens;
+        if (!it->emits_token) continue;
+        if (r->prefilling) set_prefilling(s, r, false);
+        if (r->num_generated++ == 0) r->first_token_time = now;
+        r->last_token_time = now;
+        if (r->num_generated < r->output_len) continue;
+        end_request(r, now, STOP_LENGTH);
+        s->finished[num_finished++] = r;
+        if (s->cfg.policy == POLICY_STATIC) {
+            s->num_static_done++;
+        } else {
+            s->computed_tokens -= r->num_computed;
+            bm_release(s->bm, r);
+        }
+    }
+    if (s->cfg.policy == POLICY_STATIC) {
+        if (s->static_active && s->num_static_done == s->num_running) end_static_batch(s);
+    } else if (num_finished > 0) {
+        int kept = 0;
+        for (int i = 0; i < s->num_running; i++)
+            if (!req_is_finished(s->running[i])) s->running[kept++] = s->running[i];
+        s->num_running = kept;
+    }
+    *finished = s->finished;
+    return num_finished;
+}
+
+/* ---- observation ---- */
+
+const sched_batch *sched_last_batch(const sched *s) { return &s->batch; }
+int sched_num_waiting(const sched *s) { return (int)s->waiting.len; }
+int sched_num_running(const sched *s) { return s->num_running - s->num_static_done; }
+bool sched_idle(const sched *s) { return s->waiting.len == 0 && s->num_running == 0; }
+const bm *sched_bm(const sched *s) { return s->bm; }
+
+void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec)
+{
+    rec->num_prefill_tokens = b->num_prefill_tokens;
+    rec->num_prefill_seqs = b->num_prefill_seqs;
+    rec->num_decode_seqs = b->num_decode_seqs;
+    rec->num_outputs = b->num_outputs;
+    rec->num_batched_tokens = b->num_batched_tokens;
+    rec->num_padding_tokens = b->num_padding_tokens;
+    rec->chunked = b->chunked;
+    rec->num_preempted = b->num_preempted;
+    rec->prefix_hits = b->prefix_hits;
+    rec->prefix_queries = b->prefix_queries;
+    rec->num_free_blocks = bm_num_free(s->bm);
+    rec->num_prefix_cached_blocks = bm_num_cached(s->bm);
+    rec->waiting = sched_num_waiting(s);
+    rec->running = sched_num_running(s);
+    int64_t allocated = bm_table_entries(s->bm) * s->cfg.block_size;
+    int64_t used = s->computed_tokens + b->num_batched_tokens - b->num_padding_tokens;
+    rec->prefilling = s->num_prefilling;
+    rec->kv_allocated_slots = allocated;
+    rec->kv_unused_slots = allocated - used;
+}
+
+const char *sched_check(const sched *s)
+{
+    int64_t computed = 0;
+    int prefilling = 0;
+    for (int i = 0; i < s->num_running; i++) {
+        computed += s->running[i]->num_computed;
+        prefilling += s->running[i]->prefilling;
+        if (i > 0 && runs_before(s->running[i], s->running[i - 1])) return "running set is out of order";
+    }
+    if (computed != s->computed_tokens) return "computed token count differs from the running set";
+    if (prefilling != s->num_prefilling) return "prefilling count differs from the running set";
+    if (s->num_running > s->max_seqs) return "more running requests than max_num_seqs";
+    return bm_check(s->bm);
+}

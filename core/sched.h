@@ -1,0 +1,88 @@
+/* One scheduler for every serving policy. It takes requests and "now" and returns the next
+ * batch; it never reads a clock and never touches a tensor, so the real engine and the
+ * simulator run exactly this code. */
+#ifndef SERVESIM_CORE_SCHED_H
+#define SERVESIM_CORE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "metrics/records.h"
+#include "core/bm.h"
+#include "core/request.h"
+
+typedef enum sched_policy {
+    POLICY_NAIVE,       /* one request at a time, every step recomputes the whole sequence */
+    POLICY_KV_SINGLE,   /* one request at a time with a KV cache */
+    POLICY_STATIC,      /* a batch formed when idle runs until its last request ends */
+    POLICY_CONTINUOUS,  /* iteration-level batching, max_model_len slots reserved per sequence */
+    POLICY_PAGED,       /* iteration-level batching over paged blocks (vLLM) */
+} sched_policy;
+
+const char *sched_policy_name(sched_policy p);
+int sched_policy_parse(const char *text, sched_policy *out);
+
+typedef struct sched_config {
+    sched_policy policy;
+    bool prefix_caching;        /* paged only */
+    bool chunked_prefill;       /* paged only: decodes first, prefill chunks fill the budget */
+    int max_num_seqs;
+    int max_num_batched_tokens; /* per-step token budget, padding included */
+    int chunk_size;             /* largest prefill chunk; 0 = whatever budget is left */
+    int block_size;
+    int num_blocks;
+    int max_model_len;
+} sched_config;
+
+/* Rejects settings that cannot work together; writes a one-line reason. */
+int sched_config_check(const sched_config *c, char *err, size_t errlen);
+
+typedef struct sched_item {
+    request *req;
+    int num_new_tokens;   /* real tokens computed: [context_len, context_len + num_new_tokens) */
+    int num_pad_tokens;   /* static batching: padding computed beside them, never cached */
+    int context_len;      /* tokens already in the cache before this step */
+    bool emits_token;     /* reaches the end of the sequence: samples its next token */
+    bool is_decode;       /* emits a generated sequence's next token (else a prefill or padding) */
+} sched_item;
+
+typedef struct sched_batch {
+    sched_item *items;
+    int num_items;
+    int num_prefill_tokens, num_prefill_seqs, num_decode_seqs;
+    int num_batched_tokens, num_padding_tokens, num_outputs;
+    int64_t decode_context_sum;   /* sum over one-token items of the tokens they attend to */
+    int num_multi_token_items;    /* items computing more than one token (padding included) */
+    bool chunked;
+    request **preempted;
+    int num_preempted;
+    int64_t prefix_hits, prefix_queries;
+} sched_batch;
+
+typedef struct sched sched;
+
+sched *sched_create(const sched_config *cfg);
+void sched_free(sched *s);
+
+/* R arrives at NOW. Returns false when R can never run (too long, or more KV than the pool):
+ * it is then finished at NOW with its stop_reason, and the scheduler keeps nothing of it. */
+bool sched_add(sched *s, request *r, double now);
+/* Picks the next batch; the batch lives until the next call. Returns its item count,
+ * 0 when nothing can run. Stamps scheduled_time of requests computed for the first time. */
+int sched_schedule(sched *s, double now, const sched_batch **out);
+/* The last batch's tokens are done at NOW: advances progress, stamps token times, frees the
+ * blocks of finished requests. Returns how many finished; *FINISHED lists them. */
+int sched_complete(sched *s, double now, request ***finished);
+
+/* The batch of the last sched_schedule call: the step in flight. */
+const sched_batch *sched_last_batch(const sched *s);
+int sched_num_waiting(const sched *s);
+int sched_num_running(const sched *s);
+bool sched_idle(const sched *s);      /* nothing waiting, nothing running */
+const bm *sched_bm(const sched *s);
+/* Recounts every incrementally kept total and checks the block manager; NULL when all agree. */
+const char *sched_check(const sched *s);
+/* Fills the scheduling fields of a step record (times are the caller's). */
+void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec);
+
+#endif

@@ -1,0 +1,173 @@
+#include "io/costtab.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *names[CT_COUNT] = {"linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"};
+
+const char *ct_component_name(ct_component c) { return names[c]; }
+
+void ct_init(cost_table *t) { memset(t, 0, sizeof *t); }
+
+void ct_free(cost_table *t)
+{
+    for (int c = 0; c < CT_COUNT; c++) free(t->points[c]);
+    ct_init(t);
+}
+
+int ct_set_meta(cost_table *t, const char *key, const char *value)
+{
+    int i = 0;
+    while (i < t->num_meta && strcmp(t->meta_key[i], key) != 0) i++;
+    if (i == CT_MAX_META) return -1;
+    if (i == t->num_meta) t->num_meta++;
+    snprintf(t->meta_key[i], sizeof t->meta_key[i], "%s", key);
+    snprintf(t->meta_value[i], sizeof t->meta_value[i], "%s", value);
+    return 0;
+}
+
+const char *ct_meta(const cost_table *t, const char *key)
+{
+    for (int i = 0; i < t->num_meta; i++)
+        if (strcmp(t->meta_key[i], key) == 0) return t->meta_value[i];
+    return NULL;
+}
+
+int ct_add(cost_table *t, ct_component c, double x, double y, double seconds)
+{
+    if (t->n[c] == t->cap[c]) {
+        size_t cap = t->cap[c] ? 2 * t->cap[c] : 32;
+        ct_point *p = realloc(t->points[c], cap * sizeof *p);
+        if (!p) return -1;
+        t->points[c] = p;
+        t->cap[c] = cap;
+    }
+    t->points[c][t->n[c]++] = (ct_point){x, y, seconds};
+    return 0;
+}
+
+int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# servesim cost table\n");
+    for (int i = 0; i < t->num_meta; i++) fprintf(f, "# %s: %s\n", t->meta_key[i], t->meta_value[i]);
+    fprintf(f, "component,x,y,seconds\n");
+    for (int c = 0; c < CT_COUNT; c++)
+        for (size_t i = 0; i < t->n[c]; i++)
+            fprintf(f, "%s,%.10g,%.10g,%.9g\n", names[c], t->points[c][i].x, t->points[c][i].y,
+                    t->points[c][i].seconds);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_row(cost_table *t, char *line, char *why, size_t len)
+{
+    char *fields[4], *save = NULL;
+    int n = 0;
+    /* strtok_r: sweeps read tables from worker threads */
+    for (char *p = strtok_r(line, ",", &save); p && n < 5; p = strtok_r(NULL, ",", &save)) {
+        if (n == 4) { snprintf(why, len, "more than 4 fields"); return -1; }
+        fields[n++] = p;
+    }
+    if (n != 4) {
+        snprintf(why, len, "expected component,x,y,seconds");
+        return -1;
+    }
+    int c = 0;
+    while (c < CT_COUNT && strcmp(fields[0], names[c]) != 0) c++;
+    if (c == CT_COUNT) {
+        snprintf(why, len, "unknown component \"%s\"", fields[0]);
+        return -1;
+    }
+    double v[3];
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        v[i] = strtod(fields[i + 1], &end);
+        if (end == fields[i + 1] || *end || !isfinite(v[i]) || v[i] < 0) {
+            snprintf(why, len, "\"%s\" is not a non-negative number", fields[i + 1]);
+            return -1;
+        }
+        /* a shape of up to a billion tokens or sequences, a price of up to a day: beyond
+         * them a table is corrupt, and 1e308 s priced steps into an infinite clock */
+        double bound = i < 2 ? 1e9 : CT_MAX_SECONDS;
+        if (v[i] > bound) {
+            snprintf(why, len, "%s %s is past %g", i == 0 ? "x" : i == 1 ? "y" : "seconds", fields[i + 1], bound);
+            return -1;
+        }
+    }
+    if (ct_add(t, (ct_component)c, v[0], v[1], v[2]) < 0) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int read_table(cost_table *t, const char *path, bool meta_only, char *err, size_t errlen)
+{
+    ct_init(t);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a cost table", path);
+        return -1;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024], why[300];
+    int lineno = 0, header = 0, bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = 0;
+        char key[64], value[256];
+        if (line[0] == '#') {
+            if (sscanf(line, "# %63[^:]: %255[^\n]", key, value) == 2) ct_set_meta(t, key, value);
+        } else if (!header) {
+            header = strcmp(line, "component,x,y,seconds") == 0;
+            if (header && meta_only) break;
+            if (!header) snprintf(why, sizeof why, "expected the header component,x,y,seconds"), bad = lineno;
+        } else if (line[0] && parse_row(t, line, why, sizeof why) < 0) {
+            bad = lineno;
+        }
+    }
+    fclose(f);
+    if (!bad && !header) {
+        /* an empty file has no line to name: lineno is 0, which must still fail */
+        snprintf(err, errlen, "%s: not a cost table (no header line component,x,y,seconds)", path);
+        ct_free(t);
+        return -1;
+    }
+    if (bad) {
+        snprintf(err, errlen, "%s:%d: %s", path, bad, why);
+        ct_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+int ct_read(cost_table *t, const char *path, char *err, size_t errlen)
+{
+    return read_table(t, path, false, err, errlen);
+}
+
+int ct_read_meta(cost_table *t, const char *path, char *err, size_t errlen)
+{
+    return read_table(t, path, true, err, errlen);
+}

@@ -1,0 +1,175 @@
+#define _XOPEN_SOURCE 700   /* nftw */
+#include "io/outdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fail(char *err, size_t errlen, const char *path, int e)
+{
+    snprintf(err, errlen, "%s: %s", path, strerror(e));
+    return -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int od_remove_tree(const char *path)
+{
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int od_make_parents(const char *path, char *err, size_t errlen)
+{
+    char buf[sizeof ((outdir *)0)->final_path];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return fail(err, errlen, buf, errno);
+        *p = '/';
+    }
+    return 0;
+}
+
+/* Whether DIR is absent, an empty directory, or a result servesim wrote; else why not. */
+static int replaceable(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : fail(err, errlen, dir, errno);
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: exists and is not a directory; servesim writes results only into a new "
+                              "directory or one it wrote before, and deletes nothing else", dir);
+        return -1;
+    }
+    DIR *dd = opendir(dir);
+    if (!dd) return fail(err, errlen, dir, errno);
+    bool empty = true, ours = false;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        empty = false;
+        ours |= strcmp(e->d_name, OD_MARKER) == 0;
+    }
+    closedir(dd);
+    if (empty || ours) return 0;
+    snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
+                          "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
+    return -1;
+}
+
+/* Removes DIR.tmp.<pid> and DIR.tmp.<pid>.old left by servesim processes that no longer
+ * exist (killed before they could clean up). Best effort: what cannot be removed stays. */
+static void remove_stale_temporaries(const char *dir)
+{
+    const char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : dir;
+    size_t blen = strlen(base);
+    char parent[sizeof ((outdir *)0)->final_path];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == dir) snprintf(parent, sizeof parent, "/");
+    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - dir), dir);
+    DIR *dd = opendir(parent);
+    if (!dd) return;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + blen + 5, &end, 10);
+        if (end == e->d_name + blen + 5 || (*end && strcmp(end, ".old") != 0) || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char path[sizeof parent + 300];
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        od_remove_tree(path);
+    }
+    closedir(dd);
+}
+
+int od_open(outdir *d, const char *dir, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    if (len == 0 || len >= sizeof d->final_path) {
+        snprintf(err, errlen, "\"%s\": not a usable directory name", dir);
+        return -1;
+    }
+    memcpy(d->final_path, dir, len);
+    snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
+    if (replaceable(d->final_path, err, errlen) < 0) goto fail;
+    if (od_make_parents(d->final_path, err, errlen) < 0) goto fail;
+    remove_stale_temporaries(d->final_path);
+    /* a leftover of a crashed run with our pid holds nothing worth keeping */
+    if (mkdir(d->tmp_path, 0777) != 0 &&
+        (errno != EEXIST || od_remove_tree(d->tmp_path) != 0 || mkdir(d->tmp_path, 0777) != 0)) {
+        fail(err, errlen, d->tmp_path, errno);
+        goto fail;
+    }
+    return 0;
+fail:
+    d->tmp_path[0] = '\0';
+    return -1;
+}
+
+int od_path(const outdir *d, const char *name, char *buf, size_t len)
+{
+    return (size_t)snprintf(buf, len, "%s/%s", d->tmp_path, name) < len ? 0 : -1;
+}
+
+FILE *od_fopen(const outdir *d, const char *name, char *err, size_t errlen)
+{
+    char path[4096];
+    if (od_path(d, name, path, sizeof path) < 0) {
+        snprintf(err, errlen, "%s/%s: path too long", d->tmp_path, name);
+        return NULL;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) fail(err, errlen, path, errno);
+    return f;
+}
+
+int od_fclose(FILE *f, const char *name, char *err, size_t errlen)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return fail(err, errlen, name, bad ? EIO : errno);
+    return 0;
+}
+
+int od_commit(outdir *d, char *err, size_t errlen)
+{
+    FILE *m = od_fopen(d, OD_MARKER, err, errlen);
+    if (!m) return -1;
+    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\n", m);
+    if (od_fclose(m, OD_MARKER, err, errlen) < 0) return -1;
+    /* checked again: something may have appeared at DIR while the command ran */
+    if (replaceable(d->final_path, err, errlen) < 0) return -1;
+    char aside[sizeof d->tmp_path + 8];
+    snprintf(aside, sizeof aside, "%s.old", d->tmp_path);
+    struct stat st;
+    int replacing = lstat(d->final_path, &st) == 0;
+    if (replacing && rename(d->final_path, aside) != 0) return fail(err, errlen, d->final_path, errno);
+    if (rename(d->tmp_path, d->final_path) != 0) {
+        int e = errno;
+        if (replacing) rename(aside, d->final_path);
+        return fail(err, errlen, d->final_path, e);
+    }
+    d->tmp_path[0] = '\0';
+    if (replacing && od_remove_tree(aside) != 0) return fail(err, errlen, aside, errno);
+    return 0;
+}
+
+void od_abort(outdir *d)
+{
+    if (d->tmp_path[0]) od_remove_tree(d->tmp_path);
+    d->tmp_path[0] = '\0';
+}

@@ -1,0 +1,38 @@
+/* An output directory that appears whole or not at all: everything is written into
+ * DIR.tmp.<pid>, which replaces DIR only when the command succeeds (io/results.h builds one
+ * run's files on it). servesim replaces only what it wrote: DIR must not exist, be an empty
+ * directory, or hold the marker file a commit leaves in every result (OD_MARKER); anything
+ * else (a file, a folder of the user's) is refused before any work. */
+#ifndef SERVESIM_IO_OUTDIR_H
+#define SERVESIM_IO_OUTDIR_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct outdir {
+    char final_path[2048];
+    char tmp_path[2100];
+} outdir;
+
+/* The file in every result directory that says servesim wrote it, and may replace it. */
+#define OD_MARKER ".servesim-result"
+
+/* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR, also
+ * when DIR is something servesim may not replace. */
+int od_open(outdir *d, const char *dir, char *err, size_t errlen);
+/* TMP/NAME into BUF; -1 when it does not fit. */
+int od_path(const outdir *d, const char *name, char *buf, size_t len);
+/* Opens TMP/NAME for writing; NULL with "PATH: reason" in ERR. */
+FILE *od_fopen(const outdir *d, const char *name, char *err, size_t errlen);
+/* Closes F, reporting any write error on it. */
+int od_fclose(FILE *f, const char *name, char *err, size_t errlen);
+/* Puts the directory in place, replacing an older DIR only once the new one is complete. */
+int od_commit(outdir *d, char *err, size_t errlen);
+/* Removes the temporary directory and everything in it; a no-op after od_commit. */
+void od_abort(outdir *d);
+/* mkdir -p of every directory above PATH (not PATH itself). -1 with "DIR: reason" in ERR. */
+int od_make_parents(const char *path, char *err, size_t errlen);
+/* rm -r PATH (for callers that prune what they no longer want before committing). */
+int od_remove_tree(const char *path);
+
+#endif

@@ -1,0 +1,361 @@
+/* Result files. Rows are formatted into a buffer by hand and written with one fwrite: the
+ * simulator streams millions of steps, and integers are most of each row. */
+#include "io/results.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STEPS_HEADER                                                                       \
+    "step_id,start_time,end_time,num_prefill_tokens,num_prefill_seqs,num_decode_seqs,"     \
+    "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"           \
+    "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"      \
+    "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"         \
+    "forward_time,sample_time,predicted_time\n"
+
+#define REQUESTS_HEADER                                                                    \
+    "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"         \
+    "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n"
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A CSV row under construction; every field is followed by ',' and the last one replaced
+ * by '\n'. 32 bytes bound any int64 or "%.9f" time below 1e20 s. */
+typedef struct row {
+    char buf[1024];
+    size_t len;
+} row;
+
+static void put_int(row *r, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        tmp[n++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        tmp[n++] = '-';
+    while (n > 0)
+        r->buf[r->len++] = tmp[--n];
+    r->buf[r->len++] = ',';
+}
+
+/* Seconds with nanosecond digits; a time that does not exist (NAN) is an empty field. */
+static void put_time(row *r, double t)
+{
+    if (isfinite(t) && fabs(t) < 1e20)
+        r->len += (size_t)snprintf(r->buf + r->len, sizeof r->buf - r->len, "%.9f", t);
+    r->buf[r->len++] = ',';
+}
+
+static void put_str(row *r, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(r->buf + r->len, s, n);
+    r->len += n;
+    r->buf[r->len++] = ',';
+}
+
+static void end_row(row *r, FILE *f)
+{
+    r->buf[r->len - 1] = '\n';
+    fwrite(r->buf, 1, r->len, f);
+}
+
+static int join(char *out, size_t len, const char *dir, const char *name)
+{
+    return (size_t)snprintf(out, len, "%s/%s", dir, name) < len ? 0 : -1;
+}
+
+static int open_steps(res_dir *d, char *err, size_t errlen)
+{
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "steps.csv");
+    d->steps = fopen(path, "w");
+    if (!d->steps)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    setvbuf(d->steps, NULL, _IOFBF, 1 << 16);
+    fputs(STEPS_HEADER, d->steps);
+    return 0;
+}
+
+int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    if (od_open(&d->od, dir, err, errlen) < 0) return -1;
+    if (open_steps(d, err, errlen) < 0) {
+        od_abort(&d->od);
+        return -1;
+    }
+    return 0;
+}
+
+void res_write_step(res_dir *d, const step_record *s)
+{
+    row r = {.len = 0};
+    put_int(&r, s->step_id);
+    put_time(&r, s->start_time);
+    put_time(&r, s->end_time);
+    put_int(&r, s->num_prefill_tokens);
+    put_int(&r, s->num_prefill_seqs);
+    put_int(&r, s->num_decode_seqs);
+    put_int(&r, s->num_outputs);
+    put_int(&r, s->num_batched_tokens);
+    put_int(&r, s->num_padding_tokens);
+    put_int(&r, s->chunked);
+    put_int(&r, s->num_free_blocks);
+    put_int(&r, s->num_prefix_cached_blocks);
+    put_int(&r, s->waiting);
+    put_int(&r, s->running);
+    put_int(&r, s->prefilling);
+    put_int(&r, s->prefix_hits);
+    put_int(&r, s->prefix_queries);
+    put_int(&r, s->kv_allocated_slots);
+    put_int(&r, s->kv_unused_slots);
+    put_int(&r, s->num_preempted);
+    put_time(&r, s->schedule_time);
+    put_time(&r, s->prepare_time);
+    put_time(&r, s->forward_time);
+    put_time(&r, s->sample_time);
+    put_time(&r, s->predicted_time);
+    end_row(&r, d->steps);
+}
+
+static void write_request(FILE *f, const req_record *q)
+{
+    row r = {.len = 0};
+    put_int(&r, q->request_id);
+    put_time(&r, q->arrival_time);
+    put_time(&r, q->scheduled_prefill_time);
+    put_time(&r, q->first_token_time);
+    put_time(&r, q->finish_time);
+    put_int(&r, q->prompt_len);
+    put_int(&r, q->cached_prompt_len);
+    put_int(&r, q->output_len);
+    put_int(&r, q->num_preemptions);
+    put_str(&r, stop_reason_name(q->stop));
+    put_int(&r, q->warmup);
+    end_row(&r, f);
+}
+
+/* Closes F and reports any write error on it as "PATH: reason". */
+static int close_checked(FILE *f, const char *path, char *err, size_t errlen)
+{
+    int bad = ferror(f);
+    errno = bad ? EIO : 0;
+    if (fclose(f) != 0 || bad)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
+int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen)
+{
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "requests.csv");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    fputs(REQUESTS_HEADER, f);
+    for (size_t i = 0; i < n; i++)
+        write_request(f, &r[i]);
+    return close_checked(f, path, err, errlen);
+}
+
+/* The length of the well-formed UTF-8 sequence at P (1 to 4 bytes), or 0 when it is not one. */
+static int utf8_sequence(const unsigned char *p)
+{
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4)) return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    /* overlong three- and four-byte forms, surrogates, code points past U+10FFFF */
+    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+void res_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_sequence(p);
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+        else if (n > 1) fwrite(p, 1, (size_t)n, f);
+        else if (n == 0) fprintf(f, "\\u%04x", *p); /* not UTF-8: the byte read as Latin-1 */
+        else fputc(*p, f);
+        p += n > 1 ? n : 1;
+    }
+    fputc('"', f);
+}
+
+/* JSON object members, one per line, in the order written. */
+typedef struct json {
+    FILE *f;
+    int members;
+} json;
+
+static void json_key(json *j, const char *key)
+{
+    fprintf(j->f, "%s\n  \"%s\": ", j->members++ ? "," : "{", key);
+}
+
+static void json_num(json *j, const char *key, double v)
+{
+    json_key(j, key);
+    if (isfinite(v))
+        fprintf(j->f, "%.10g", v);
+    else
+        fputs("null", j->f);
+}
+
+static void json_int(json *j, const char *key, int64_t v)
+{
+    json_key(j, key);
+    fprintf(j->f, "%" PRId64, v);
+}
+
+static void json_latency(json *j, const char *name, const latency_stats *st)
+{
+    const struct { const char *stat; double v; } fields[] = {
+        {"mean", st->mean}, {"median", st->median}, {"std", st->std}, {"p50", st->p50},
+        {"p90", st->p90},   {"p99", st->p99},       {"min", st->min}, {"max", st->max},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_%s_ms", fields[i].stat, name);
+        json_num(j, key, fields[i].v);
+    }
+}
+
+static void write_summary(FILE *f, const summary *s, const char *extra_json)
+{
+    json j = {f, 0};
+    json_int(&j, "completed", s->completed);
+    json_int(&j, "rejected", s->rejected);
+    json_num(&j, "duration", s->duration);
+    json_int(&j, "total_input_tokens", s->total_input_tokens);
+    json_int(&j, "total_output_tokens", s->total_output_tokens);
+    json_num(&j, "request_throughput", s->request_throughput);
+    json_num(&j, "request_goodput", s->request_goodput);
+    json_num(&j, "output_throughput", s->output_throughput);
+    json_num(&j, "total_token_throughput", s->total_token_throughput);
+    json_latency(&j, "ttft", &s->ttft_ms);
+    json_latency(&j, "tpot", &s->tpot_ms);
+    json_latency(&j, "itl", &s->itl_ms);
+    json_latency(&j, "e2el", &s->e2el_ms);
+    json_int(&j, "num_steps", s->num_steps);
+    json_num(&j, "mean_waiting", s->mean_waiting);
+    json_num(&j, "mean_running", s->mean_running);
+    json_num(&j, "mean_free_blocks", s->mean_free_blocks);
+    json_int(&j, "min_free_blocks", s->min_free_blocks);
+    json_num(&j, "mean_batched_tokens", s->mean_batched_tokens);
+    json_num(&j, "mean_decode_seqs", s->mean_decode_seqs);
+    json_num(&j, "mean_prefill_tokens", s->mean_prefill_tokens);
+    json_num(&j, "mean_step_time_ms", s->mean_step_time_ms);
+    json_int(&j, "prefix_hits", s->prefix_hits);
+    json_int(&j, "prefix_queries", s->prefix_queries);
+    json_num(&j, "prefix_hit_rate", s->prefix_hit_rate);
+    json_num(&j, "kv_fragmentation", s->kv_fragmentation);
+    json_int(&j, "peak_running", s->peak_running);
+    json_int(&j, "num_preemptions", s->num_preemptions);
+    json_int(&j, "total_prefill_tokens", s->total_prefill_tokens);
+    json_int(&j, "total_padding_tokens", s->total_padding_tokens);
+    if (extra_json && *extra_json)
+        fprintf(f, ",\n  %s", extra_json);
+    fputs("\n}\n", f);
+}
+
+int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err,
+                      size_t errlen)
+{
+    char path[sizeof d->od.tmp_path + 16];
+    join(path, sizeof path, d->od.tmp_path, "summary.json");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    write_summary(f, s, extra_json);
+    return close_checked(f, path, err, errlen);
+}
+
+/* Puts the finished directory in place. An older DIR is first renamed aside so that DIR
+ * never holds a mix of two runs, and is deleted only once the new one is in place. */
+int res_commit(res_dir *d, char *err, size_t errlen)
+{
+    if (d->steps) {
+        char path[sizeof d->od.tmp_path + 16];
+        join(path, sizeof path, d->od.tmp_path, "steps.csv");
+        FILE *f = d->steps;
+        d->steps = NULL;
+        if (close_checked(f, path, err, errlen))
+            return -1;
+    }
+    return od_commit(&d->od, err, errlen);
+}
+
+void res_abort(res_dir *d)
+{
+    if (d->steps) {
+        fclose(d->steps);
+        d->steps = NULL;
+    }
+    od_abort(&d->od);
+}
+
+/* TITLE centred in a 50-column rule of FILL, the extra fill on the right (Python's "^"). */
+static void print_rule(FILE *f, char fill, const char *title)
+{
+    int pad = 50 - (int)strlen(title);
+    for (int i = 0; i < pad / 2; i++)
+        fputc(fill, f);
+    fputs(title, f);
+    for (int i = pad / 2; i < pad; i++)
+        fputc(fill, f);
+    fputc('\n', f);
+}
+
+static void print_latency(FILE *f, const char *title, const char *name, const latency_stats *st)
+{
+    const struct { const char *stat; double v; } rows[] = {
+        {"Mean", st->mean}, {"Median", st->median}, {"P90", st->p90}, {"P99", st->p99},
+    };
+    print_rule(f, '-', title);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        char label[48];
+        snprintf(label, sizeof label, "%s %s (ms):", rows[i].stat, name);
+        fprintf(f, "%-40s %.2f\n", label, rows[i].v);
+    }
+}
+
+void res_print_summary(FILE *f, const summary *s)
+{
+    print_rule(f, '=', " Serving Benchmark Result ");
+    fprintf(f, "%-40s %d\n", "Successful requests:", s->completed);
+    fprintf(f, "%-40s %d\n", "Rejected requests:", s->rejected);
+    fprintf(f, "%-40s %.2f\n", "Benchmark duration (s):", s->duration);
+    fprintf(f, "%-40s %" PRId64 "\n", "Total input tokens:", s->total_input_tokens);
+    fprintf(f, "%-40s %" PRId64 "\n", "Total generated tokens:", s->total_output_tokens);
+    fprintf(f, "%-40s %.2f\n", "Request throughput (req/s):", s->request_throughput);
+    fprintf(f, "%-40s %.2f\n", "Request goodput (req/s):", s->request_goodput);
+    fprintf(f, "%-40s %.2f\n", "Output token throughput (tok/s):", s->output_throughput);
+    fprintf(f, "%-40s %.2f\n", "Total Token throughput (tok/s):", s->total_token_throughput);
+    print_latency(f, "Time to First Token", "TTFT", &s->ttft_ms);
+    print_latency(f, "Time per Output Token (excl. 1st token)", "TPOT", &s->tpot_ms);
+    print_latency(f, "Inter-token Latency", "ITL", &s->itl_ms);
+    print_latency(f, "End-to-end Latency", "E2EL", &s->e2el_ms);
+    print_rule(f, '=', "");
+}

@@ -1,0 +1,36 @@
+/* Result files: summary.json, requests.csv, steps.csv, written into a temporary directory
+ * that is renamed into place only when the run succeeds. */
+#ifndef SERVESIM_IO_RESULTS_H
+#define SERVESIM_IO_RESULTS_H
+
+#include <stdio.h>
+#include "metrics/metrics.h"
+#include "io/outdir.h"
+#include "metrics/records.h"
+
+typedef struct res_dir {
+    outdir od;          /* the directory that appears whole or not at all */
+    FILE *steps;        /* steps.csv, streamed while the run goes */
+} res_dir;
+
+/* Creates DIR.tmp.<pid> (and the parents of DIR) as od_open does, refusing what servesim did
+ * not write. -1 with a message in ERR on failure. */
+int res_open(res_dir *d, const char *dir, char *err, size_t errlen);
+void res_write_step(res_dir *d, const step_record *s);
+int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen);
+/* Writes summary.json: the summary's fields, then EXTRA_JSON (already formatted members,
+ * e.g. "\"scenario\": {...}"; may be NULL). */
+int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err, size_t errlen);
+/* Renames the temporary directory to DIR, replacing an older result (od_commit). */
+int res_commit(res_dir *d, char *err, size_t errlen);
+/* Removes the temporary directory and everything in it. */
+void res_abort(res_dir *d);
+
+/* S as a valid JSON string: quotes and backslashes escaped, control bytes as \u00XX, UTF-8
+ * copied, and any byte that is not part of well-formed UTF-8 read as Latin-1 (\u00XX). */
+void res_json_string(FILE *f, const char *s);
+
+/* Prints the table vLLM's `bench serve` users know. */
+void res_print_summary(FILE *f, const summary *s);
+
+#endif

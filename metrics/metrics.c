@@ -1,0 +1,344 @@
+/* Metrics. Statistics follow vLLM's `bench serve`: population std (ddof = 0), numpy's
+ * linear percentiles, every latency computed in seconds and scaled to ms at the end, and
+ * zeros for a metric with no samples. */
+#include "metrics/metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct itl_run {
+    double gap;
+    int64_t count;
+} itl_run;
+
+struct met_acc {
+    double window_start;
+
+    req_record *reqs;
+    size_t num_reqs, reqs_cap;
+
+    itl_run *itl;
+    size_t num_itl, itl_cap;
+
+    /* Step accumulators: sums in arrival order, so results are deterministic. */
+    int64_t num_steps;
+    double total_time;                      /* sum of step durations: the weight total */
+    double waiting_time, running_time, free_blocks_time;   /* value x duration */
+    double waiting_sum, running_sum, free_blocks_sum;      /* plain, if all durations are 0 */
+    int min_free_blocks;
+    int64_t batched_tokens, decode_seqs, prefill_tokens, padding_tokens;
+    int64_t prefix_hits, prefix_queries;
+    int64_t kv_allocated, kv_unused;
+    int peak_running;
+    int64_t preemptions;
+};
+
+/* Out of memory while accumulating has no sensible recovery: a run would lose records. */
+static void *checked(void *p)
+{
+    if (!p) {
+        fputs("servesim: out of memory in the metrics\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+static void *grow(void *p, size_t *cap, size_t elem)
+{
+    size_t n = *cap ? 2 * *cap : 256;
+    p = checked(realloc(p, n * elem));
+    *cap = n;
+    return p;
+}
+
+static double lerp(double a, double b, double t)
+{
+    /* numpy's _lerp: interpolate from the nearer end, so results match it to the bit. */
+    return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+}
+
+double met_percentile_sorted(const double *v, size_t n, double q)
+{
+    double pos = (double)(n - 1) * (q / 100);
+    double lo = floor(pos);
+    size_t i = (size_t)lo;
+    size_t j = i + 1 < n ? i + 1 : n - 1;
+    return lerp(v[i], v[j], pos - lo);
+}
+
+/* The value at index K of the expanded array (each V[i] repeated W[i] times). */
+static double weighted_at(const double *v, const int64_t *w, size_t n, int64_t k)
+{
+    size_t i = 0;
+    for (int64_t seen = w[0]; seen <= k && i + 1 < n; seen += w[++i])
+        ;
+    return v[i];
+}
+
+static int64_t weight_total(const int64_t *w, size_t n)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += w[i];
+    return total;
+}
+
+double met_percentile_weighted(const double *v, const int64_t *w, size_t n, double q)
+{
+    int64_t total = weight_total(w, n);
+    double pos = (double)(total - 1) * (q / 100);
+    double lo = floor(pos);
+    int64_t k = (int64_t)lo;
+    double a = weighted_at(v, w, n, k);
+    double b = k + 1 < total ? weighted_at(v, w, n, k + 1) : a;
+    return lerp(a, b, pos - lo);
+}
+
+met_acc *met_create(void)
+{
+    met_acc *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->window_start = -INFINITY;
+    m->min_free_blocks = INT32_MAX;
+    return m;
+}
+
+void met_free(met_acc *m)
+{
+    if (!m)
+        return;
+    free(m->reqs);
+    free(m->itl);
+    free(m);
+}
+
+void met_set_window_start(met_acc *m, double t)
+{
+    m->window_start = t;
+}
+
+void met_on_step(met_acc *m, const step_record *s)
+{
+    if (!(s->start_time >= m->window_start))
+        return;
+    double dt = s->end_time - s->start_time;
+    m->num_steps++;
+    m->total_time += dt;
+    m->waiting_time += s->waiting * dt;
+    m->running_time += s->running * dt;
+    m->free_blocks_time += s->num_free_blocks * dt;
+    m->waiting_sum += s->waiting;
+    m->running_sum += s->running;
+    m->free_blocks_sum += s->num_free_blocks;
+    if (s->num_free_blocks < m->min_free_blocks)
+        m->min_free_blocks = s->num_free_blocks;
+    m->batched_tokens += s->num_batched_tokens;
+    m->decode_seqs += s->num_decode_seqs;
+    m->prefill_tokens += s->num_prefill_tokens;
+    m->padding_tokens += s->num_padding_tokens;
+    m->prefix_hits += s->prefix_hits;
+    m->prefix_queries += s->prefix_queries;
+    m->kv_allocated += s->kv_allocated_slots;
+    m->kv_unused += s->kv_unused_slots;
+    if (s->running > m->peak_running)
+        m->peak_running = s->running;
+    m->preemptions += s->num_preempted;
+}
+
+void met_on_itl_n(met_acc *m, double gap, int64_t count)
+{
+    if (m->num_itl > 0 && m->itl[m->num_itl - 1].gap == gap) {
+        m->itl[m->num_itl - 1].count += count;
+        return;
+    }
+    if (m->num_itl == m->itl_cap)
+        m->itl = grow(m->itl, &m->itl_cap, sizeof *m->itl);
+    m->itl[m->num_itl++] = (itl_run){gap, count};
+}
+
+void met_on_itl(met_acc *m, double gap) { met_on_itl_n(m, gap, 1); }
+
+void met_on_request(met_acc *m, const req_record *r)
+{
+    if (m->num_reqs == m->reqs_cap)
+        m->reqs = grow(m->reqs, &m->reqs_cap, sizeof *m->reqs);
+    m->reqs[m->num_reqs++] = *r;
+}
+
+const req_record *met_requests(const met_acc *m, size_t *n)
+{
+    *n = m->num_reqs;
+    return m->reqs;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    return cmp_double(&((const itl_run *)a)->gap, &((const itl_run *)b)->gap);
+}
+
+static double percentile(const double *v, const int64_t *w, size_t n, double q)
+{
+    return w ? met_percentile_weighted(v, w, n, q) : met_percentile_sorted(v, n, q);
+}
+
+/* Statistics of sorted values V with weights W (NULL = 1 each), in seconds, reported in ms.
+ * The median is numpy's: the mean of the two middle values when their count is even. */
+static latency_stats stats_ms(const double *v, const int64_t *w, size_t n)
+{
+    latency_stats st = {0};
+    if (n == 0)
+        return st;
+    int64_t total = w ? weight_total(w, n) : (int64_t)n;
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i] * (double)(w ? w[i] : 1);
+    double mean = sum / (double)total;
+    for (size_t i = 0; i < n; i++)
+        sq += (v[i] - mean) * (v[i] - mean) * (double)(w ? w[i] : 1);
+    double mid_lo = w ? weighted_at(v, w, n, (total - 1) / 2) : v[(n - 1) / 2];
+    double mid_hi = w ? weighted_at(v, w, n, total / 2) : v[n / 2];
+    st.mean = mean * 1000;
+    st.std = sqrt(sq / (double)total) * 1000;
+    st.median = (total % 2 ? mid_lo : (mid_lo + mid_hi) / 2) * 1000;
+    st.p50 = percentile(v, w, n, 50) * 1000;
+    st.p90 = percentile(v, w, n, 90) * 1000;
+    st.p99 = percentile(v, w, n, 99) * 1000;
+    st.min = v[0] * 1000;
+    st.max = v[n - 1] * 1000;
+    return st;
+}
+
+static latency_stats sorted_stats_ms(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return stats_ms(v, NULL, n);
+}
+
+/* Sorts the ITL runs by gap and merges equal gaps: later summaries start from fewer runs. */
+static latency_stats itl_stats_ms(met_acc *m)
+{
+    if (m->num_itl == 0)
+        return (latency_stats){0};
+    qsort(m->itl, m->num_itl, sizeof *m->itl, cmp_run);
+    size_t n = 0;
+    for (size_t i = 0; i < m->num_itl; i++) {
+        if (n > 0 && m->itl[n - 1].gap == m->itl[i].gap)
+            m->itl[n - 1].count += m->itl[i].count;
+        else
+            m->itl[n++] = m->itl[i];
+    }
+    m->num_itl = n;
+    double *v = checked(malloc(n * sizeof *v));
+    int64_t *w = checked(malloc(n * sizeof *w));
+    for (size_t i = 0; i < n; i++) {
+        v[i] = m->itl[i].gap;
+        w[i] = m->itl[i].count;
+    }
+    latency_stats st = stats_ms(v, w, n);
+    free(v);
+    free(w);
+    return st;
+}
+
+static int meets_slo(const slo_config *slo, double ttft, double tpot, int has_tpot, double e2el)
+{
+    if (!slo)
+        return 1;
+    return (slo->ttft_ms <= 0 || ttft <= slo->ttft_ms / 1000) &&
+           (slo->tpot_ms <= 0 || !has_tpot || tpot <= slo->tpot_ms / 1000) &&
+           (slo->e2el_ms <= 0 || e2el <= slo->e2el_ms / 1000);
+}
+
+static void summarize_requests(const met_acc *m, const slo_config *slo, summary *s,
+                               double *ttft, double *tpot, double *e2el, size_t *num_tpot)
+{
+    double first_arrival = INFINITY, last_finish = -INFINITY;
+    int good = 0;
+    *num_tpot = 0;
+    for (size_t i = 0; i < m->num_reqs; i++) {
+        const req_record *r = &m->reqs[i];
+        if (r->warmup)
+            continue;
+        first_arrival = fmin(first_arrival, r->arrival_time);
+        last_finish = fmax(last_finish, r->finish_time);   /* fmax skips a NAN */
+        if (r->stop != STOP_LENGTH) {
+            s->rejected++;
+            continue;
+        }
+        double t = r->first_token_time - r->arrival_time;
+        double e = r->finish_time - r->arrival_time;
+        int has_tpot = r->output_len > 1;
+        double p = has_tpot ? (e - t) / (r->output_len - 1) : 0;
+        ttft[s->completed] = t;
+        e2el[s->completed] = e;
+        if (has_tpot)
+            tpot[(*num_tpot)++] = p;
+        s->completed++;
+        s->total_input_tokens += r->prompt_len;
+        s->total_output_tokens += r->output_len;
+        good += meets_slo(slo, t, p, has_tpot, e);
+    }
+    s->duration = last_finish > first_arrival ? last_finish - first_arrival : 0;
+    if (s->duration > 0) {
+        s->request_throughput = s->completed / s->duration;
+        s->request_goodput = good / s->duration;
+        s->output_throughput = (double)s->total_output_tokens / s->duration;
+        s->total_token_throughput =
+            (double)(s->total_input_tokens + s->total_output_tokens) / s->duration;
+    }
+}
+
+static void summarize_steps(const met_acc *m, summary *s)
+{
+    s->num_steps = m->num_steps;
+    if (m->num_steps > 0) {
+        double steps = (double)m->num_steps;
+        /* Time-weighted; plain means only if every step took no time at all. */
+        int timed = m->total_time > 0;
+        s->mean_waiting = timed ? m->waiting_time / m->total_time : m->waiting_sum / steps;
+        s->mean_running = timed ? m->running_time / m->total_time : m->running_sum / steps;
+        s->mean_free_blocks =
+            timed ? m->free_blocks_time / m->total_time : m->free_blocks_sum / steps;
+        s->min_free_blocks = m->min_free_blocks;
+        s->mean_batched_tokens = (double)m->batched_tokens / steps;
+        s->mean_decode_seqs = (double)m->decode_seqs / steps;
+        s->mean_prefill_tokens = (double)m->prefill_tokens / steps;
+        s->mean_step_time_ms = m->total_time / steps * 1000;
+    }
+    s->prefix_hits = m->prefix_hits;
+    s->prefix_queries = m->prefix_queries;
+    s->prefix_hit_rate = m->prefix_queries ? (double)m->prefix_hits / m->prefix_queries : 0;
+    s->kv_fragmentation = m->kv_allocated ? (double)m->kv_unused / m->kv_allocated : 0;
+    s->peak_running = m->peak_running;
+    s->num_preemptions = m->preemptions;
+    s->total_prefill_tokens = m->prefill_tokens;
+    s->total_padding_tokens = m->padding_tokens;
+}
+
+int met_summarize(met_acc *m, const slo_config *slo, summary *out)
+{
+    summary s = {0};
+    size_t cap = m->num_reqs ? m->num_reqs : 1, num_tpot;
+    double *ttft = checked(malloc(cap * sizeof *ttft));
+    double *tpot = checked(malloc(cap * sizeof *tpot));
+    double *e2el = checked(malloc(cap * sizeof *e2el));
+    summarize_requests(m, slo, &s, ttft, tpot, e2el, &num_tpot);
+    s.ttft_ms = sorted_stats_ms(ttft, (size_t)s.completed);
+    s.tpot_ms = sorted_stats_ms(tpot, num_tpot);
+    s.e2el_ms = sorted_stats_ms(e2el, (size_t)s.completed);
+    s.itl_ms = itl_stats_ms(m);
+    summarize_steps(m, &s);
+    free(ttft);
+    free(tpot);
+    free(e2el);
+    *out = s;
+    return s.completed > 0 ? 0 : -1;
+}

@@ -1,0 +1,54 @@
+/* Per-request and per-step records: one schema for the real engine and the simulator. */
+#ifndef SERVESIM_METRICS_RECORDS_H
+#define SERVESIM_METRICS_RECORDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Why a request ended. Every request of a workload ends with one of these. */
+typedef enum stop_reason {
+    STOP_NONE = 0,      /* not finished (never written for a completed run) */
+    STOP_LENGTH,        /* generated exactly its target output length */
+    STOP_TOO_LONG,      /* prompt + output longer than max_model_len */
+    STOP_KV_CAPACITY,   /* needs more KV slots than the whole pool holds */
+} stop_reason;
+
+const char *stop_reason_name(stop_reason r);
+
+typedef struct req_record {
+    int64_t request_id;
+    double arrival_time;           /* seconds, when the request was sent */
+    double scheduled_prefill_time; /* first time a step computed any of its tokens; NAN if never */
+    double first_token_time;       /* NAN if rejected */
+    double finish_time;            /* end of the step that produced its last token, or rejection time */
+    int prompt_len;
+    int cached_prompt_len;         /* prompt tokens served by the prefix cache at first schedule */
+    int output_len;                /* tokens actually generated */
+    int num_preemptions;
+    stop_reason stop;
+    bool warmup;                   /* run, but left out of every statistic */
+} req_record;
+
+typedef struct step_record {
+    int64_t step_id;
+    double start_time, end_time;   /* seconds */
+    int num_prefill_tokens;        /* new prompt tokens computed this step (not padding) */
+    int num_prefill_seqs;
+    int num_decode_seqs;
+    int num_outputs;               /* tokens emitted to users this step */
+    int num_batched_tokens;        /* every token through the model, padding included */
+    int num_padding_tokens;
+    bool chunked;                  /* some prefill in this step did not finish its prompt */
+    int num_free_blocks;
+    int num_prefix_cached_blocks;
+    int waiting, running, prefilling;
+    int64_t prefix_hits, prefix_queries;   /* tokens, during this step's scheduling */
+    int64_t kv_allocated_slots, kv_unused_slots; /* over running sequences, after scheduling */
+    int num_preempted;
+    /* Measured by the real engine only; NAN in the simulator. */
+    double schedule_time, prepare_time, forward_time, sample_time;
+    /* The real engine under validation: what the cost model says this very batch costs. */
+    double predicted_time;
+} step_record;
+
+#endif

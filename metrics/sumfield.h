@@ -1,0 +1,31 @@
+/* The summary's numbers as a table of named fields, so that sweeps, repeats, SLOs and reports
+ * can treat every metric alike. Names are summary.json's keys. */
+#ifndef SERVESIM_METRICS_SUMFIELD_H
+#define SERVESIM_METRICS_SUMFIELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "metrics/metrics.h"
+
+typedef enum sumf_type { SUMF_INT, SUMF_I64, SUMF_DOUBLE } sumf_type;
+
+typedef struct sumf {
+    const char *name;
+    size_t offset;
+    sumf_type type;
+} sumf;
+
+size_t sumf_count(void);
+const sumf *sumf_at(size_t i);
+/* The field's index, or -1. */
+int sumf_find(const char *name);
+double sumf_get(const sumf *f, const summary *s);
+/* Integers as integers, doubles with 10 significant digits (as summary.json writes them). */
+void sumf_format(double v, sumf_type type, char *buf, size_t len);
+/* "completed,rejected,..." with SUFFIX after each name (e.g. "_std"); no line end. */
+void sumf_write_header(FILE *f, const char *suffix);
+/* Every field of S, comma-separated; no line end. */
+void sumf_write_row(FILE *f, const summary *s);
+
+#endif

@@ -1,0 +1,167 @@
+#include "study/capacity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics/sumfield.h"
+
+/* "ttft_p99_ms" → "p99_ttft_ms"; summary names pass through. */
+static int slo_field(const char *name, size_t len)
+{
+    char buf[64], metric[16], stat[16];
+    if (len >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%.*s", (int)len, name);
+    int f = sumf_find(buf);
+    if (f >= 0) return f;
+    if (sscanf(buf, "%15[a-z2]_%15[a-z0-9]_ms", metric, stat) != 2) return -1;
+    char swapped[64];
+    snprintf(swapped, sizeof swapped, "%s_%s_ms", stat, metric);
+    return strcmp(buf + strlen(buf) - 3, "_ms") == 0 ? sumf_find(swapped) : -1;
+}
+
+int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen)
+{
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ","), klen = strcspn(p, "=");
+        char *end;
+        if (klen >= len) {
+            snprintf(err, errlen, "--slo %s: expected METRIC=LIMIT, e.g. ttft_p99_ms=500", spec);
+            return -1;
+        }
+        int f = slo_field(p, klen);
+        double limit = strtod(p + klen + 1, &end);
+        if (f < 0 || end != p + len || !(limit > 0)) {
+            snprintf(err, errlen, "--slo %s: \"%.*s\" %s", spec, (int)len, p,
+                     f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)" : "needs a limit > 0");
+            return -1;
+        }
+        if (*n >= CAP_MAX_SLO) {
+            snprintf(err, errlen, "--slo: more than %d objectives", CAP_MAX_SLO);
+            return -1;
+        }
+        out[(*n)++] = (cap_slo){f, limit};
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len)
+{
+    for (int i = 0; i < n; i++) {
+        const sumf *f = sumf_at((size_t)slo[i].field);
+        double v = sumf_get(f, s);
+        if (!(v <= slo[i].limit)) {
+            snprintf(why, len, "%s = %.4g > %.4g", f->name, v, slo[i].limit);
+            return false;
+        }
+    }
+    if (s->request_throughput < CAP_KEEP_UP * rate) {
+        snprintf(why, len, "achieved %.4g req/s < %.0f%% of offered", s->request_throughput, 100 * CAP_KEEP_UP);
+        return false;
+    }
+    snprintf(why, len, "served");
+    return true;
+}
+
+/* Doubling (or halving) from START until one rate is served and another is not. */
+static int bracket(double start, double max_rate, cap_probe_fn probe, void *ctx, cap_search_result *out)
+{
+    double r = fmin(start, max_rate), floor_rate = r * 1e-6;
+    bool ok;
+    if (probe(ctx, r, &ok) < 0) return -1;
+    *out = (cap_search_result){0, 0};
+    if (ok) {
+        out->best = r;
+        while (out->best < max_rate) {
+            double next = fmin(out->best * 2, max_rate);
+            if (probe(ctx, next, &ok) < 0) return -1;
+            if (!ok) {
+                out->fail = next;
+                return 0;
+            }
+            out->best = next;
+        }
+        return 0;
+    }
+    out->fail = r;
+    while (out->fail / 2 >= floor_rate) {
+        double next = out->fail / 2;
+        if (probe(ctx, next, &ok) < 0) return -1;
+        if (ok) {
+            out->best = next;
+            return 0;
+        }
+        out->fail = next;
+    }
+    return 0;
+}
+
+int cap_search(double start, double max_rate, double rel_tol, cap_probe_fn probe, void *ctx,
+               cap_search_result *out)
+{
+    if (bracket(start, max_rate, probe, ctx, out) < 0) return -1;
+    while (out->best > 0 && out->fail > 0 && out->fail - out->best > rel_tol * out->best) {
+        double mid = 0.5 * (out->best + out->fail);
+        bool ok;
+        if (probe(ctx, mid, &ok) < 0) return -1;
+        *(ok ? &out->best : &out->fail) = mid;
+    }
+    return 0;
+}
+
+void cap_analyze(const cap_point *pts, int n, cap_findings *out)
+{
+    *out = (cap_findings){-1, -1, -1};
+    double base = pts[0].have ? pts[0].sum.ttft_ms.p99 : NAN;
+    for (int i = 0; i < n; i++) {
+        const summary *s = &pts[i].sum;
+        if (!pts[i].have) continue;
+        if (out->knee < 0 && s->request_throughput < CAP_KEEP_UP * pts[i].rate) out->knee = i;
+        if (out->takeoff < 0 && s->ttft_ms.p99 > CAP_TAKEOFF * base) out->takeoff = i;
+        if (out->kv_zero < 0 && s->min_free_blocks == 0) out->kv_zero = i;
+    }
+}
+
+/* " (between A and B req/s)" when there is a lower tried rate. */
+static void between(char *buf, size_t len, const cap_point *pts, int i)
+{
+    if (i > 0) snprintf(buf, len, ", so between %.4g and %.4g req/s", pts[i - 1].rate, pts[i].rate);
+    else snprintf(buf, len, ", the lowest rate tried");
+}
+
+void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, bool bullets)
+{
+    const char *b = bullets ? "- " : "";
+    char where[128];
+    if (fd->knee >= 0) {
+        between(where, sizeof where, pts, fd->knee);
+        fprintf(f, "%sThroughput stops growing: achieved throughput first fell below %.0f%% of the offered rate at "
+                   "%.4g req/s (%.4g req/s achieved, %.0f output tokens/s)%s.\n",
+                b, 100 * CAP_KEEP_UP, pts[fd->knee].rate, pts[fd->knee].sum.request_throughput,
+                pts[fd->knee].sum.output_throughput, where);
+    } else {
+        fprintf(f, "%sThroughput kept up with the offered rate at every rate tried (up to %.4g req/s).\n", b,
+                pts[n - 1].rate);
+    }
+    if (fd->takeoff >= 0) {
+        between(where, sizeof where, pts, fd->takeoff);
+        fprintf(f, "%sP99 TTFT takes off at %.4g req/s: %.4g ms, more than %.0f× the %.4g ms at %.4g req/s%s.\n", b,
+                pts[fd->takeoff].rate, pts[fd->takeoff].sum.ttft_ms.p99, CAP_TAKEOFF, pts[0].sum.ttft_ms.p99,
+                pts[0].rate, where);
+    } else {
+        fprintf(f, "%sP99 TTFT stayed within %.0f× its value at the lowest rate (%.4g ms) at every rate tried.\n", b,
+                CAP_TAKEOFF, pts[0].sum.ttft_ms.p99);
+    }
+    if (fd->kv_zero >= 0) {
+        between(where, sizeof where, pts, fd->kv_zero);
+        fprintf(f, "%sFree KV blocks first reached zero at %.4g req/s%s.\n", b, pts[fd->kv_zero].rate, where);
+    } else {
+        int lowest = 0;
+        for (int i = 1; i < n; i++)
+            if (pts[i].sum.min_free_blocks < pts[lowest].sum.min_free_blocks) lowest = i;
+        fprintf(f, "%sFree KV blocks never reached zero: the fewest were %d, at %.4g req/s.\n", b,
+                pts[lowest].sum.min_free_blocks, pts[lowest].rate);
+    }
+}

@@ -1,0 +1,65 @@
+/* Capacity: the highest Poisson arrival rate that meets every SLO, and the rates where a
+ * service leaves its stable region. Definitions (docs/study.md):
+ *  - a rate is served when every SLO holds and the achieved request throughput is at least
+ *    CAP_KEEP_UP of the offered rate (a queue that grows without bound fails any SLO later);
+ *  - the knee is the lowest tried rate whose achieved request throughput is below
+ *    CAP_KEEP_UP of the offered rate: where throughput stops growing with load;
+ *  - P99 TTFT takes off at the lowest tried rate whose P99 TTFT exceeds CAP_TAKEOFF times the
+ *    P99 TTFT at the lowest rate tried;
+ *  - KV runs out at the lowest tried rate whose min_free_blocks is 0. */
+#ifndef SERVESIM_STUDY_CAPACITY_H
+#define SERVESIM_STUDY_CAPACITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "metrics/metrics.h"
+
+#define CAP_KEEP_UP 0.9
+#define CAP_TAKEOFF 2.0
+
+enum { CAP_MAX_SLO = 16 };
+
+typedef struct cap_slo {
+    int field;               /* metrics/sumfield.h index */
+    double limit;            /* the metric must be <= limit */
+} cap_slo;
+
+/* "ttft_p99_ms=500,tpot_p99_ms=50": METRIC_STAT_ms with METRIC one of ttft, tpot, itl, e2el and
+ * STAT one of mean, median, p90, p99 (summary.json's p99_ttft_ms spelling works too). */
+int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen);
+/* Whether S, measured at offered RATE, is served (see above). WHY gets the first failure. */
+bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len);
+
+/* One probe of the search: *OK tells whether RATE is served. Returns 0, or -1 to stop. */
+typedef int (*cap_probe_fn)(void *ctx, double rate, bool *ok);
+
+typedef struct cap_search_result {
+    double best;             /* highest served rate tried; 0 when none was */
+    double fail;             /* lowest unserved rate tried above it; 0 when none (max rate served) */
+} cap_search_result;
+
+/* Doubles (or halves, down to START * 1e-6) from START until the answer is bracketed within
+ * (0, MAX_RATE], then bisects until fail - best <= REL_TOL * best. Deterministic: same
+ * probes, same order.
+ * Returns 0, or -1 when a probe failed. */
+int cap_search(double start, double max_rate, double rel_tol, cap_probe_fn probe, void *ctx,
+               cap_search_result *out);
+
+typedef struct cap_point {
+    double rate;
+    bool have;               /* a measured request finished */
+    summary sum;
+} cap_point;
+
+typedef struct cap_findings {
+    int knee, takeoff, kv_zero;   /* indices into the points (sorted by rate), -1 when never */
+} cap_findings;
+
+/* PTS sorted by rate, N > 0. */
+void cap_analyze(const cap_point *pts, int n, cap_findings *out);
+/* Sentences stating the findings over PTS, one per line, "- " bullets when BULLETS. */
+void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, bool bullets);
+
+#endif

@@ -1,0 +1,168 @@
+#include "study/job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "calibrate/calibrate.h"
+#include "config/measured.h"
+
+double job_seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+void job_progress_start(job_progress *p, const char *verb)
+{
+    *p = (job_progress){.verb = verb};
+    clock_gettime(CLOCK_MONOTONIC, &p->start);
+}
+
+void job_progress_show(void *ctx, size_t ended, size_t total)
+{
+    job_progress *p = ctx;
+    double t = job_seconds_since(&p->start);
+    if (t < 1.0) return;
+    fprintf(stderr, "\r%s: %zu/%zu requests ended (%.0f%%), %.1f s", p->verb, ended, total,
+            100.0 * ended / total, t);
+    p->shown = true;
+}
+
+void job_progress_end(job_progress *p)
+{
+    if (p->shown) fputc('\n', stderr);
+}
+
+static double roofline_step_time(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
+
+static int check_table_shape(const cost_table *t, const scenario_resolved *r, const char *path, char *err,
+                             size_t errlen)
+{
+    const model_shape *m = &r->model;
+    kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
+                  m->vocab, m->rope_theta, m->rms_eps};
+    char want[256];
+    calibrate_shape_string(&s, want, sizeof want);
+    const char *have = ct_meta(t, "shape");
+    if (have && strcmp(have, want) == 0) return 0;
+    snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"", path,
+             have ? have : "(none recorded)", want);
+    return -1;
+}
+
+/* Reads the table at PATH into C (checking its shape against the scenario's model). */
+static int use_table(job_cost *c, const scenario_resolved *r, const char *path, const char *shown, char *err,
+                     size_t errlen)
+{
+    cost_table t;
+    if (ct_read(&t, path, err, errlen) < 0) return -1;
+    int rc = check_table_shape(&t, r, path, err, errlen);
+    snprintf(c->device, sizeof c->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "unknown");
+    const char *src = ct_meta(&t, "source");
+    int n = snprintf(c->source, sizeof c->source, "%s (%s%s%s)", shown, c->device, src ? "; " : "", src ? src : "");
+    if (rc == 0) rc = tc_init(&c->table, &t, path, err, errlen);
+    ct_free(&t);
+    c->use_table = rc == 0;
+    /* hardware.step_overhead_ms, when given, replaces the table's per-step cost too */
+    if (rc == 0 && r->step_overhead_s >= 0) {
+        c->table.g[CT_OVERHEAD].s[0] = r->step_overhead_s;
+        n += snprintf(c->source + n, sizeof c->source - (size_t)n, "; step overhead %g ms (hardware.step_overhead_ms)",
+                      r->step_overhead_s * 1e3);
+    }
+    if (rc == 0 && r->roofline_keys_set[0] && (size_t)n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - (size_t)n, "; ignored, roofline only: %s", r->roofline_keys_set);
+    return rc;
+}
+
+int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    if (r->cost_table_path[0]) {
+        c->kind = "table";
+        return use_table(c, r, r->cost_table_path, r->cost_table_path, err, errlen);
+    }
+    char why[1200] = "hardware.cost_model = roofline";
+    if (r->measured) {
+        const model_shape *m = &r->model;
+        kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
+                      m->vocab, m->rope_theta, m->rms_eps};
+        char shape[256], path[1200];
+        calibrate_shape_string(&s, shape, sizeof shape);
+        int found = 0;
+        if (r->dtype_bytes != 2)
+            snprintf(why, sizeof why, "measured tables are of bf16 kernels, model.dtype is fp32");
+        else
+            found = measured_find(r->hw.name, shape, r->vllm_version, path, sizeof path, why, sizeof why);
+        if (found) {
+            c->kind = "measured";
+            char data[4096];
+            size_t n = measured_data_dir(data, sizeof data) == 0 ? strlen(data) : 0;
+            return use_table(c, r, path, strncmp(path, data, n) == 0 ? path + n : path, err, errlen);
+        }
+        if (r->vllm_version[0]) { /* a pinned version is a request for a measured table */
+            snprintf(err, errlen, "hardware.vllm_version = %s: %s", r->vllm_version, why);
+            return -1;
+        }
+    }
+    c->kind = "roofline";
+    snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
+    const roofline_params *p = &r->roofline;
+    snprintf(c->source, sizeof c->source,
+             "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step (%s)",
+             r->hw.name, r->hw.peak_tflops, p->compute_efficiency, r->hw.mem_bandwidth_gbs, p->memory_efficiency,
+             p->attention_efficiency, p->step_overhead_s * 1e3, why);
+    return 0;
+}
+
+void job_cost_describe(const scenario *sc, char *out, size_t len)
+{
+    scenario_resolved r;
+    job_cost c;
+    char err[1024];
+    if (scenario_resolve(sc, &r, err, sizeof err) < 0 || job_cost_init(&c, &r, err, sizeof err) < 0) {
+        snprintf(out, len, "? (%s)", err);
+        return;
+    }
+    snprintf(out, len, "%s, %s", c.kind, c.source);
+    job_cost_free(&c);
+}
+
+void job_cost_json(FILE *f, const job_cost *c)
+{
+    fprintf(f, "  \"cost_model\": ");
+    res_json_string(f, c->kind);
+    fprintf(f, ",\n  \"cost_source\": ");
+    res_json_string(f, c->source);
+}
+
+step_cost job_cost_fn(job_cost *c)
+{
+    return c->use_table ? (step_cost){.step_time = tc_step_time, .ctx = &c->table} : (step_cost){.step_time = roofline_step_time, .ctx = &c->roofline};
+}
+
+void job_cost_free(job_cost *c)
+{
+    if (c->use_table) tc_free(&c->table);
+    c->use_table = false;
+}
+
+void job_scenario_json(FILE *f, const scenario *sc)
+{
+    fprintf(f, "  \"scenario_file\": ");
+    res_json_string(f, sc->path);
+    fprintf(f, ",\n  \"scenario\": {\n");
+    scenario_write_json(sc, f, "    ");
+    fprintf(f, "  }");
+}
+
+int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const char *extra_json,
+                      char *err, size_t errlen)
+{
+    size_t n;
+    const req_record *recs = met_requests(met, &n);
+    if (res_write_requests(dir, recs, n, err, errlen) < 0) return -1;
+    if (res_write_summary(dir, sum, extra_json, err, errlen) < 0) return -1;
+    return res_commit(dir, err, errlen);
+}

@@ -1,0 +1,58 @@
+/* What every run command shares: the progress line, the scenario in summary.json, and the
+ * final write of requests.csv and summary.json before the result directory is renamed. */
+#ifndef SERVESIM_STUDY_JOB_H
+#define SERVESIM_STUDY_JOB_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "metrics/metrics.h"
+#include "io/results.h"
+#include "config/scenario.h"
+#include "sim/sim.h"
+#include "sim/table_cost.h"
+
+typedef struct job_progress {
+    struct timespec start;
+    const char *verb;     /* "simulating", "serving" */
+    bool shown;
+} job_progress;
+
+void job_progress_start(job_progress *p, const char *verb);
+/* A progress callback: prints on stderr once the job has taken a second. */
+void job_progress_show(void *ctx, size_t ended, size_t total);
+void job_progress_end(job_progress *p);
+double job_seconds_since(const struct timespec *t0);
+
+/* Where the simulator's step times come from: a cost table (the scenario's own, or the
+ * measured one for its GPU and model), or the roofline. */
+typedef struct job_cost {
+    cost_model roofline;
+    table_cost table;
+    bool use_table;
+    const char *kind;    /* "measured", "table" (hardware.cost_table) or "roofline" */
+    char device[256];    /* the table's device, or the roofline's hardware */
+    char source[1024];   /* for people: which table or which roofline, and why */
+} job_cost;
+
+/* Chooses and reads the cost model: hardware.cost_table when given (its shape must be the
+ * scenario's model), else with hardware.cost_model = measured the measured table for the
+ * GPU and the model when there is one, else the roofline. -1 with "path: reason" in ERR. */
+int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen);
+step_cost job_cost_fn(job_cost *c);
+/* "measured, costs/..." or "roofline, ...": which cost model prices SC, for reports; "?"
+ * with the reason when SC does not resolve. */
+void job_cost_describe(const scenario *sc, char *out, size_t len);
+/* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
+void job_cost_json(FILE *f, const job_cost *c);
+void job_cost_free(job_cost *c);
+
+/* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
+void job_scenario_json(FILE *f, const scenario *sc);
+/* requests.csv and summary.json (the summary, then EXTRA_JSON), then renames the directory
+ * into place. -1 with a reason in ERR. */
+int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const char *extra_json,
+                      char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,108 @@
+#include "study/simjob.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/results.h"
+#include "io/interrupt.h"
+#include "study/job.h"
+
+static char *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    fprintf(f, "  \"executor\": \"simulator\",\n  \"seed\": %llu,\n", (unsigned long long)seed);
+    fprintf(f, "  \"sim_events\": %zu,\n  \"sim_steps\": %lld,\n", j->stats.events, (long long)j->stats.steps);
+    job_cost_json(f, cost);
+    fprintf(f, ",\n");
+    job_scenario_json(f, j->sc);
+    fclose(f);
+    return buf;
+}
+
+static int write_results(simjob *j, const job_cost *cost, res_dir *dir, met_acc *met, uint64_t seed, char *err,
+                         size_t errlen)
+{
+    char *extra = summary_extra_json(j, cost, seed);
+    if (!extra) {
+        snprintf(err, errlen, "out of memory while writing summary.json");
+        return -1;
+    }
+    int rc = job_write_results(dir, met, &j->sum, extra, err, errlen);
+    free(extra);
+    return rc;
+}
+
+static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)
+{
+    size_t n;
+    const req_record *recs = met_requests(met, &n);
+    j->records = malloc((n ? n : 1) * sizeof *recs);
+    if (!j->records) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(j->records, recs, n * sizeof *recs);
+    j->num_records = n;
+    return 0;
+}
+
+static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, job_cost *jc,
+                    char *err, size_t errlen)
+{
+    job_progress ps;
+    job_progress_start(&ps, "simulating");
+    sim_options o = {
+        .sched = r->sched,
+        .cost = job_cost_fn(jc),
+        .num_replicas = 1,
+        .progress = j->progress && isatty(2) ? job_progress_show : NULL,
+        .progress_ctx = &ps,
+        .stop = interrupt_flag(),
+    };
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, dir);
+    int status = met ? sim_run(&o, w, &r->workload, &rc, &j->stats, err, errlen) : -1;
+    if (status == 0 && !(j->stats.end_time <= WL_MAX_TIME)) {
+        /* the last defence: a cost model whose prices run the clock past any meaning */
+        snprintf(err, errlen, "the simulated clock ran to %g s, past %g s: a step costs more than any GPU takes (%s)",
+                 j->stats.end_time, WL_MAX_TIME, jc->source);
+        status = -2;
+    }
+    job_progress_end(&ps);
+    if (!met) snprintf(err, errlen, "out of memory");
+    if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
+    if (status == 0 && dir) status = write_results(j, jc, dir, met, r->workload.seed, err, errlen);
+    if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
+    met_free(met);
+    return status;
+}
+
+int simjob_run(simjob *j, char *err, size_t errlen)
+{
+    scenario_resolved r;
+    if (scenario_resolve(j->sc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+    job_cost cost;
+    if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+    workload w;
+    if (wl_build(&r.workload, &w, err, errlen) < 0) {
+        job_cost_free(&cost);
+        return EXIT_BAD_INPUT;
+    }
+    res_dir dir;
+    int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
+    bool opened = j->out_dir && status == 0;
+    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, err, errlen);
+    snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
+    snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
+    if (status < 0 && opened) res_abort(&dir);
+    wl_free(&w);
+    job_cost_free(&cost);
+    return status == -2 ? EXIT_BAD_INPUT : status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
+}

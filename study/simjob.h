@@ -1,0 +1,30 @@
+/* One simulator run of a scenario: workload, scheduler, cost model, records, result files.
+ * `run`, `bench` and the commands built on them share it. */
+#ifndef SERVESIM_STUDY_SIMJOB_H
+#define SERVESIM_STUDY_SIMJOB_H
+
+#include "metrics/metrics.h"
+#include "config/scenario.h"
+#include "sim/sim.h"
+
+/* Exit statuses every command uses. */
+enum { EXIT_OK = 0, EXIT_FAILURE_OTHER = 1, EXIT_BAD_INPUT = 2 };
+
+typedef struct simjob {
+    const scenario *sc;
+    const char *out_dir;     /* NULL: statistics only, no files */
+    bool progress;           /* a progress line on stderr when it is a terminal */
+    summary sum;
+    sim_stats stats;
+    bool have_summary;       /* false when no measured request finished */
+    bool keep_records;       /* keep a copy of the request records in RECORDS */
+    req_record *records;     /* malloc'd when keep_records and the run succeeded; caller frees */
+    size_t num_records;
+    char cost_kind[16];      /* after the run: "measured", "table" or "roofline" */
+    char cost_source[1024];  /* which table or roofline priced the steps */
+} simjob;
+
+/* Returns an exit status; on failure ERR says why. */
+int simjob_run(simjob *j, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,738 @@
+/* report.md for each experiment of the study (docs/study.md): a table of every point, plots, and sentences
+ * computed from the measured numbers (io/report.h picks each direction word by sign). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/csvcol.h"
+#include "io/plot.h"
+#include "io/report.h"
+#include "study/capacity.h"
+#include "study/job.h"
+#include "study/study.h"
+
+typedef struct report {
+    const sweep_plan *p;
+    const sweep_result *r;
+    const char *dir;
+    FILE *md;
+    char term[32];           /* "" without gnuplot */
+    char *err;
+    size_t errlen;
+} report;
+
+typedef int (*report_fn)(report *rp);
+
+static int report_classes(report *rp);
+static int report_rate(report *rp);
+static int report_versions(report *rp);
+static int report_prefix(report *rp);
+static int report_chunked(report *rp);
+static int report_memory(report *rp);
+
+static const struct {
+    const char *name, *title;
+    report_fn fn;
+} experiments[] = {
+    {"workload-classes", "The five workload classes", report_classes},
+    {"arrival-rate", "Arrival rate and capacity", report_rate},
+    {"seven-versions", "The seven versions", report_versions},
+    {"prefix-caching", "Prefix caching", report_prefix},
+    {"chunked-prefill", "Chunked prefill", report_chunked},
+    {"memory", "KV memory: contiguous against paged, and block size", report_memory},
+};
+enum { NUM_EXPERIMENTS = sizeof experiments / sizeof *experiments };
+
+bool study_report_known(const char *name)
+{
+    for (int i = 0; i < NUM_EXPERIMENTS; i++)
+        if (strcmp(experiments[i].name, name) == 0) return true;
+    return false;
+}
+
+const char *study_report_names(void)
+{
+    return "workload-classes, arrival-rate, seven-versions, prefix-caching, chunked-prefill, memory";
+}
+
+/* ---- what every report shares ---- */
+
+static void point_scenario(const report *rp, int i, scenario *sc)
+{
+    char err[256];
+    sweep_point_scenario(rp->p, i, sc, err, sizeof err);
+}
+
+static const char *label_of(const report *rp, int i, char *buf, size_t len)
+{
+    sweep_point_label(rp->p, i, buf, len);
+    return buf;
+}
+
+static bool measured(const report *rp, int i) { return i >= 0 && rp->r[i].ran && rp->r[i].nruns > 0; }
+
+static const summary *sum_of(const report *rp, int i) { return &rp->r[i].sum; }
+
+static int num_points(const report *rp) { return sweep_num_points(rp->p); }
+
+static void write_command(FILE *f, int argc, char **argv)
+{
+    fputs("servesim", f);
+    for (int i = 0; i < argc; i++) {
+        bool plain = strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=,:") ==
+                     strlen(argv[i]);
+        if (plain) fprintf(f, " %s", argv[i]);
+        else {
+            fputs(" '", f);
+            for (const char *c = argv[i]; *c; c++) fputs(*c == '\'' ? "'\\''" : (char[2]){*c, 0}, f);
+            fputc('\'', f);
+        }
+    }
+}
+
+static void write_header(report *rp, const char *title, int argc, char **argv)
+{
+    const scenario *b = &rp->p->base;
+    fprintf(rp->md, "# %s\n\nMade by:\n\n```sh\n", title);
+    write_command(rp->md, argc, argv);
+    char cost[1400];
+    job_cost_describe(b, cost, sizeof cost);
+    fprintf(rp->md, "\n```\n\nSimulated: model %s, hardware %s, scenario `%s`, seed %lld; cost model (of the scenario "
+            "as written): %s",
+            b->v[K_model_preset].s, b->v[K_hardware_preset].s, b->path[0] ? b->path : "built-in",
+            b->v[K_run_seed].i, cost);
+    if (rp->p->repeat > 1) fprintf(rp->md, ", %d seeds per point (means)", rp->p->repeat);
+    fputs(". Times in ms, throughput per second of simulated time.\n\n", rp->md);
+}
+
+static void write_table(report *rp)
+{
+    FILE *f = rp->md;
+    fputs("| point | label | done | req/s | out tok/s | mean TTFT | P50 TTFT | P99 TTFT | P50 TPOT | P99 TPOT "
+          "| P99 E2EL | peak running | min free blocks | prefix hit rate |\n"
+          "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+          f);
+    for (int i = 0; i < num_points(rp); i++) {
+        char label[256];
+        if (!measured(rp, i)) {
+            fprintf(f, "| %d | %s | 0 | no measured request finished |||||||||||\n", i, label_of(rp, i, label, sizeof label));
+            continue;
+        }
+        const summary *s = sum_of(rp, i);
+        fprintf(f, "| %d | %s | %d | %.2f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f | %d | %d | %.1f%% |\n", i,
+                label_of(rp, i, label, sizeof label), s->completed, s->request_throughput, s->output_throughput,
+                s->ttft_ms.mean, s->ttft_ms.median, s->ttft_ms.p99, s->tpot_ms.median, s->tpot_ms.p99, s->e2el_ms.p99,
+                s->peak_running, s->min_free_blocks, 100 * s->prefix_hit_rate);
+    }
+    fputs("\nEvery metric of every point is in `sweep.csv`.\n\n", f);
+}
+
+static bool file_exists(const report *rp, const char *name)
+{
+    char path[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", rp->dir, name);
+    return stat(path, &st) == 0;
+}
+
+static void embed(report *rp, const char *png, const char *caption)
+{
+    if (file_exists(rp, png)) fprintf(rp->md, "![%s](%s)\n\n", caption, png);
+}
+
+static void sweep_plots_section(report *rp)
+{
+    embed(rp, "bars.png", "throughput and tail latency of every point");
+    embed(rp, "latency.png", "P50 and P99 TTFT and TPOT");
+    embed(rp, "throughput.png", "throughput");
+}
+
+/* ---- plots from the points' own records ---- */
+
+static void run_dir(int i, char *buf, size_t len)
+{
+    char name[32];
+    sweep_run_name(i, name, sizeof name);
+    snprintf(buf, len, "points/%s", name);
+}
+
+/* Step timeline of the points PTS: prefill tokens, decode sequences and step time per step. */
+static int plot_timeline(report *rp, const int *pts, int n, const char *png, const char *title)
+{
+    if (!rp->term[0]) return 0;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, png, title, 1200, 300 * 3);
+    if (!f) return -1;
+    static const struct { const char *title, *expr; } panels[] = {
+        {"prefill tokens per step", "'num_prefill_tokens'"},
+        {"decode sequences per step", "'num_decode_seqs'"},
+        {"step time (ms)", "((column('end_time')-column('start_time'))*1000)"},
+    };
+    fputs("set multiplot layout 3,1\nset xlabel 'time (s)'\nset style data lines\n", f);
+    for (size_t k = 0; k < 3; k++) {
+        fprintf(f, "set title '%s'\nplot ", panels[k].title);
+        for (int j = 0; j < n; j++) {
+            char dir[64], label[256];
+            run_dir(pts[j], dir, sizeof dir);
+            fprintf(f, "%s'%s/steps.csv' using 'start_time':%s title ", j ? ", " : "", dir, panels[k].expr);
+            plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+        }
+        fputc('\n', f);
+    }
+    fputs("unset multiplot\n", f);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
+/* Queue lengths and free KV blocks over time of the points PTS. */
+static int plot_queues(report *rp, const int *pts, int n, const char *png, const char *title)
+{
+    if (!rp->term[0]) return 0;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, png, title, 1200, 600);
+    if (!f) return -1;
+    fputs("set multiplot layout 2,1\nset xlabel 'time (s)'\nset style data lines\nset title 'waiting (dashed) "
+          "and running requests'\nplot ",
+          f);
+    for (int j = 0; j < n; j++) {
+        char dir[64], label[256];
+        run_dir(pts[j], dir, sizeof dir);
+        label_of(rp, pts[j], label, sizeof label);
+        fprintf(f, "%s'%s/steps.csv' using 'start_time':'waiting' dashtype 2 linecolor %d title ", j ? ", " : "", dir,
+                j + 1);
+        plot_quote(f, label);
+        fprintf(f, ", '%s/steps.csv' using 'start_time':'running' linecolor %d notitle", dir, j + 1);
+    }
+    fputs("\nset title 'free KV blocks'\nplot ", f);
+    for (int j = 0; j < n; j++) {
+        char dir[64], label[256];
+        run_dir(pts[j], dir, sizeof dir);
+        fprintf(f, "%s'%s/steps.csv' using 'start_time':'num_free_blocks' title ", j ? ", " : "", dir);
+        plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+    }
+    fputs("\nunset multiplot\n", f);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
+/* CDFs of TTFT and E2E latency over the requests of the points PTS. */
+static int plot_cdfs(report *rp, const int *pts, int n, const char *png, const char *title)
+{
+    if (!rp->term[0]) return 0;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, png, title, 1200, 500);
+    if (!f) return -1;
+    static const struct { const char *title, *expr; } panels[] = {
+        {"TTFT (ms)", "((column('first_token_time')-column('arrival_time'))*1000)"},
+        {"E2E latency (ms)", "((column('finish_time')-column('arrival_time'))*1000)"},
+    };
+    fputs("set multiplot layout 1,2\nset ylabel 'fraction of requests'\nset logscale x\nset style data lines\n", f);
+    for (size_t k = 0; k < 2; k++) {
+        fprintf(f, "set title '%s'\nset xlabel '%s'\nplot ", panels[k].title, panels[k].title);
+        for (int j = 0; j < n; j++) {
+            char dir[64], label[256];
+            run_dir(pts[j], dir, sizeof dir);
+            fprintf(f, "%s'%s/requests.csv' using %s:(1) smooth cnormal title ", j ? ", " : "", dir, panels[k].expr);
+            plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+        }
+        fputc('\n', f);
+    }
+    fputs("unset multiplot\n", f);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
+static int all_points(const report *rp, int *pts, int max)
+{
+    int n = 0;
+    for (int i = 0; i < num_points(rp) && n < max; i++)
+        if (measured(rp, i)) pts[n++] = i;
+    return n;
+}
+
+/* ---- per-request numbers the summary does not split ---- */
+
+typedef struct class_stats {
+    int n;
+    double ttft_mean, ttft_p99, tpot_p90, tpot_p99;   /* ms */
+} class_stats;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* TTFT and per-request TPOT over the finished measured requests with LO <= prompt_len < HI. */
+static int class_of(const sweep_result *r, int lo, int hi, class_stats *out)
+{
+    double *ttft = malloc((r->num_records + 1) * sizeof *ttft), *tpot = malloc((r->num_records + 1) * sizeof *tpot);
+    size_t nt = 0, np = 0;
+    if (!ttft || !tpot) {
+        free(ttft), free(tpot);
+        return -1;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < r->num_records; i++) {
+        const req_record *q = &r->records[i];
+        if (q->warmup || q->stop != STOP_LENGTH || q->prompt_len < lo || q->prompt_len >= hi) continue;
+        double t = (q->first_token_time - q->arrival_time) * 1000;
+        ttft[nt++] = t;
+        sum += t;
+        if (q->output_len > 1) tpot[np++] = (q->finish_time - q->first_token_time) * 1000 / (q->output_len - 1);
+    }
+    qsort(ttft, nt, sizeof *ttft, cmp_double);
+    qsort(tpot, np, sizeof *tpot, cmp_double);
+    *out = (class_stats){(int)nt, nt ? sum / (double)nt : NAN, nt ? met_percentile_sorted(ttft, nt, 99) : NAN,
+                         np ? met_percentile_sorted(tpot, np, 90) : NAN, np ? met_percentile_sorted(tpot, np, 99) : NAN};
+    free(ttft), free(tpot);
+    return 0;
+}
+
+/* Standard deviation and P99 of the step times in the point's steps.csv, in ms. */
+static int step_spread(report *rp, int i, double *std, double *p99)
+{
+    char path[4400], dir[64];
+    run_dir(i, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/steps.csv", rp->dir, dir);
+    static const char *const names[] = {"start_time", "end_time"};
+    double *cols[2];
+    size_t n;
+    if (csv_columns(path, names, 2, cols, &n, rp->err, rp->errlen) < 0) return -1;
+    double mean = 0, sq = 0;
+    for (size_t k = 0; k < n; k++) cols[0][k] = (cols[1][k] - cols[0][k]) * 1000, mean += cols[0][k] / (double)n;
+    for (size_t k = 0; k < n; k++) sq += (cols[0][k] - mean) * (cols[0][k] - mean);
+    qsort(cols[0], n, sizeof *cols[0], cmp_double);
+    *std = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+    *p99 = n ? met_percentile_sorted(cols[0], n, 99) : NAN;
+    free(cols[0]), free(cols[1]);
+    return 0;
+}
+
+/* The most blocks the prefix cache held at once, from the point's steps.csv. */
+static int max_cached_blocks(report *rp, int i, double *out)
+{
+    char path[4400], dir[64];
+    run_dir(i, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s/steps.csv", rp->dir, dir);
+    static const char *const names[] = {"num_prefix_cached_blocks"};
+    double *col;
+    size_t n;
+    if (csv_columns(path, names, 1, &col, &n, rp->err, rp->errlen) < 0) return -1;
+    *out = 0;
+    for (size_t k = 0; k < n; k++) *out = fmax(*out, col[k]);
+    free(col);
+    return 0;
+}
+
+/* ---- sentence helpers ---- */
+
+/* The measured point with the largest (SIGN 1) or smallest (SIGN -1) value of GET. */
+static int extreme(const report *rp, double (*get)(const summary *), int sign)
+{
+    int best = -1;
+    for (int i = 0; i < num_points(rp); i++)
+        if (measured(rp, i) && (best < 0 || sign * get(sum_of(rp, i)) > sign * get(sum_of(rp, best)))) best = i;
+    return best;
+}
+
+static double get_ttft_p99(const summary *s) { return s->ttft_ms.p99; }
+static double get_tpot_p99(const summary *s) { return s->tpot_ms.p99; }
+static double get_prefill(const summary *s) { return s->mean_prefill_tokens; }
+static double get_running(const summary *s) { return s->mean_running; }
+static double get_output(const summary *s) { return s->output_throughput; }
+
+/* "- <hi label> had the highest WHAT, X UNIT, R× that of <lo label> (Y UNIT), the lowest." */
+static void compare_extremes(report *rp, double (*get)(const summary *), const char *what, const char *unit)
+{
+    int hi = extreme(rp, get, 1), lo = extreme(rp, get, -1);
+    if (hi < 0 || hi == lo) return;
+    char a[256], b[256], x[32], y[32], ratio[32];
+    rpt_num(x, sizeof x, get(sum_of(rp, hi)));
+    rpt_num(y, sizeof y, get(sum_of(rp, lo)));
+    rpt_ratio(ratio, sizeof ratio, get(sum_of(rp, hi)), get(sum_of(rp, lo)));
+    fprintf(rp->md, "- **%s** had the highest %s, %s%s%s, %s that of **%s** (%s%s%s), the lowest.\n",
+            label_of(rp, hi, a, sizeof a), what, x, unit[0] ? " " : "", unit, ratio, label_of(rp, lo, b, sizeof b), y,
+            unit[0] ? " " : "", unit);
+}
+
+static bool same_point_scenario(const scenario *a, const char *policy, int prefix, int chunked)
+{
+    return strcmp(a->v[K_scheduler_policy].s, policy) == 0 &&
+           (prefix < 0 || a->v[K_scheduler_prefix_caching].b == prefix) &&
+           (chunked < 0 || a->v[K_scheduler_chunked_prefill].b == chunked);
+}
+
+/* The first measured point with POLICY (and the flags, -1 = either). */
+static int find_version(const report *rp, const char *policy, int prefix, int chunked)
+{
+    for (int i = 0; i < num_points(rp); i++) {
+        scenario sc;
+        point_scenario(rp, i, &sc);
+        if (measured(rp, i) && same_point_scenario(&sc, policy, prefix, chunked)) return i;
+    }
+    return -1;
+}
+
+/* ---- 1. workload classes ---- */
+
+static int report_classes(report *rp)
+{
+    int pts[64], n = all_points(rp, pts, 64);
+    if (plot_cdfs(rp, pts, n, "cdf.png", "latency CDFs per workload class") < 0) return -1;
+    fputs("## What the numbers say\n\n", rp->md);
+    compare_extremes(rp, get_ttft_p99, "P99 TTFT", "ms");
+    compare_extremes(rp, get_tpot_p99, "P99 TPOT", "ms");
+    compare_extremes(rp, get_prefill, "mean prompt tokens computed per step", "");
+    compare_extremes(rp, get_running, "mean number of running requests", "");
+    compare_extremes(rp, get_output, "output token throughput", "tokens/s");
+    int ttft = extreme(rp, get_ttft_p99, 1), prefill = extreme(rp, get_prefill, 1);
+    char a[256], b[256];
+    if (ttft >= 0 && ttft == prefill)
+        fprintf(rp->md, "- The class with the worst P99 TTFT is also the one computing the most prompt tokens per "
+                        "step: prefill pressure drives its TTFT.\n");
+    else if (ttft >= 0 && prefill >= 0)
+        fprintf(rp->md, "- The class with the worst P99 TTFT (**%s**) is not the one computing the most prompt tokens "
+                        "per step (**%s**): queueing behind other work, not its own prefill, drives its TTFT.\n",
+                label_of(rp, ttft, a, sizeof a), label_of(rp, prefill, b, sizeof b));
+    for (int i = 0; i < num_points(rp); i++) {
+        if (!measured(rp, i) || !strstr(label_of(rp, i, a, sizeof a), "mixed")) continue;
+        char ratio[32], p99[32], p50[32];
+        rpt_ratio(ratio, sizeof ratio, sum_of(rp, i)->ttft_ms.p99, sum_of(rp, i)->ttft_ms.median);
+        rpt_num(p99, sizeof p99, sum_of(rp, i)->ttft_ms.p99);
+        rpt_num(p50, sizeof p50, sum_of(rp, i)->ttft_ms.median);
+        fprintf(rp->md, "- In **%s**, P99 TTFT was %s the median (%s against %s ms): the mean hides how differently "
+                        "the requests of one mix are served.\n", a, ratio, p99, p50);
+    }
+    fputs("\n## Plots\n\n", rp->md);
+    sweep_plots_section(rp);
+    embed(rp, "cdf.png", "TTFT and E2E latency CDFs");
+    return 0;
+}
+
+/* ---- 2. arrival rate ---- */
+
+static int rate_points(const report *rp, cap_point *cp, int *idx, int max)
+{
+    int n = 0;
+    for (int i = 0; i < num_points(rp) && n < max; i++) {
+        scenario sc;
+        point_scenario(rp, i, &sc);
+        if (!rp->r[i].ran || strcmp(sc.v[K_workload_arrival].s, "poisson") != 0) continue;
+        int at = n++;
+        while (at > 0 && cp[at - 1].rate > sc.v[K_workload_rate].d) cp[at] = cp[at - 1], idx[at] = idx[at - 1], at--;
+        cp[at] = (cap_point){sc.v[K_workload_rate].d, measured(rp, i), rp->r[i].sum};
+        idx[at] = i;
+    }
+    return n;
+}
+
+static int plot_rate(report *rp)
+{
+    if (!rp->term[0]) return 0;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, "rate.png", "latency and throughput against arrival rate", 1500, 450);
+    if (!f) return -1;
+    const char *x = "(strcol('workload.arrival') eq 'poisson' ? column('workload.rate') : NaN)";
+    fprintf(f, "set multiplot layout 1,3\nset xlabel 'offered rate (requests/s)'\nset logscale x\n"
+               "set title 'TTFT (ms)'\nset logscale y\n"
+               "plot 'sweep.csv' using %s:'median_ttft_ms' title 'P50', '' using %s:'p99_ttft_ms' title 'P99'\n"
+               "set title 'TPOT (ms)'\n"
+               "plot 'sweep.csv' using %s:'median_tpot_ms' title 'P50', '' using %s:'p99_tpot_ms' title 'P99'\n"
+               "unset logscale y\nset title 'requests/s'\n"
+               "plot 'sweep.csv' using %s:'request_throughput' title 'achieved', '' using %s:%s title 'offered' "
+               "dashtype 2\nunset multiplot\n",
+            x, x, x, x, x, x, x);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
+static int report_rate(report *rp)
+{
+    cap_point cp[256];
+    int idx[256], n = rate_points(rp, cp, idx, 256);
+    if (plot_rate(rp) < 0) return -1;
+    int queues[2] = {idx[n > 0 ? n - 1 : 0], -1}, nq = n > 0;
+    cap_findings fd;
+    if (n > 0) cap_analyze(cp, n, &fd);
+    if (n > 0 && fd.knee >= 0 && idx[fd.knee] != queues[0]) queues[nq++] = idx[fd.knee];
+    if (nq && plot_queues(rp, queues, nq, "queues.png", "queues and free blocks: the highest rate and the knee") < 0)
+        return -1;
+    fputs("## What the numbers say\n\n", rp->md);
+    if (n > 0) cap_write_findings(rp->md, cp, n, &fd, true);
+    int all = -1;
+    for (int i = 0; i < num_points(rp); i++) {
+        scenario sc;
+        point_scenario(rp, i, &sc);
+        if (measured(rp, i) && strcmp(sc.v[K_workload_arrival].s, "all_at_once") == 0) all = i;
+    }
+    if (all >= 0 && n > 0 && cp[n - 1].have) {
+        char a[32], pct[32];
+        rpt_num(a, sizeof a, sum_of(rp, all)->output_throughput);
+        rpt_percent(pct, sizeof pct, cp[n - 1].sum.output_throughput / sum_of(rp, all)->output_throughput);
+        fprintf(rp->md, "- All requests at once (offline batch) reached %s output tokens/s; the highest offered rate "
+                        "(%.4g req/s) reached %s of that.\n", a, cp[n - 1].rate, pct);
+    }
+    fprintf(rp->md, "\nDefinitions (`servesim capacity` uses the same): the knee is the lowest rate whose achieved "
+                    "request throughput is below %.0f%% of the offered rate; P99 TTFT takes off at the lowest rate "
+                    "whose P99 TTFT is more than %.0f× that at the lowest rate.\n\n## Plots\n\n",
+            100 * CAP_KEEP_UP, CAP_TAKEOFF);
+    embed(rp, "rate.png", "latency and throughput against rate");
+    embed(rp, "queues.png", "queues and free KV blocks");
+    sweep_plots_section(rp);
+    return 0;
+}
+
+/* ---- 3. the seven versions ---- */
+
+static void version_sentence(report *rp, int from, int to, const char *change, const char *what)
+{
+    if (from < 0 || to < 0) return;
+    const summary *a = sum_of(rp, from), *b = sum_of(rp, to);
+    char ratio[32], tpot[256], ttft[256];
+    rpt_ratio(ratio, sizeof ratio, b->output_throughput, a->output_throughput);
+    rpt_change(tpot, sizeof tpot, "mean TPOT", a->tpot_ms.mean, b->tpot_ms.mean, "ms");
+    rpt_change(ttft, sizeof ttft, "mean TTFT", a->ttft_ms.mean, b->ttft_ms.mean, "ms");
+    fprintf(rp->md, "- %s served %s the output throughput of %s; it %s and %s.\n", change, ratio, what, ttft, tpot);
+}
+
+static int report_versions(report *rp)
+{
+    int naive = find_version(rp, "naive", -1, -1), kv = find_version(rp, "kv_single", -1, -1),
+        stat = find_version(rp, "static", -1, -1), cont = find_version(rp, "continuous", -1, -1),
+        paged = find_version(rp, "paged", 0, 0), prefix = find_version(rp, "paged", 1, 0),
+        chunked = find_version(rp, "paged", 1, 1);
+    int pts[64], n = all_points(rp, pts, 64);
+    if (plot_cdfs(rp, pts, n, "cdf.png", "latency CDFs per version") < 0) return -1;
+    fputs("## What the numbers say\n\n", rp->md);
+    version_sentence(rp, naive, kv, "A KV cache (kv_single against naive)", "recomputing every token");
+    version_sentence(rp, kv, stat, "Static batching", "one request at a time with a KV cache");
+    version_sentence(rp, stat, cont, "Continuous batching", "static batching");
+    if (stat >= 0) {
+        const summary *s = sum_of(rp, stat);
+        char pct[32];
+        rpt_percent(pct, sizeof pct, (double)s->total_padding_tokens / fmax(1, (double)(s->total_padding_tokens + s->total_prefill_tokens)));
+        fprintf(rp->md, "- Static batching computed %lld padding tokens, %s of its prompt work.\n",
+                (long long)s->total_padding_tokens, pct);
+    }
+    if (cont >= 0 && paged >= 0) {
+        char peak[256];
+        rpt_change(peak, sizeof peak, "the peak of concurrent sequences", sum_of(rp, cont)->peak_running,
+                   sum_of(rp, paged)->peak_running, "");
+        version_sentence(rp, cont, paged, "Paged KV", "contiguous reservation (continuous)");
+        fprintf(rp->md, "- Against contiguous reservation, paged KV %s.\n", peak);
+    }
+    if (paged >= 0 && prefix >= 0) {
+        const summary *a = sum_of(rp, paged), *b = sum_of(rp, prefix);
+        char ttft[256], tokens[256], hit[32];
+        rpt_change(ttft, sizeof ttft, "mean TTFT", a->ttft_ms.mean, b->ttft_ms.mean, "ms");
+        rpt_change(tokens, sizeof tokens, "the prompt tokens computed", (double)a->total_prefill_tokens,
+                   (double)b->total_prefill_tokens, "");
+        rpt_percent(hit, sizeof hit, b->prefix_hit_rate);
+        fprintf(rp->md, "- Prefix caching %s at a hit rate of %s; it %s.\n", ttft, hit, tokens);
+    }
+    if (prefix >= 0 && chunked >= 0) {
+        const summary *a = sum_of(rp, prefix), *b = sum_of(rp, chunked);
+        char tpot[256], ttft[256];
+        rpt_change(tpot, sizeof tpot, "P99 TPOT", a->tpot_ms.p99, b->tpot_ms.p99, "ms");
+        rpt_change(ttft, sizeof ttft, "P99 TTFT", a->ttft_ms.p99, b->ttft_ms.p99, "ms");
+        fprintf(rp->md, "- Chunked prefill (on top of prefix caching) %s and %s.\n", tpot, ttft);
+    }
+    fputs("\n## Plots\n\n", rp->md);
+    sweep_plots_section(rp);
+    embed(rp, "cdf.png", "TTFT and E2E latency CDFs");
+    return 0;
+}
+
+/* ---- 4. prefix caching ---- */
+
+static int partner(const report *rp, int i, bool prefix)
+{
+    int grid = sweep_grid_size(rp->p), block = i / grid;
+    for (int j = block * grid; j < (block + 1) * grid; j++) {
+        scenario sc;
+        point_scenario(rp, j, &sc);
+        if (measured(rp, j) && sc.v[K_scheduler_prefix_caching].b == prefix) return j;
+    }
+    return -1;
+}
+
+static int report_prefix(report *rp)
+{
+    fputs("## What the numbers say\n\n", rp->md);
+    int last_off = -1, last_on = -1;
+    for (int i = 0; i < num_points(rp); i += sweep_grid_size(rp->p)) {
+        int off = partner(rp, i, false), on = partner(rp, i, true);
+        if (off < 0 || on < 0) continue;
+        const summary *a = sum_of(rp, off), *b = sum_of(rp, on);
+        char name[256], ttft[256], p99[256], tokens[256], freeb[256], hit[32], *sp;
+        double cached;
+        if (max_cached_blocks(rp, on, &cached) < 0) return -1;
+        label_of(rp, off, name, sizeof name);
+        if ((sp = strrchr(name, ' '))) *sp = 0;   /* drop the off/on value */
+        rpt_change(ttft, sizeof ttft, "mean TTFT", a->ttft_ms.mean, b->ttft_ms.mean, "ms");
+        rpt_change(p99, sizeof p99, "P99 TTFT", a->ttft_ms.p99, b->ttft_ms.p99, "ms");
+        rpt_change(tokens, sizeof tokens, "the prompt tokens computed", (double)a->total_prefill_tokens,
+                   (double)b->total_prefill_tokens, "");
+        rpt_change(freeb, sizeof freeb, "the fewest free KV blocks", a->min_free_blocks, b->min_free_blocks, "");
+        rpt_percent(hit, sizeof hit, b->prefix_hit_rate);
+        fprintf(rp->md, "- **%s**: at a hit rate of %s, prefix caching %s, %s and %s; the cache held up to %.0f "
+                        "blocks and %s.\n", name, hit, tokens, ttft, p99, cached, freeb);
+        last_off = off, last_on = on;
+    }
+    int pair[2] = {last_off, last_on};
+    if (last_off >= 0 && plot_queues(rp, pair, 2, "queues.png", "queues and free blocks of the last workload") < 0)
+        return -1;
+    fputs("\n## Plots\n\n", rp->md);
+    sweep_plots_section(rp);
+    embed(rp, "queues.png", "queues and free KV blocks, last workload, caching off and on");
+    return 0;
+}
+
+/* ---- 5. chunked prefill ---- */
+
+/* Long prompts: above the geometric mean of the shortest and longest prompt. */
+static int long_prompt_threshold(const sweep_result *r)
+{
+    int lo = 0, hi = 0;
+    for (size_t i = 0; i < r->num_records; i++) {
+        int p = r->records[i].prompt_len;
+        if (!lo || p < lo) lo = p;
+        if (p > hi) hi = p;
+    }
+    return (int)ceil(sqrt((double)lo * hi));
+}
+
+static int report_chunked(report *rp)
+{
+    int off = find_version(rp, "paged", -1, 0), on = find_version(rp, "paged", -1, 1);
+    if (off < 0 || on < 0) {
+        snprintf(rp->err, rp->errlen, "chunked-prefill report: needs a point with scheduler.chunked_prefill off and one "
+                                      "with it on (paged)");
+        return -1;
+    }
+    int pair[2] = {off, on}, cut = long_prompt_threshold(&rp->r[off]);
+    if (plot_timeline(rp, pair, 2, "timeline.png", "step timeline, chunked prefill off and on") < 0 ||
+        plot_queues(rp, pair, 2, "queues.png", "queues and free blocks, chunked prefill off and on") < 0)
+        return -1;
+    class_stats s_off, s_on, l_off, l_on;
+    double std_off, std_on, p99_off, p99_on;
+    if (class_of(&rp->r[off], 0, cut, &s_off) < 0 || class_of(&rp->r[on], 0, cut, &s_on) < 0 ||
+        class_of(&rp->r[off], cut, 1 << 30, &l_off) < 0 || class_of(&rp->r[on], cut, 1 << 30, &l_on) < 0) {
+        snprintf(rp->err, rp->errlen, "out of memory");
+        return -1;
+    }
+    if (step_spread(rp, off, &std_off, &p99_off) < 0 || step_spread(rp, on, &std_on, &p99_on) < 0) return -1;
+    char a[256], b[256], c[256], d[256], e[256], f[256];
+    fprintf(rp->md, "Requests with prompts of at least %d tokens count as long (%d of them; %d short ones).\n\n"
+                    "| | short: P90 TPOT | short: P99 TPOT | long: mean TTFT | long: P99 TTFT | step time std | step "
+                    "time P99 | out tok/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+            cut, l_off.n, s_off.n);
+    const struct { const char *name; class_stats *s, *l; double std, p99; int i; } rows[] = {
+        {"off", &s_off, &l_off, std_off, p99_off, off}, {"on", &s_on, &l_on, std_on, p99_on, on}};
+    for (int k = 0; k < 2; k++)
+        fprintf(rp->md, "| chunked prefill %s | %.2f | %.2f | %.1f | %.1f | %.2f | %.2f | %.0f |\n", rows[k].name,
+                rows[k].s->tpot_p90, rows[k].s->tpot_p99, rows[k].l->ttft_mean, rows[k].l->ttft_p99, rows[k].std,
+                rows[k].p99, sum_of(rp, rows[k].i)->output_throughput);
+    rpt_change(a, sizeof a, "the running (short-prompt) requests' P99 TPOT", s_off.tpot_p99, s_on.tpot_p99, "ms");
+    rpt_change(b, sizeof b, "the long prompts' mean TTFT", l_off.ttft_mean, l_on.ttft_mean, "ms");
+    rpt_change(c, sizeof c, "their P90 TPOT", s_off.tpot_p90, s_on.tpot_p90, "ms");
+    rpt_change(d, sizeof d, "the spread (std) of step times", std_off, std_on, "ms");
+    rpt_change(e, sizeof e, "output throughput", sum_of(rp, off)->output_throughput, sum_of(rp, on)->output_throughput,
+               "tokens/s");
+    rpt_change(f, sizeof f, "the long prompts' P99 TTFT", l_off.ttft_p99, l_on.ttft_p99, "ms");
+    fprintf(rp->md, "\n## What the numbers say\n\n- Chunked prefill %s and %s.\n- It %s and %s; it %s.\n- It %s.\n", a,
+            b, c, d, e, f);
+    fputs("\n## Plots\n\n", rp->md);
+    embed(rp, "timeline.png", "prefill tokens, decode sequences and step time per step");
+    embed(rp, "queues.png", "queues and free KV blocks");
+    sweep_plots_section(rp);
+    return 0;
+}
+
+/* ---- 6. memory ---- */
+
+static int report_memory(report *rp)
+{
+    int cont = find_version(rp, "continuous", -1, -1), paged = -1, small = -1, big = -1;
+    scenario cs, sc;
+    if (cont >= 0) point_scenario(rp, cont, &cs);
+    for (int i = 0; i < num_points(rp); i++) {
+        point_scenario(rp, i, &sc);
+        if (!measured(rp, i) || strcmp(sc.v[K_scheduler_policy].s, "paged") != 0) continue;
+        long long bs = sc.v[K_kv_block_size].i;
+        if (cont >= 0 && paged < 0 && bs == cs.v[K_kv_block_size].i && sc.v[K_kv_num_blocks].i == cs.v[K_kv_num_blocks].i)
+            paged = i;
+        scenario t;
+        if (small >= 0) point_scenario(rp, small, &t);
+        if (small < 0 || bs < t.v[K_kv_block_size].i) small = i;
+        if (big >= 0) point_scenario(rp, big, &t);
+        if (big < 0 || bs > t.v[K_kv_block_size].i) big = i;
+    }
+    int pair[2] = {cont, paged};
+    if (cont >= 0 && paged >= 0 && plot_queues(rp, pair, 2, "queues.png", "contiguous against paged at the same KV capacity") < 0)
+        return -1;
+    fputs("## What the numbers say\n\n", rp->md);
+    if (cont >= 0 && paged >= 0) {
+        const summary *a = sum_of(rp, cont), *b = sum_of(rp, paged);
+        char peak[256], wait[256], ratio[32], ttft[256];
+        rpt_change(peak, sizeof peak, "the peak of concurrent sequences", a->peak_running, b->peak_running, "");
+        rpt_change(wait, sizeof wait, "the mean waiting queue", a->mean_waiting, b->mean_waiting, "requests");
+        rpt_change(ttft, sizeof ttft, "mean TTFT", a->ttft_ms.mean, b->ttft_ms.mean, "ms");
+        rpt_ratio(ratio, sizeof ratio, b->output_throughput, a->output_throughput);
+        fprintf(rp->md, "- At the same KV capacity (%lld blocks of %lld tokens), paged KV against contiguous "
+                        "reservation of max_model_len per sequence %s, %s and %s, and served %s the output "
+                        "throughput.\n",
+                cs.v[K_kv_num_blocks].i, cs.v[K_kv_block_size].i, peak, wait, ttft, ratio);
+    }
+    if (small >= 0 && big >= 0 && small != big) {
+        scenario s1, s2;
+        point_scenario(rp, small, &s1);
+        point_scenario(rp, big, &s2);
+        const summary *a = sum_of(rp, small), *b = sum_of(rp, big);
+        char frag[256], peak[256];
+        rpt_change(frag, sizeof frag, "the unused share of allocated KV slots", 100 * a->kv_fragmentation,
+                   100 * b->kv_fragmentation, "%");
+        rpt_change(peak, sizeof peak, "the peak of concurrent sequences", a->peak_running, b->peak_running, "");
+        fprintf(rp->md, "- Going from %lld-token to %lld-token blocks (paged) %s and %s.\n", s1.v[K_kv_block_size].i,
+                s2.v[K_kv_block_size].i, frag, peak);
+    }
+    fputs("\n| point | label | block size | blocks | peak running | mean running | mean waiting | unused slots | "
+          "min free blocks |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+          rp->md);
+    for (int i = 0; i < num_points(rp); i++) {
+        if (!measured(rp, i)) continue;
+        char label[256];
+        point_scenario(rp, i, &sc);
+        const summary *s = sum_of(rp, i);
+        fprintf(rp->md, "| %d | %s | %lld | %lld | %d | %.1f | %.1f | %.2f%% | %d |\n", i, label_of(rp, i, label, sizeof label),
+                sc.v[K_kv_block_size].i, sc.v[K_kv_num_blocks].i, s->peak_running, s->mean_running, s->mean_waiting,
+                100 * s->kv_fragmentation, s->min_free_blocks);
+    }
+    fputs("\n## Plots\n\n", rp->md);
+    embed(rp, "queues.png", "queues and free KV blocks, contiguous and paged");
+    sweep_plots_section(rp);
+    return 0;
+}
+
+int study_report(const char *experiment, const sweep_plan *p, const sweep_result *r, const char *dir, int argc,
+                 char **argv, char *err, size_t errlen)
+{
+    int e = 0;
+    while (e < NUM_EXPERIMENTS && strcmp(experiments[e].name, experiment) != 0) e++;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    report rp = {.p = p, .r = r, .dir = dir, .err = err, .errlen = errlen};
+    if (!plot_available(rp.term, sizeof rp.term)) rp.term[0] = 0;
+    if (!(rp.md = fopen(path, "w"))) {
+        snprintf(err, errlen, "%s: cannot create", path);
+        return -1;
+    }
+    write_header(&rp, experiments[e].title, argc, argv);
+    fputs("## Every point\n\n", rp.md);
+    write_table(&rp);
+    int status = experiments[e].fn(&rp);
+    if (!rp.term[0]) fputs("(gnuplot was not found: no plots.)\n", rp.md);
+    if (fclose(rp.md) != 0 && status == 0) {
+        snprintf(err, errlen, "%s: write error", path);
+        status = -1;
+    }
+    return status;
+}

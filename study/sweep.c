@@ -1,0 +1,634 @@
+#include "study/sweep.h"
+
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/results.h"
+#include "metrics/sumfield.h"
+#include "study/job.h"
+#include "study/simjob.h"
+
+static const char *const key_names[K_COUNT] = {
+#define X(sec, key, type, def, lo, hi, help) #sec "." #key,
+    SCENARIO_KEYS(X)
+#undef X
+};
+
+const char *sweep_key_name(int key) { return key_names[key]; }
+
+static int find_key(const char *name, size_t len)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (strlen(key_names[k]) == len && strncmp(key_names[k], name, len) == 0) return k;
+    return -1;
+}
+
+void sweep_plan_init(sweep_plan *p, const scenario *base)
+{
+    memset(p, 0, sizeof *p);
+    p->base = *base;
+    p->repeat = 1;
+    p->num_shards = 1;
+}
+
+void sweep_plan_free(sweep_plan *p)
+{
+    for (int a = 0; a < p->naxes; a++) free(p->axes[a].values);
+    free(p->listed);
+    p->naxes = p->nlisted = 0;
+    p->listed = NULL;
+}
+
+static void add_column(sweep_plan *p, int key)
+{
+    for (int c = 0; c < p->ncolumns; c++)
+        if (p->columns[c] == key) return;
+    p->columns[p->ncolumns++] = key;
+}
+
+/* Checks VALUE for KEY the way the scenario reader would, on a scratch copy. */
+static int check_value(const sweep_plan *p, int key, const char *value, char *err, size_t errlen)
+{
+    scenario scratch = p->base;
+    char assignment[600];
+    snprintf(assignment, sizeof assignment, "%s=%s", key_names[key], value);
+    char why[700];
+    if (scenario_set(&scratch, assignment, why, sizeof why) == 0) return 0;
+    const char *reason = strstr(why, ": ");
+    snprintf(err, errlen, "%s", reason ? reason + 2 : why);
+    return -1;
+}
+
+/* "SECTION.KEY" at the start of SPEC, up to '=': its key, or -1 with a reason. */
+static int parse_key(const char *spec, const char **value, char *err, size_t errlen)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq) {
+        snprintf(err, errlen, "expected SECTION.KEY=VALUE");
+        return -1;
+    }
+    int k = find_key(spec, (size_t)(eq - spec));
+    if (k < 0) snprintf(err, errlen, "unknown key %.*s (see `servesim keys`)", (int)(eq - spec), spec);
+    *value = eq + 1;
+    return k;
+}
+
+/* Splits LIST at commas into VALUES[0..max); the count, or -1 when there are too many. */
+static int split_values(const char *list, char (*values)[256], int max, char *err, size_t errlen)
+{
+    int n = 0;
+    for (const char *p = list;; n++) {
+        size_t len = strcspn(p, ",");
+        if (n >= max || len >= 256) {
+            snprintf(err, errlen, n >= max ? "more than %d values" : "a value longer than 255 characters", max);
+            return -1;
+        }
+        if (len == 0) {
+            snprintf(err, errlen, "empty value");
+            return -1;
+        }
+        memcpy(values[n], p, len);
+        values[n][len] = 0;
+        if (!p[len]) return n + 1;
+        p += len + 1;
+    }
+}
+
+int64_t sweep_runs_wanted(const sweep_plan *p)
+{
+    int64_t n = p->nlisted ? p->nlisted : 1;
+    for (int a = 0; a < p->naxes && n <= SWEEP_MAX_RUNS; a++) n *= p->axes[a].n;
+    return n > SWEEP_MAX_RUNS ? n : n * (p->repeat > 0 ? p->repeat : 1);
+}
+
+/* Refuses a plan of more runs than SWEEP_MAX_RUNS. */
+static int check_size(const sweep_plan *p, char *why, size_t len)
+{
+    int64_t n = sweep_runs_wanted(p);
+    if (n <= SWEEP_MAX_RUNS) return 0;
+    snprintf(why, len, "the sweep would be more than %d runs (points x repeats); split it", SWEEP_MAX_RUNS);
+    return -1;
+}
+
+int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
+{
+    char why[800];
+    const char *list;
+    sweep_axis ax = {0};
+    if (p->naxes >= SWEEP_MAX_AXES) {
+        snprintf(why, sizeof why, "more than %d --vary options", SWEEP_MAX_AXES);
+        goto bad;
+    }
+    if ((ax.key = parse_key(spec, &list, why, sizeof why)) < 0) goto bad;
+    for (int a = 0; a < p->naxes; a++)
+        if (p->axes[a].key == ax.key) {
+            snprintf(why, sizeof why, "%s is varied twice", key_names[ax.key]);
+            goto bad;
+        }
+    if (!(ax.values = malloc(SWEEP_MAX_VALUES * sizeof *ax.values))) {
+        snprintf(why, sizeof why, "out of memory");
+        goto bad;
+    }
+    if ((ax.n = split_values(list, ax.values, SWEEP_MAX_VALUES, why, sizeof why)) < 0) goto bad;
+    for (int v = 0; v < ax.n; v++)
+        if (check_value(p, ax.key, ax.values[v], why, sizeof why) < 0) goto bad;
+    p->axes[p->naxes++] = ax;
+    if (check_size(p, why, sizeof why) < 0) {
+        p->naxes--;
+        goto bad;
+    }
+    add_column(p, ax.key);
+    return 0;
+bad:
+    free(ax.values);
+    snprintf(err, errlen, "--vary %s: %s", spec, why);
+    return -1;
+}
+
+static int parse_assignments(const sweep_plan *p, const char *text, sweep_listed *pt, char *why, size_t len)
+{
+    char values[SWEEP_MAX_ASSIGN][256];
+    int n = split_values(text, values, SWEEP_MAX_ASSIGN, why, len);
+    for (int i = 0; i < n; i++) {
+        const char *value;
+        int k = parse_key(values[i], &value, why, len);
+        if (k < 0 || check_value(p, k, value, why, len) < 0) return -1;
+        for (int j = 0; j < pt->n; j++)
+            if (pt->a[j].key == k) {
+                snprintf(why, len, "%s is set twice", key_names[k]);
+                return -1;
+            }
+        pt->a[pt->n].key = k;
+        snprintf(pt->a[pt->n].value, sizeof pt->a[pt->n].value, "%s", value);
+        pt->n++;
+    }
+    return n < 0 ? -1 : 0;
+}
+
+int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
+{
+    char why[800];
+    sweep_listed pt = {.n = 0};
+    /* a label ends at a ':' before the first '=' (values, e.g. distributions, may hold ':') */
+    const char *colon = strchr(spec, ':'), *eq = strchr(spec, '='), *body = spec;
+    if (colon && (!eq || colon < eq)) {
+        if ((size_t)(colon - spec) >= sizeof pt.label || colon == spec) {
+            snprintf(why, sizeof why, "a label must have 1 to %zu characters", sizeof pt.label - 1);
+            goto bad;
+        }
+        snprintf(pt.label, sizeof pt.label, "%.*s", (int)(colon - spec), spec);
+        body = colon + 1;
+    }
+    if (p->nlisted >= SWEEP_MAX_LISTED) {
+        snprintf(why, sizeof why, "more than %d --point options", SWEEP_MAX_LISTED);
+        goto bad;
+    }
+    if (parse_assignments(p, body, &pt, why, sizeof why) < 0) goto bad;
+    sweep_listed *grown = realloc(p->listed, (size_t)(p->nlisted + 1) * sizeof *grown);
+    if (!grown) {
+        snprintf(why, sizeof why, "out of memory");
+        goto bad;
+    }
+    p->listed = grown;
+    p->listed[p->nlisted++] = pt;
+    if (check_size(p, why, sizeof why) < 0) {
+        p->nlisted--;
+        goto bad;
+    }
+    for (int i = 0; i < pt.n; i++) add_column(p, pt.a[i].key);
+    return 0;
+bad:
+    snprintf(err, errlen, "--point %s: %s", spec, why);
+    return -1;
+}
+
+int sweep_set_shard(sweep_plan *p, const char *spec, char *err, size_t errlen)
+{
+    /* parsed as 64-bit: "%d" of 99999999999 was undefined and wrapped */
+    long long k, n;
+    int used = 0;
+    if (sscanf(spec, "%lld/%lld%n", &k, &n, &used) != 2 || spec[used] || n < 1 || k < 1 || k > n ||
+        n > SWEEP_MAX_RUNS) {
+        snprintf(err, errlen, "--shard %s: expected K/N with 1 <= K <= N <= %d (the K-th of N slices)", spec,
+                 SWEEP_MAX_RUNS);
+        return -1;
+    }
+    p->shard = (int)(k - 1);
+    p->num_shards = (int)n;
+    return 0;
+}
+
+int sweep_grid_size(const sweep_plan *p)
+{
+    int n = 1;
+    for (int a = 0; a < p->naxes; a++) n *= p->axes[a].n;
+    return n;
+}
+
+int sweep_num_points(const sweep_plan *p)
+{
+    return (p->nlisted ? p->nlisted : 1) * sweep_grid_size(p);
+}
+
+bool sweep_in_shard(const sweep_plan *p, int index)
+{
+    return index % p->num_shards == p->shard;
+}
+
+/* The axis coordinates of INDEX, the first axis outermost; returns the listed point's index. */
+static int coordinates(const sweep_plan *p, int index, int *coord)
+{
+    int grid = sweep_grid_size(p), rem = index % grid;
+    for (int a = p->naxes - 1; a >= 0; a--) {
+        coord[a] = rem % p->axes[a].n;
+        rem /= p->axes[a].n;
+    }
+    return index / grid;
+}
+
+static int apply(scenario *sc, int key, const char *value, char *err, size_t errlen)
+{
+    char assignment[600];
+    snprintf(assignment, sizeof assignment, "%s=%s", key_names[key], value);
+    return scenario_set(sc, assignment, err, errlen);
+}
+
+int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *err, size_t errlen)
+{
+    if (index < 0 || index >= sweep_num_points(p)) {
+        snprintf(err, errlen, "point %d does not exist (the sweep has %d)", index, sweep_num_points(p));
+        return -1;
+    }
+    int coord[SWEEP_MAX_AXES];
+    int li = coordinates(p, index, coord);
+    *out = p->base;
+    for (int i = 0; p->nlisted && i < p->listed[li].n; i++)
+        if (apply(out, p->listed[li].a[i].key, p->listed[li].a[i].value, err, errlen) < 0) return -1;
+    for (int a = 0; a < p->naxes; a++)
+        if (apply(out, p->axes[a].key, p->axes[a].values[coord[a]], err, errlen) < 0) return -1;
+    return 0;
+}
+
+static void append(char *buf, size_t len, const char *sep, const char *s)
+{
+    size_t used = strlen(buf);
+    if (used < len) snprintf(buf + used, len - used, "%s%s", used ? sep : "", s);
+}
+
+void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len)
+{
+    int coord[SWEEP_MAX_AXES];
+    int li = coordinates(p, index, coord);
+    buf[0] = 0;
+    if (p->nlisted && p->listed[li].label[0]) append(buf, len, " ", p->listed[li].label);
+    else
+        for (int i = 0; p->nlisted && i < p->listed[li].n; i++) append(buf, len, "/", p->listed[li].a[i].value);
+    for (int a = 0; a < p->naxes; a++) append(buf, len, " ", p->axes[a].values[coord[a]]);
+    if (!buf[0]) snprintf(buf, len, "base");
+}
+
+int sweep_check(const sweep_plan *p, char *err, size_t errlen)
+{
+    scenario sc;
+    scenario_resolved r;
+    for (int i = 0; i < sweep_num_points(p); i++) {
+        if (!sweep_in_shard(p, i)) continue;
+        char why[1200], label[256];
+        if (sweep_point_scenario(p, i, &sc, why, sizeof why) == 0 && scenario_resolve(&sc, &r, why, sizeof why) == 0)
+            continue;
+        sweep_point_label(p, i, label, sizeof label);
+        snprintf(err, errlen, "point %d (%s): %s", i, label, why);
+        return -1;
+    }
+    return 0;
+}
+
+void sweep_run_name(int index, char *buf, size_t len)
+{
+    snprintf(buf, len, "%03d", index);
+}
+
+/* ---- running: (point, repeat) jobs shared by a pool of threads ---- */
+
+typedef struct job {
+    int point, repeat;
+    uint64_t seed;
+    int status;
+    char err[1024];
+    bool have_summary;
+    summary sum;
+    req_record *records;
+    size_t num_records;
+    char cost_kind[16], cost_source[1024];
+} job;
+
+typedef struct pool {
+    const sweep_plan *plan;
+    const sweep_opts *opts;
+    job *jobs;
+    int njobs;
+    pthread_mutex_t lock;
+    int next, finished;
+    bool failed;             /* stop handing out jobs after the first failure */
+    struct timespec start;
+    bool shown;
+} pool;
+
+/* Called with the lock held. */
+static void show_progress(pool *pl)
+{
+    enum { WIDTH = 30 };
+    int filled = pl->finished * WIDTH / pl->njobs;
+    char bar[WIDTH + 1];
+    for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+    bar[WIDTH] = 0;
+    fprintf(stderr, "\rsweep [%s] %d/%d runs, %.1f s", bar, pl->finished, pl->njobs, job_seconds_since(&pl->start));
+    pl->shown = true;
+}
+
+static int run_job(const pool *pl, job *jb)
+{
+    scenario sc;
+    if (sweep_point_scenario(pl->plan, jb->point, &sc, jb->err, sizeof jb->err) < 0) return EXIT_BAD_INPUT;
+    char seed[64], dir[4200];
+    jb->seed = (uint64_t)sc.v[K_run_seed].i + (uint64_t)jb->repeat;
+    snprintf(seed, sizeof seed, "run.seed=%llu", (unsigned long long)jb->seed);
+    if (scenario_set(&sc, seed, jb->err, sizeof jb->err) < 0) return EXIT_BAD_INPUT;
+    bool write = pl->opts->runs_dir && jb->repeat == 0;
+    if (write) {
+        char name[32];
+        sweep_run_name(jb->point, name, sizeof name);
+        snprintf(dir, sizeof dir, "%s/%s", pl->opts->runs_dir, name);
+    }
+    simjob j = {.sc = &sc, .out_dir = write ? dir : NULL, .keep_records = pl->opts->keep_records && jb->repeat == 0};
+    int status = simjob_run(&j, jb->err, sizeof jb->err);
+    jb->have_summary = j.have_summary;
+    jb->sum = j.sum;
+    jb->records = j.records;
+    jb->num_records = j.num_records;
+    snprintf(jb->cost_kind, sizeof jb->cost_kind, "%s", j.cost_kind);
+    snprintf(jb->cost_source, sizeof jb->cost_source, "%s", j.cost_source);
+    return status;
+}
+
+static void *worker(void *arg)
+{
+    pool *pl = arg;
+    pthread_mutex_lock(&pl->lock);
+    while (!pl->failed && pl->next < pl->njobs) {
+        job *jb = &pl->jobs[pl->next++];
+        pthread_mutex_unlock(&pl->lock);
+        jb->status = run_job(pl, jb);
+        pthread_mutex_lock(&pl->lock);
+        pl->finished++;
+        if (jb->status != EXIT_OK) pl->failed = true;
+        if (pl->opts->progress) show_progress(pl);
+    }
+    pthread_mutex_unlock(&pl->lock);
+    return NULL;
+}
+
+static int make_jobs(const sweep_plan *p, job **out)
+{
+    int n = 0, total = sweep_num_points(p);
+    for (int i = 0; i < total; i++) n += sweep_in_shard(p, i) ? p->repeat : 0;
+    job *jobs = calloc(n ? (size_t)n : 1, sizeof *jobs);
+    if (!jobs) return -1;
+    n = 0;
+    for (int i = 0; i < total; i++)
+        for (int r = 0; sweep_in_shard(p, i) && r < p->repeat; r++) jobs[n++] = (job){.point = i, .repeat = r};
+    *out = jobs;
+    return n;
+}
+
+static int run_pool(pool *pl)
+{
+    int nthreads = pl->opts->jobs < 1 ? 1 : pl->opts->jobs;
+    if (nthreads > pl->njobs) nthreads = pl->njobs;
+    pthread_t *threads = calloc(nthreads ? (size_t)nthreads : 1, sizeof *threads);
+    if (!threads) return -1;
+    int started = 0;
+    while (started < nthreads && pthread_create(&threads[started], NULL, worker, pl) == 0) started++;
+    /* fewer threads than asked is slower, not wrong; none at all and this thread works alone */
+    if (started == 0) worker(pl);
+    for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
+    free(threads);
+    return 0;
+}
+
+/* Gathers the point's repeats (consecutive jobs) into its result. */
+static int collect(const sweep_plan *p, job *jobs, sweep_result *r)
+{
+    r->ran = true;
+    snprintf(r->cost_kind, sizeof r->cost_kind, "%s", jobs[0].cost_kind);
+    snprintf(r->cost_source, sizeof r->cost_source, "%s", jobs[0].cost_source);
+    r->records = jobs[0].records;
+    r->num_records = jobs[0].num_records;
+    jobs[0].records = NULL;
+    r->runs = malloc((size_t)p->repeat * sizeof *r->runs);
+    r->seeds = malloc((size_t)p->repeat * sizeof *r->seeds);
+    r->stats = malloc(sumf_count() * sizeof *r->stats);
+    if (!r->runs || !r->seeds || !r->stats) return -1;
+    for (int k = 0; k < p->repeat; k++) {
+        if (!jobs[k].have_summary) continue;
+        r->seeds[r->nruns] = jobs[k].seed;
+        r->runs[r->nruns++] = jobs[k].sum;
+    }
+    if (r->nruns == 0) return 0;
+    rep_aggregate(r->runs, (size_t)r->nruns, r->stats);
+    if (p->repeat == 1) r->sum = r->runs[0];
+    else rep_mean_summary(r->stats, &r->sum);
+    return 0;
+}
+
+static int first_failure(const job *jobs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (jobs[i].status != EXIT_OK) return i;
+    return -1;
+}
+
+int sweep_run(const sweep_plan *p, const sweep_opts *o, sweep_result *results, char *err, size_t errlen)
+{
+    memset(results, 0, (size_t)sweep_num_points(p) * sizeof *results);
+    pool pl = {.plan = p, .opts = o};
+    pl.njobs = make_jobs(p, &pl.jobs);
+    if (pl.njobs < 0 || pthread_mutex_init(&pl.lock, NULL) != 0) {
+        free(pl.jobs);
+        snprintf(err, errlen, "out of memory");
+        return EXIT_FAILURE_OTHER;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &pl.start);
+    sweep_opts effective = *o;
+    effective.progress = o->progress && isatty(2);
+    pl.opts = &effective;
+    int status = run_pool(&pl) == 0 ? EXIT_OK : EXIT_FAILURE_OTHER;
+    if (pl.shown) fputc('\n', stderr);
+    pthread_mutex_destroy(&pl.lock);
+    int bad = first_failure(pl.jobs, pl.njobs);
+    if (bad >= 0) {
+        char label[256];
+        sweep_point_label(p, pl.jobs[bad].point, label, sizeof label);
+        snprintf(err, errlen, "point %d (%s): %s", pl.jobs[bad].point, label, pl.jobs[bad].err);
+        status = pl.jobs[bad].status;
+    } else if (status != EXIT_OK) {
+        snprintf(err, errlen, "cannot start threads");
+    }
+    for (int i = 0; status == EXIT_OK && i < pl.njobs; i += p->repeat)
+        if (collect(p, &pl.jobs[i], &results[pl.jobs[i].point]) < 0) {
+            snprintf(err, errlen, "out of memory");
+            status = EXIT_FAILURE_OTHER;
+        }
+    for (int i = 0; i < pl.njobs; i++) free(pl.jobs[i].records);
+    free(pl.jobs);
+    if (status != EXIT_OK) sweep_results_free(results, sweep_num_points(p));
+    return status;
+}
+
+void sweep_results_free(sweep_result *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(r[i].stats);
+        free(r[i].runs);
+        free(r[i].seeds);
+        free(r[i].records);
+        r[i] = (sweep_result){0};
+    }
+}
+
+/* ---- output ---- */
+
+static void write_header(FILE *f, const sweep_plan *p)
+{
+    fputs("point,label", f);
+    for (int c = 0; c < p->ncolumns; c++) fprintf(f, ",%s", key_names[p->columns[c]]);
+    fputc(',', f);
+    sumf_write_header(f, "");
+    if (p->repeat > 1) {
+        fputs(",repeats,", f);
+        sumf_write_header(f, "_std");
+        fputc(',', f);
+        sumf_write_header(f, "_min");
+        fputc(',', f);
+        sumf_write_header(f, "_max");
+    }
+    fputc('\n', f);
+}
+
+/* One column of every summary field: field I of the stats picked by WHICH (0 mean ... 3 max). */
+static void write_stats(FILE *f, const sweep_result *r, int which)
+{
+    for (size_t i = 0; i < sumf_count(); i++) {
+        char buf[64] = "";
+        if (r->nruns > 0) {
+            const rep_stat *st = &r->stats[i];
+            double v[] = {st->mean, st->std, st->min, st->max};
+            sumf_format(v[which], which == 1 || which == 0 ? SUMF_DOUBLE : sumf_at(i)->type, buf, sizeof buf);
+        }
+        fprintf(f, ",%s", buf);
+    }
+}
+
+static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_result *r)
+{
+    scenario sc;
+    char label[256], err[256];
+    sweep_point_scenario(p, index, &sc, err, sizeof err);
+    sweep_point_label(p, index, label, sizeof label);
+    fprintf(f, "%d,%s", index, label);
+    for (int c = 0; c < p->ncolumns; c++) fprintf(f, ",%s", sc.v[p->columns[c]].s);
+    if (p->repeat == 1) {
+        fputc(',', f);
+        if (r->nruns > 0) sumf_write_row(f, &r->sum);
+        else
+            for (size_t i = 1; i < sumf_count(); i++) fputc(',', f);
+    } else {
+        write_stats(f, r, 0);
+        fprintf(f, ",%d", r->nruns);
+        for (int which = 1; which <= 3; which++) write_stats(f, r, which);
+    }
+    fputc('\n', f);
+}
+
+void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
+{
+    write_header(f, p);
+    for (int i = 0; i < sweep_num_points(p); i++)
+        if (r[i].ran) write_row(f, p, i, &r[i]);
+}
+
+void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
+{
+    fputs("point,label,repeat,seed,", f);
+    sumf_write_header(f, "");
+    fputc('\n', f);
+    for (int i = 0; i < sweep_num_points(p); i++) {
+        char label[256];
+        sweep_point_label(p, i, label, sizeof label);
+        for (int k = 0; r[i].ran && k < r[i].nruns; k++) {
+            fprintf(f, "%d,%s,%d,%llu,", i, label, k + 1, (unsigned long long)r[i].seeds[k]);
+            sumf_write_row(f, &r[i].runs[k]);
+            fputc('\n', f);
+        }
+    }
+}
+
+uint64_t sweep_identity(const sweep_plan *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return 0;
+    scenario_write_json(&p->base, f, "");
+    for (int a = 0; a < p->naxes; a++) {
+        fprintf(f, "vary %s", key_names[p->axes[a].key]);
+        for (int v = 0; v < p->axes[a].n; v++) fprintf(f, ",%s", p->axes[a].values[v]);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < p->nlisted; i++) {
+        fprintf(f, "point %s:", p->listed[i].label);
+        for (int k = 0; k < p->listed[i].n; k++)
+            fprintf(f, "%s=%s,", key_names[p->listed[i].a[k].key], p->listed[i].a[k].value);
+        fputc('\n', f);
+    }
+    fprintf(f, "repeat %d\n", p->repeat);
+    fclose(f);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ULL;
+    free(buf);
+    return h;
+}
+
+void sweep_write_json(FILE *f, const sweep_plan *p)
+{
+    fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": %d,\n  \"num_shards\": %d,\n  \"repeat\": %d,\n",
+            sweep_num_points(p), p->shard + 1, p->num_shards, p->repeat);
+    fprintf(f, "  \"sweep_id\": \"%016llx\",\n", (unsigned long long)sweep_identity(p));
+    fputs("  \"scenario_file\": ", f);
+    res_json_string(f, p->base.path);
+    fputs("\n}\n", f);
+}
+
+void sweep_print_table(FILE *f, const sweep_plan *p, const sweep_result *r)
+{
+    fprintf(f, "%5s  %-28s %6s %8s %9s %9s %9s %9s %9s %8s\n", "point", "label", "done", "req/s", "out tok/s",
+            "TTFT p50", "TTFT p99", "TPOT p99", "E2EL p99", "min free");
+    for (int i = 0; i < sweep_num_points(p); i++) {
+        if (!r[i].ran) continue;
+        char label[256];
+        sweep_point_label(p, i, label, sizeof label);
+        const summary *s = &r[i].sum;
+        if (r[i].nruns == 0) {
+            fprintf(f, "%5d  %-28.28s no measured request finished\n", i, label);
+            continue;
+        }
+        fprintf(f, "%5d  %-28.28s %6d %8.2f %9.0f %9.1f %9.1f %9.2f %9.0f %8d\n", i, label, s->completed,
+                s->request_throughput, s->output_throughput, s->ttft_ms.median, s->ttft_ms.p99, s->tpot_ms.p99,
+                s->e2el_ms.p99, s->min_free_blocks);
+    }
+    if (p->repeat > 1) fprintf(f, "(means over %d seeds per point; spread in sweep.csv)\n", p->repeat);
+}

@@ -1,0 +1,246 @@
+#include "study/validate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/plot.h"
+
+static void json_number(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.10g", v);
+    else fputs("null", f);
+}
+
+/* S as a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* Metric K as each engine run measured it, as a JSON list. */
+static void json_runs(FILE *f, const point *p, int k)
+{
+    fputc('[', f);
+    for (int j = 0; j < p->num_runs; j++) {
+        json_number(f, p->runs[j].rows[k].measured);
+        fputs(j + 1 < p->num_runs ? ", " : "", f);
+    }
+    fputc(']', f);
+}
+
+static void json_metric(FILE *f, const point *p, int k)
+{
+    const cmp_row *r = &p->cmp.rows[k];
+    fprintf(f, "        {\"metric\": \"%s\", \"simulated\": ", r->metric);
+    json_number(f, r->simulated);
+    fprintf(f, ", \"measured\": ");
+    json_number(f, r->measured);
+    fprintf(f, ", \"rel_error\": ");
+    json_number(f, r->rel_error);
+    fprintf(f, ", \"spread\": ");
+    json_number(f, r->spread);
+    fprintf(f, ", \"measured_runs\": ");
+    json_runs(f, p, k);
+    fprintf(f, "}%s\n", k + 1 < p->cmp.num_rows ? "," : "");
+}
+
+int validate_write_json(const outdir *od, const point *pts, int n, const validation_info *vi, char *err,
+                        size_t errlen)
+{
+    FILE *f = od_fopen(od, "validation.json", err, errlen);
+    if (!f) return -1;
+    fprintf(f, "{\n  \"cost_table\": ");
+    json_string(f, vi->table);
+    fprintf(f, ",\n  \"calibrated_between_runs\": %s,\n  \"points\": [\n", vi->per_round ? "true" : "false");
+    for (int i = 0; i < n; i++) {
+        const point *p = &pts[i];
+        fprintf(f, "    {\n      \"rate\": ");
+        json_number(f, strtod(p->rate, NULL));
+        fprintf(f, ",\n      \"policy\": ");
+        json_string(f, p->policy);
+        fprintf(f, ",\n      \"passed\": %s,\n", p->passed ? "true" : "false");
+        fprintf(f, "      \"engine_runs\": %d,\n      \"step_time_mape\": ", p->num_runs);
+        json_number(f, p->cmp.step_mape);
+        fprintf(f, ",\n      \"steps_predicted\": %lld,\n      \"first_divergent_step\": %lld,\n      \"metrics\": [\n",
+                (long long)p->cmp.steps_predicted, (long long)p->cmp.first_divergence);
+        for (int k = 0; k < p->cmp.num_rows; k++) json_metric(f, p, k);
+        fprintf(f, "      ],\n      \"replay\": {\"first_mismatch\": [");
+        for (int k = 0; k < p->num_runs; k++) fprintf(f, "%lld%s", (long long)p->replay_mismatch[k], k + 1 < p->num_runs ? ", " : "");
+        fprintf(f, "], \"metrics\": [\n");
+        for (int k = 0; k < p->replay.num_rows; k++) {
+            fprintf(f, "        {\"metric\": \"%s\", \"rel_error\": ", p->replay.rows[k].metric);
+            json_number(f, p->replay.rows[k].rel_error);
+            fprintf(f, "}%s\n", k + 1 < p->replay.num_rows ? "," : "");
+        }
+        fprintf(f, "      ]}\n    }%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    return od_fclose(f, "validation.json", err, errlen);
+}
+
+int validate_plot_point(const outdir *od, int index, const point *p, const char *term, char *err, size_t errlen)
+{
+    plot pl;
+    char png[64], title[160];
+    snprintf(png, sizeof png, "point%d-latency.png", index);
+    snprintf(title, sizeof title, "Latency CDF, %s at %s req/s: simulated vs measured", p->policy, p->rate);
+    FILE *f = plot_begin(&pl, term, png, title, 900, 500);
+    if (!f) {
+        snprintf(err, errlen, "out of memory building a plot");
+        return -1;
+    }
+    /* measured requests that finished, from the simulation's and each engine run's requests.csv */
+    fprintf(f, "set xlabel 'latency (ms)'\nset ylabel 'fraction of requests'\nset logscale x\n"
+               "sim = 'point%d-sim/requests.csv'\n"
+               "run(k) = sprintf('point%d-engine-run%%d/requests.csv', k)\n"
+               "ok = \"(column('warmup')==0 && strcol('stop_reason') eq 'length')\"\n"
+               "e2el = \"(@ok ? 1000*(column('finish_time')-column('arrival_time')) : 1/0)\"\n"
+               "ttft = \"(@ok ? 1000*(column('first_token_time')-column('arrival_time')) : 1/0)\"\n"
+               "plot sim using @e2el:(1) smooth cnormal lw 2 lc 1 title 'E2EL simulated', \\\n"
+               "     for [k=1:%d] run(k) using @e2el:(1) smooth cnormal lw 1 dt 2 lc 1 "
+               "title (k==1?'E2EL measured':''), \\\n"
+               "     sim using @ttft:(1) smooth cnormal lw 2 lc 2 title 'TTFT simulated', \\\n"
+               "     for [k=1:%d] run(k) using @ttft:(1) smooth cnormal lw 1 dt 2 lc 2 "
+               "title (k==1?'TTFT measured':'')\n",
+            index, index, p->num_runs, p->num_runs);
+    return plot_finish(&pl, od->tmp_path, err, errlen);
+}
+
+static void report_table(FILE *f, const point *p)
+{
+    bool many = p->num_runs > 1;
+    fprintf(f, many ? "| metric | simulated | measured | error | engine spread |\n|---|---:|---:|---:|---:|\n"
+                    : "| metric | simulated | measured | error |\n|---|---:|---:|---:|\n");
+    for (int k = 0; k < p->cmp.num_rows; k++) {
+        const cmp_row *r = &p->cmp.rows[k];
+        fprintf(f, "| %s | %.4g | %.4g | ", r->metric, r->simulated, r->measured);
+        if (isfinite(r->rel_error)) fprintf(f, "%+.1f%% |", 100 * r->rel_error);
+        else fprintf(f, "n/a |");
+        if (many && isfinite(r->spread)) fprintf(f, " %.1f%% |", 100 * r->spread);
+        else if (many) fprintf(f, " n/a |");
+        fprintf(f, "\n");
+    }
+}
+
+/* How many of the latency percentiles' simulated values fall between the fastest and the
+ * slowest engine run, out of how many. */
+static int inside_engine_range(const point *p, int *total)
+{
+    int inside = 0;
+    *total = 0;
+    for (int k = 0; k < p->cmp.num_rows; k++) {
+        const char *m = p->cmp.rows[k].metric;
+        if (strncmp(m, "p", 1) != 0 || !strstr(m, "_ms")) continue;
+        double lo = p->runs[0].rows[k].measured, hi = lo;
+        for (int j = 1; j < p->num_runs; j++) {
+            lo = fmin(lo, p->runs[j].rows[k].measured);
+            hi = fmax(hi, p->runs[j].rows[k].measured);
+        }
+        double sim = p->cmp.rows[k].simulated;
+        inside += sim >= lo && sim <= hi;
+        ++*total;
+    }
+    return inside;
+}
+
+/* The replay: each run simulated with its own measured step times. */
+static void report_replay(FILE *f, const point *p)
+{
+    int agreed = 0;
+    for (int k = 0; k < p->num_runs; k++) agreed += p->replay_mismatch[k] < 0;
+    fprintf(f, "Replay: fed each engine run's own measured step times instead of the table's, the simulator "
+               "reproduces the run with these errors (%s); the schedules stayed identical throughout in %d of "
+               "%d run%s",
+            p->num_runs > 1 ? "medians over the runs" : "one run", agreed, p->num_runs, p->num_runs > 1 ? "s" : "");
+    for (int k = 0; k < p->num_runs; k++)
+        if (p->replay_mismatch[k] >= 0)
+            fprintf(f, "; run %d parted at step %lld of %lld", k + 1, (long long)p->replay_mismatch[k],
+                    (long long)p->replay_steps[k]);
+    fprintf(f, ". What the replay misses is the simulation's own error; the rest of the error above is "
+               "the cost table's.\n\n| replay | TTFT | TPOT | ITL | E2EL |\n|---|---:|---:|---:|---:|\n");
+    const char *stat[] = {"p50", "p99"}, *lat[] = {"ttft", "tpot", "itl", "e2el"};
+    for (int i = 0; i < 2; i++) {
+        fprintf(f, "| %s |", stat[i]);
+        for (int j = 0; j < 4; j++) {
+            char m[40];
+            snprintf(m, sizeof m, "%s_%s_ms", stat[i], lat[j]);
+            const cmp_row *r = cmp_find(&p->replay, m);
+            if (r && isfinite(r->rel_error)) fprintf(f, " %+.2f%% |", 100 * r->rel_error);
+            else fprintf(f, " n/a |");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+static void report_point(FILE *f, int index, const point *p, bool plotted)
+{
+    fprintf(f, "## %s at %s req/s: %s\n\n", p->policy, p->rate, p->passed ? "within the thresholds" : "OUTSIDE the thresholds");
+    if (isfinite(p->cmp.step_mape))
+        fprintf(f, "The cost table predicted the %lld steps the engine ran with a mean absolute error of "
+                   "%.1f%%. ", (long long)p->cmp.steps_predicted, 100 * p->cmp.step_mape);
+    const char *who = p->num_runs > 1 ? "The simulation and engine run 1" : "The simulation and the engine";
+    if (p->cmp.first_divergence < 0) fprintf(f, "%s scheduled identical batches throughout.\n\n", who);
+    else fprintf(f, "%s first schedule different batches at step %lld (different step times move arrivals "
+                    "into other batches).\n\n", who, (long long)p->cmp.first_divergence);
+    if (p->num_runs > 1) {
+        int total, inside = inside_engine_range(p, &total);
+        fprintf(f, "%d of the %d latency percentiles simulated lie between the fastest and the slowest engine "
+                   "run.\n\n", inside, total);
+    }
+    report_table(f, p);
+    fprintf(f, "\n");
+    report_replay(f, p);
+    if (plotted) fprintf(f, "\n![latency CDFs](point%d-latency.png)\n", index);
+    fprintf(f, "\n");
+}
+
+int validate_write_report(const outdir *od, const point *pts, int n, const scenario *sc, const validation_info *vi,
+                          bool plotted, char *err, size_t errlen)
+{
+    FILE *f = od_fopen(od, "report.md", err, errlen);
+    if (!f) return -1;
+    fprintf(f, "# Validation: %s\n\nDevice: %s. Cost table: `%s`. Thresholds: P50 %.0f%%, P99 %.0f%%, "
+               "throughput %.0f%%, replay %.1f%%.\n\n",
+            scenario_name(sc), vi->device, vi->table, 100 * sc->v[K_validate_max_median_error].d,
+            100 * sc->v[K_validate_max_p99_error].d, 100 * sc->v[K_validate_max_throughput_error].d,
+            100 * sc->v[K_validate_max_replay_error].d);
+    int runs = n > 0 ? pts[0].num_runs : 1;
+    if (vi->per_round)
+        fprintf(f, "Calibration ran in %d round%s, round K just before engine run K, so the table the "
+                   "simulation used (`cost-table.csv`, the expected value over the rounds) was measured over the same "
+                   "minutes as the runs it predicts. Each engine step's predicted time, behind the step "
+                   "error, comes from the round just before its run (`cost-table-roundK.csv`).\n\n",
+                runs, runs > 1 ? "s" : "");
+    if (runs > 1)
+        fprintf(f, "Each point was served %d times on the engine, the same requests each time. Measured is "
+                   "the median run, error is the simulation's against it, and engine spread is how far the "
+                   "engine's own runs disagree ((max - min) / median): an error inside the spread is inside "
+                   "this machine's noise.\n\n", runs);
+    for (int i = 0; i < n; i++) report_point(f, i, &pts[i], plotted);
+    return od_fclose(f, "report.md", err, errlen);
+}
+
+void validate_print_point(const point *p)
+{
+    const char *m[] = {"p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p50_e2el_ms", "p99_e2el_ms",
+                       "output_throughput"};
+    printf("%-10s %8s %s  step MAPE %5.1f%%", p->policy, p->rate, p->passed ? "ok  " : "FAIL", 100 * p->cmp.step_mape);
+    for (int i = 0; i < 7; i++) {
+        const cmp_row *r = cmp_find(&p->cmp, m[i]);
+        printf("  %s %+.1f%%", m[i], 100 * r->rel_error);
+        if (p->num_runs > 1) printf(" (spread %.0f%%)", 100 * r->spread);
+    }
+    const cmp_row *replay = cmp_find(&p->replay, "p50_e2el_ms"), *replay99 = cmp_find(&p->replay, "p99_e2el_ms");
+    if (replay && replay99) printf("  replay: p50_e2el_ms %+.2f%% p99_e2el_ms %+.2f%%", 100 * replay->rel_error, 100 * replay99->rel_error);
+    printf("\n");
+}

@@ -1,0 +1,249 @@
+#include "workload/trace.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACE_LEN_LIMIT (1 << 24)
+#define TICKS_PER_SECOND 10000000LL
+
+typedef enum trace_format { TRACE_AZURE, TRACE_PLAIN } trace_format;
+
+static const char *const headers[] = {
+    [TRACE_AZURE] = "TIMESTAMP,ContextTokens,GeneratedTokens",
+    [TRACE_PLAIN] = "arrival_time,prompt_len,output_len",
+};
+
+/* A row's time as read: Azure timestamps as exact ticks, plain times as seconds. */
+typedef struct raw_time {
+    int64_t ticks;
+    double seconds;
+} raw_time;
+
+typedef struct reader {
+    const char *path;
+    FILE *f;
+    char *line;
+    size_t cap;
+    long lineno;
+    char *err;
+    size_t errlen;
+} reader;
+
+__attribute__((format(printf, 2, 3)))
+static void fail(reader *r, const char *fmt, ...)
+{
+    int n = snprintf(r->err, r->errlen, "%s:%ld: ", r->path, r->lineno);
+    if (n < 0 || (size_t)n >= r->errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* Next non-blank line without its line end, or NULL at end of file. */
+static char *next_line(reader *r)
+{
+    ssize_t len;
+    while ((len = getline(&r->line, &r->cap, r->f)) >= 0) {
+        r->lineno++;
+        while (len > 0 && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
+            r->line[--len] = '\0';
+        if (len > 0)
+            return r->line;
+    }
+    return NULL;
+}
+
+/* Parses exactly WIDTH digits at *P (WIDTH = 0: one or more) and advances P. */
+static int digits(const char **p, int width, int64_t *out)
+{
+    int64_t v = 0;
+    int n = 0;
+    while ((**p >= '0' && **p <= '9') && (width == 0 || n < width) && n < 18) {
+        v = v * 10 + (**p - '0');
+        (*p)++;
+        n++;
+    }
+    *out = v;
+    return n > 0 && (width == 0 || n == width) ? 0 : -1;
+}
+
+static int expect(const char **p, char c)
+{
+    if (**p != c)
+        return -1;
+    (*p)++;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int parse_timestamp(const char *s, int64_t *ticks)
+{
+    int64_t y, mo, d, h, mi, sec, frac = 0;
+    const char *p = s;
+    if (digits(&p, 4, &y) || expect(&p, '-') || digits(&p, 2, &mo) || expect(&p, '-') ||
+        digits(&p, 2, &d) || expect(&p, ' ') || digits(&p, 2, &h) || expect(&p, ':') ||
+        digits(&p, 2, &mi) || expect(&p, ':') || digits(&p, 2, &sec))
+        return -1;
+    if (*p == '.') {
+        const char *start = ++p;
+        if (digits(&p, 0, &frac) || p - start > 7)
+            return -1;
+        for (long n = p - start; n < 7; n++)
+            frac *= 10;
+    }
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return -1;
+    int64_t seconds = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    *ticks = seconds * TICKS_PER_SECOND + frac;
+    return 0;
+}
+
+static int parse_len(const char *s, int *out)
+{
+    const char *p = s;
+    int64_t v;
+    if (digits(&p, 0, &v) || *p != '\0' || v < 1 || v > TRACE_LEN_LIMIT)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_row(reader *r, trace_format fmt, raw_time *t, trace_row *row)
+{
+    int commas = 0;
+    for (const char *p = r->line; (p = strchr(p, ',')); p++)
+        commas++;
+    if (commas != 2) {
+        fail(r, "expected 3 comma-separated fields, got %d", commas + 1);
+        return -1;
+    }
+    char *f[3];
+    f[0] = r->line;
+    for (int i = 1; i < 3; i++) {
+        f[i] = strchr(f[i - 1], ',');
+        *f[i]++ = '\0';
+    }
+    if (fmt == TRACE_AZURE) {
+        if (parse_timestamp(f[0], &t->ticks)) {
+            fail(r, "bad TIMESTAMP \"%s\" (expected YYYY-MM-DD HH:MM:SS.fffffff)", f[0]);
+            return -1;
+        }
+    } else {
+        char *end;
+        errno = 0;
+        t->seconds = strtod(f[0], &end);
+        if (end == f[0] || *end != '\0' || errno == ERANGE || !isfinite(t->seconds)) {
+            fail(r, "bad arrival_time \"%s\" (expected seconds)", f[0]);
+            return -1;
+        }
+    }
+    static const char *const names[][2] = {
+        [TRACE_AZURE] = {"ContextTokens", "GeneratedTokens"},
+        [TRACE_PLAIN] = {"prompt_len", "output_len"},
+    };
+    int *lens[] = {&row->prompt_len, &row->output_len};
+    for (int i = 0; i < 2; i++) {
+        if (parse_len(f[i + 1], lens[i])) {
+            fail(r, "bad %s \"%s\" (expected an integer in [1, %d])", names[fmt][i], f[i + 1],
+                 TRACE_LEN_LIMIT);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int read_header(reader *r, trace_format *fmt)
+{
+    if (!next_line(r)) {
+        r->lineno = 1;
+        fail(r, "empty trace, expected a header line");
+        return -1;
+    }
+    for (int k = TRACE_AZURE; k <= TRACE_PLAIN; k++) {
+        if (strcmp(r->line, headers[k]) == 0) {
+            *fmt = (trace_format)k;
+            return 0;
+        }
+    }
+    fail(r, "unknown trace header \"%s\" (expected \"%s\" or \"%s\")", r->line,
+         headers[TRACE_AZURE], headers[TRACE_PLAIN]);
+    return -1;
+}
+
+static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
+{
+    trace_format fmt;
+    if (read_header(r, &fmt))
+        return -1;
+    size_t cap = 0;
+    raw_time first = {0}, prev = {0};
+    while ((max_rows == 0 || *n < max_rows) && next_line(r)) {
+        raw_time t = {0};
+        trace_row row;
+        if (parse_row(r, fmt, &t, &row))
+            return -1;
+        if (*n == 0)
+            first = prev = t;
+        if (t.ticks < prev.ticks || t.seconds < prev.seconds) {
+            fail(r, "time goes backwards (rows must be in arrival order)");
+            return -1;
+        }
+        prev = t;
+        row.time = fmt == TRACE_AZURE ? (double)(t.ticks - first.ticks) / TICKS_PER_SECOND
+                                      : t.seconds - first.seconds;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            trace_row *grown = realloc(*rows, cap * sizeof **rows);
+            if (!grown) {
+                fail(r, "out of memory");
+                return -1;
+            }
+            *rows = grown;
+        }
+        (*rows)[(*n)++] = row;
+    }
+    if (ferror(r->f)) {
+        snprintf(r->err, r->errlen, "%s: read error: %s", r->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, char *err,
+               size_t errlen)
+{
+    reader r = {.path = path, .err = err, .errlen = errlen};
+    r.f = fopen(path, "r");
+    if (!r.f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    *rows = NULL;
+    *n = 0;
+    int rc = read_rows(&r, max_rows, rows, n);
+    free(r.line);
+    fclose(r.f);
+    if (rc) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
+}

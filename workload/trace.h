@@ -1,0 +1,24 @@
+/* Arrival traces as CSV. Two formats, told apart by the header line:
+ *   Azure LLM inference traces: TIMESTAMP,ContextTokens,GeneratedTokens
+ *       with TIMESTAMP as "YYYY-MM-DD HH:MM:SS[.fffffff]" (up to 7 fraction digits);
+ *   plain: arrival_time,prompt_len,output_len   with arrival_time in seconds.
+ * Times are returned relative to the first row, exactly for Azure timestamps (integer
+ * arithmetic in 100 ns ticks before the one conversion to seconds). Lengths must be >= 1;
+ * rows must be non-decreasing in time. CRLF line ends are accepted and blank lines skipped. */
+#ifndef SERVESIM_WORKLOAD_TRACE_H
+#define SERVESIM_WORKLOAD_TRACE_H
+
+#include <stddef.h>
+
+typedef struct trace_row {
+    double time;        /* seconds since the first row */
+    int prompt_len, output_len;
+} trace_row;
+
+/* Reads at most MAX_ROWS rows (0 = all; the rows after them are not read). On error returns
+ * -1 with "PATH:LINE: reason" (header = line 1) or "PATH: cannot open: reason" in ERR and
+ * allocates nothing. */
+int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, char *err,
+               size_t errlen);
+
+#endif
