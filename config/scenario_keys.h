@@ -26,7 +26,7 @@
     X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
     X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
     X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights)") \
-    X(scheduler, policy, CHOICE, "paged", "naive|kv_single|static|continuous|paged", "", "serving policy (docs/method.md section 5)") \
+    X(scheduler, policy, CHOICE, "paged", SCHED_POLICY_CHOICES, "", "serving policy (docs/method.md section 5)") \
     X(scheduler, prefix_caching, BOOL, "off", "", "", "share full prompt blocks by hash (paged only)") \
     X(scheduler, chunked_prefill, BOOL, "off", "", "", "decodes first, prefill chunks fill the budget (paged only)") \
     X(scheduler, max_num_seqs, INT, "256", "1", "65536", "most sequences in one step") \

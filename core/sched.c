@@ -13,6 +13,7 @@ typedef struct req_deque {
 
 struct sched {
     sched_config cfg;
+    const sched_policy_caps *policy;
     int max_seqs;            /* 1 for the single-request policies */
     bm *bm;
     req_deque waiting;
@@ -26,23 +27,24 @@ struct sched {
     request **finished;
 };
 
-static const char *policy_names[] = {"naive", "kv_single", "static", "continuous", "paged"};
+static const sched_policy_caps policies[] = {
+#define X(id, name, single, recompute, reserve_max, whole_batch, paged, help) \
+    [id] = {name, single, recompute, reserve_max, whole_batch, paged, help},
+    SCHED_POLICIES(X)
+#undef X
+};
 
-const char *sched_policy_name(sched_policy p) { return policy_names[p]; }
+const sched_policy_caps *sched_policy_info(sched_policy p) { return &policies[p]; }
+const char *sched_policy_name(sched_policy p) { return policies[p].name; }
 
 int sched_policy_parse(const char *text, sched_policy *out)
 {
-    for (int i = 0; i < (int)(sizeof policy_names / sizeof policy_names[0]); i++)
-        if (strcmp(text, policy_names[i]) == 0) {
+    for (int i = 0; i < (int)(sizeof policies / sizeof policies[0]); i++)
+        if (strcmp(text, policies[i].name) == 0) {
             *out = (sched_policy)i;
             return 0;
         }
     return -1;
-}
-
-static bool reserves_max_len(const sched_config *c)
-{
-    return c->policy == POLICY_STATIC || c->policy == POLICY_CONTINUOUS;
 }
 
 int sched_config_check(const sched_config *c, char *err, size_t errlen)
@@ -61,8 +63,8 @@ int sched_config_check(const sched_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "scheduler.chunk_size must be 0 or positive (got %d)", c->chunk_size);
         return -1;
     }
-    if ((c->prefix_caching || c->chunked_prefill) && c->policy != POLICY_PAGED) {
-        snprintf(err, errlen, "scheduler.%s needs scheduler.policy = paged (got %s)",
+    if ((c->prefix_caching || c->chunked_prefill) && !sched_policy_info(c->policy)->paged) {
+        snprintf(err, errlen, "scheduler.%s needs a paged policy such as scheduler.policy = paged (got %s)",
                  c->prefix_caching ? "prefix_caching" : "chunked_prefill", sched_policy_name(c->policy));
         return -1;
     }
@@ -80,7 +82,7 @@ int sched_config_check(const sched_config *c, char *err, size_t errlen)
                  c->max_num_batched_tokens, c->max_num_seqs);
         return -1;
     }
-    if (reserves_max_len(c) && bm_blocks_for(c->max_model_len, c->block_size) > c->num_blocks) {
+    if (sched_policy_info(c->policy)->reserve_max && bm_blocks_for(c->max_model_len, c->block_size) > c->num_blocks) {
         snprintf(err, errlen,
                  "policy %s reserves max_model_len (%d) slots per sequence, but the KV pool holds "
                  "only %d blocks x %d slots",
@@ -136,8 +138,8 @@ sched *sched_create(const sched_config *cfg)
     sched *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
-    bool single = cfg->policy == POLICY_NAIVE || cfg->policy == POLICY_KV_SINGLE;
-    s->max_seqs = single ? 1 : cfg->max_num_seqs;
+    s->policy = sched_policy_info(cfg->policy);
+    s->max_seqs = s->policy->single ? 1 : cfg->max_num_seqs;
     int per_seq = bm_blocks_for(cfg->max_model_len, cfg->block_size);
     bm_config bc = {
         .num_blocks = cfg->num_blocks,
@@ -265,7 +267,7 @@ static inline void add_item(sched *s, request *r, int n, int pad, double now)
     it->context_len = r->num_computed;
     it->emits_token = n > 0 && r->num_computed + n == req_num_tokens(r);
     it->is_decode = it->emits_token && r->num_generated > 0 &&
-                    (n == 1 || s->cfg.policy == POLICY_NAIVE);
+                    (n == 1 || s->policy->recompute);
     if (it->is_decode) {
         b->num_decode_seqs++;
     } else if (n > 0) {
@@ -300,7 +302,7 @@ static int admit_head(sched *s, int budget, double now)
     int remaining = req_num_tokens(r) - cached;
     int n = s->cfg.chunked_prefill ? prefill_chunk(s, remaining, budget) : remaining;
     if (n <= 0 || n > budget || !bm_seq_open(s->bm, r)) return 0;
-    int reserve = reserves_max_len(&s->cfg) ? s->cfg.max_model_len : cached + n;
+    int reserve = s->policy->reserve_max ? s->cfg.max_model_len : cached + n;
     if (!bm_allocate(s->bm, r, hits, reserve)) {
         bm_release(s->bm, r);
         return 0;
@@ -344,7 +346,7 @@ static void schedule_prefill_first(sched *s, double now)
     if (s->batch.num_items > 0) return;
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        if (s->cfg.policy == POLICY_NAIVE) set_computed(s, r, 0);
+        if (s->policy->recompute) set_computed(s, r, 0);
         int n = req_num_tokens(r) - r->num_computed;
         if (!grow_or_preempt(s, i, n)) break;
         add_item(s, r, n, 0, now);
@@ -412,7 +414,7 @@ static void schedule_static(sched *s, double now)
 int sched_schedule(sched *s, double now, const sched_batch **out)
 {
     batch_reset(&s->batch);
-    if (s->cfg.policy == POLICY_STATIC) schedule_static(s, now);
+    if (s->policy->whole_batch) schedule_static(s, now);
     else if (s->cfg.chunked_prefill) schedule_decode_first(s, now);
     else schedule_prefill_first(s, now);
     *out = &s->batch;
@@ -448,14 +450,14 @@ int sched_complete(sched *s, double now, request ***finished)
         if (r->num_generated < r->output_len) continue;
         end_request(r, now, STOP_LENGTH);
         s->finished[num_finished++] = r;
-        if (s->cfg.policy == POLICY_STATIC) {
+        if (s->policy->whole_batch) {
             s->num_static_done++;
         } else {
             s->computed_tokens -= r->num_computed;
             bm_release(s->bm, r);
         }
     }
-    if (s->cfg.policy == POLICY_STATIC) {
+    if (s->policy->whole_batch) {
         if (s->static_active && s->num_static_done == s->num_running) end_static_batch(s);
     } else if (num_finished > 0) {
         int kept = 0;

@@ -11,21 +11,51 @@
 #include "core/bm.h"
 #include "core/request.h"
 
+/* Every serving policy, once, as a row of the capabilities the scheduler reads (as Vidur
+ * registers its schedulers): adding a policy is a row here, its tests, and any new capability.
+ *   single       at most one request in flight
+ *   recompute    no KV reuse: every step recomputes the whole sequence
+ *   reserve_max  admission reserves max_model_len KV slots (else what the step computes)
+ *   whole_batch  a batch is formed only when idle, padded to its longest prompt, and runs until
+ *                its last request ends (finished members decode padding)
+ *   paged        KV in blocks: prefix caching and chunked prefill can be switched on
+ * X(enum, name, single, recompute, reserve_max, whole_batch, paged, what it is) */
+#define SCHED_POLICIES(X) \
+    X(POLICY_NAIVE, "naive", true, true, false, false, false, \
+      "one request at a time, every step recomputes the whole sequence") \
+    X(POLICY_KV_SINGLE, "kv_single", true, false, false, false, false, \
+      "one request at a time with a KV cache") \
+    X(POLICY_STATIC, "static", false, false, true, true, false, \
+      "a batch formed when idle runs until its last request ends") \
+    X(POLICY_CONTINUOUS, "continuous", false, false, true, false, false, \
+      "iteration-level batching, max_model_len slots reserved per sequence") \
+    X(POLICY_PAGED, "paged", false, false, false, false, true, \
+      "iteration-level batching over paged blocks (vLLM)")
+
 typedef enum sched_policy {
-    POLICY_NAIVE,       /* one request at a time, every step recomputes the whole sequence */
-    POLICY_KV_SINGLE,   /* one request at a time with a KV cache */
-    POLICY_STATIC,      /* a batch formed when idle runs until its last request ends */
-    POLICY_CONTINUOUS,  /* iteration-level batching, max_model_len slots reserved per sequence */
-    POLICY_PAGED,       /* iteration-level batching over paged blocks (vLLM) */
+#define X(id, name, single, recompute, reserve_max, whole_batch, paged, help) id,
+    SCHED_POLICIES(X)
+#undef X
 } sched_policy;
 
+typedef struct sched_policy_caps {
+    const char *name;
+    bool single, recompute, reserve_max, whole_batch, paged;
+    const char *help;
+} sched_policy_caps;
+
+/* The policies' names joined by "|", for the scenario key's list of choices. */
+#define SCHED_POLICY_NAME_(id, name, single, recompute, reserve_max, whole_batch, paged, help) "|" name
+#define SCHED_POLICY_CHOICES (SCHED_POLICIES(SCHED_POLICY_NAME_) + 1)
+
+const sched_policy_caps *sched_policy_info(sched_policy p);
 const char *sched_policy_name(sched_policy p);
 int sched_policy_parse(const char *text, sched_policy *out);
 
 typedef struct sched_config {
     sched_policy policy;
-    bool prefix_caching;        /* paged only */
-    bool chunked_prefill;       /* paged only: decodes first, prefill chunks fill the budget */
+    bool prefix_caching;        /* paged policies only */
+    bool chunked_prefill;       /* paged policies only: decodes first, prefill chunks fill the budget */
     int max_num_seqs;
     int max_num_batched_tokens; /* per-step token budget, padding included */
     int chunk_size;             /* largest prefill chunk; 0 = whatever budget is left */

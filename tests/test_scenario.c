@@ -176,7 +176,7 @@ Test(scenario, incompatible_keys_are_named)
     scenario_set(&sc, "scheduler.policy=static", err, sizeof err);
     scenario_set(&sc, "scheduler.prefix_caching=on", err, sizeof err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
-    cr_assert(strstr(err, "prefix_caching needs scheduler.policy = paged"), "%s", err);
+    cr_assert(strstr(err, "prefix_caching needs a paged policy such as scheduler.policy = paged"), "%s", err);
     scenario_defaults(&sc);
     scenario_set(&sc, "workload.arrival=trace", err, sizeof err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);

@@ -107,6 +107,27 @@ static sched_config base_config(sched_policy p)
                           .block_size = 16, .num_blocks = 512, .max_model_len = 2048};
 }
 
+Test(sched, the_policy_table_names_each_policy_once_with_its_capabilities)
+{
+    cr_assert_str_eq(SCHED_POLICY_CHOICES, "naive|kv_single|static|continuous|paged");
+    const char *names[] = {"naive", "kv_single", "static", "continuous", "paged"};
+    for (int i = 0; i < 5; i++) {
+        sched_policy p;
+        cr_assert_eq(sched_policy_parse(names[i], &p), 0, "%s", names[i]);
+        cr_assert_eq((int)p, i);
+        cr_assert_str_eq(sched_policy_name(p), names[i]);
+    }
+    sched_policy p;
+    cr_assert_eq(sched_policy_parse("Paged", &p), -1);
+    /* the rows the behaviour tests below rely on */
+    cr_assert(sched_policy_info(POLICY_NAIVE)->single && sched_policy_info(POLICY_NAIVE)->recompute);
+    cr_assert(sched_policy_info(POLICY_KV_SINGLE)->single && !sched_policy_info(POLICY_KV_SINGLE)->recompute);
+    cr_assert(sched_policy_info(POLICY_STATIC)->whole_batch && sched_policy_info(POLICY_STATIC)->reserve_max);
+    cr_assert(sched_policy_info(POLICY_CONTINUOUS)->reserve_max && !sched_policy_info(POLICY_CONTINUOUS)->whole_batch);
+    cr_assert(sched_policy_info(POLICY_PAGED)->paged && !sched_policy_info(POLICY_PAGED)->reserve_max);
+    for (int i = 0; i < 5; i++) cr_assert_eq(sched_policy_info((sched_policy)i)->paged, i == POLICY_PAGED);
+}
+
 Test(sched, single_request_constant_step_gives_exact_times)
 {
     int pl[] = {100}, ol[] = {10};
