@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "sim/table_cost.h"
+#include "metrics/metrics.h"
 
 /* The grids: powers of two and the points halfway between (1, 2, 3, 4, 6, 8, 12, ...) up to
  * MAX, which is always included. */
@@ -19,12 +20,6 @@ static int grid_points(int lo, int max, int *out, int cap)
     }
     if (n == 0 || (out[n - 1] != max && n < cap)) out[n++] = max;
     return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* One timed shape of the sweeps and the table rows it gives. */
@@ -441,7 +436,7 @@ double calibrate_check(const cost_table *t, FILE *report)
         double *xs = malloc((n ? n : 1) * sizeof *xs);
         size_t nx = 0;
         for (size_t i = 0; i < n; i++) xs[nx++] = p[i].x;
-        qsort(xs, nx, sizeof *xs, cmp_double);
+        qsort(xs, nx, sizeof *xs, met_cmp_double);
         size_t k = 0;
         for (size_t i = 0; i < nx; i++)
             if (k == 0 || xs[i] != xs[k - 1]) xs[k++] = xs[i];

@@ -1,6 +1,7 @@
 /* The calibration probe: a backend opened for the sweeps' largest shapes, synthetic batches
  * laid out like a served pool, and timed forwards. */
 #include "calibrate/calibrate.h"
+#include "metrics/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -45,17 +46,9 @@ struct calib {
 };
 typedef struct calib calib;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double calibrate_median(double *v, int n)
 {
-    if (n <= 0) return NAN;
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return n > 0 ? met_median(v, (size_t)n) : NAN;
 }
 
 double calibrate_expected(double *v, int n)

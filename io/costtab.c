@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/outdir.h"
+
 static const char *names[CT_COUNT] = {"linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"};
 
 const char *ct_component_name(ct_component c) { return names[c]; }
@@ -54,13 +56,9 @@ int ct_add(cost_table *t, ct_component c, double x, double y, double seconds)
 
 int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    outfile out;
+    FILE *f = of_open(&out, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, "# servesim cost table\n");
     for (int i = 0; i < t->num_meta; i++) fprintf(f, "# %s: %s\n", t->meta_key[i], t->meta_value[i]);
     fprintf(f, "component,x,y,seconds\n");
@@ -68,12 +66,7 @@ int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
         for (size_t i = 0; i < t->n[c]; i++)
             fprintf(f, "%s,%.10g,%.10g,%.9g\n", names[c], t->points[c][i].x, t->points[c][i].y,
                     t->points[c][i].seconds);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return of_commit(&out, err, errlen);
 }
 
 static int parse_row(cost_table *t, char *line, char *why, size_t len)

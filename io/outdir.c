@@ -173,3 +173,29 @@ void od_abort(outdir *d)
     if (d->tmp_path[0]) od_remove_tree(d->tmp_path);
     d->tmp_path[0] = '\0';
 }
+
+FILE *of_open(outfile *o, const char *path, char *err, size_t errlen)
+{
+    o->f = NULL;
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path ||
+        snprintf(o->tmp_path, sizeof o->tmp_path, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof o->tmp_path) {
+        snprintf(err, errlen, "%.200s...: path too long", path);
+        return NULL;
+    }
+    o->f = fopen(o->tmp_path, "w");
+    if (!o->f) snprintf(err, errlen, "%s: %s", o->tmp_path, strerror(errno));
+    return o->f;
+}
+
+int of_commit(outfile *o, char *err, size_t errlen)
+{
+    bool failed = ferror(o->f) != 0;
+    if (fclose(o->f) != 0) failed = true;
+    o->f = NULL;
+    if (failed || rename(o->tmp_path, o->path) != 0) {
+        snprintf(err, errlen, "%s: %s", o->path, failed ? "write error" : strerror(errno));
+        unlink(o->tmp_path);
+        return -1;
+    }
+    return 0;
+}

@@ -30,6 +30,20 @@ int od_fclose(FILE *f, const char *name, char *err, size_t errlen);
 int od_commit(outdir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it; a no-op after od_commit. */
 void od_abort(outdir *d);
+/* A single file that appears whole or not at all: written to PATH.tmp.<pid> and renamed
+ * into place by of_commit (cost tables, generated sources). */
+typedef struct outfile {
+    char path[4096];
+    char tmp_path[4200];
+    FILE *f;
+} outfile;
+
+/* Opens the temporary file of PATH for writing; NULL with "PATH: reason" in ERR. */
+FILE *of_open(outfile *o, const char *path, char *err, size_t errlen);
+/* Closes the file and renames it onto PATH; on any failure removes it and returns -1 with
+ * "PATH: reason" in ERR. */
+int of_commit(outfile *o, char *err, size_t errlen);
+
 /* mkdir -p of every directory above PATH (not PATH itself). -1 with "DIR: reason" in ERR. */
 int od_make_parents(const char *path, char *err, size_t errlen);
 /* rm -r PATH (for callers that prune what they no longer want before committing). */

@@ -117,17 +117,6 @@ int cmp_runs(const cmp_side *sim, const cmp_side *real, cmp_result *out, char *e
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_sorted(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void combine_row(const cmp_result *runs, int n, int k, cmp_row *out)
 {
@@ -138,8 +127,8 @@ static void combine_row(const cmp_result *runs, int n, int k, cmp_row *out)
         real[i] = runs[i].rows[k].measured;
     }
     *out = runs[0].rows[k];
-    out->simulated = median_sorted(sim, n);
-    out->measured = median_sorted(real, n); /* sorts REAL: its ends are the range */
+    out->simulated = met_median(sim, (size_t)n);
+    out->measured = met_median(real, (size_t)n); /* sorts REAL: its ends are the range */
     out->rel_error = cmp_rel_error(out->simulated, out->measured);
     double range = real[n - 1] - real[0];
     out->spread = range == 0 ? 0 : out->measured == 0 ? INFINITY : range / fabs(out->measured);

@@ -173,15 +173,22 @@ const req_record *met_requests(const met_acc *m, size_t *n)
     return m->reqs;
 }
 
-static int cmp_double(const void *a, const void *b)
+int met_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
+double met_median(double *v, size_t n)
+{
+    if (n == 0) return NAN;
+    qsort(v, n, sizeof *v, met_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static int cmp_run(const void *a, const void *b)
 {
-    return cmp_double(&((const itl_run *)a)->gap, &((const itl_run *)b)->gap);
+    return met_cmp_double(&((const itl_run *)a)->gap, &((const itl_run *)b)->gap);
 }
 
 static double percentile(const double *v, const int64_t *w, size_t n, double q)
@@ -218,7 +225,7 @@ static latency_stats stats_ms(const double *v, const int64_t *w, size_t n)
 
 static latency_stats sorted_stats_ms(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, met_cmp_double);
     return stats_ms(v, NULL, n);
 }
 

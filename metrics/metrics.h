@@ -40,6 +40,10 @@ typedef struct summary {
 
 /* Percentile Q (0..100) of sorted V[0..n), linear between closest ranks. n > 0. */
 double met_percentile_sorted(const double *v, size_t n, double q);
+/* qsort's comparison of doubles, ascending: the one every module sorts with. */
+int met_cmp_double(const void *a, const void *b);
+/* The median of V[0..n), sorting V in place; NAN when N is 0. */
+double met_median(double *v, size_t n);
 /* The same for values with integer weights (each value counted W[i] times), sorted by value. */
 double met_percentile_weighted(const double *v, const int64_t *w, size_t n, double q);
 

@@ -6,11 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "metrics/metrics.h"
 
 /* Sorted distinct values of V[0..n) (stride STRIDE doubles) into a new array. */
 static double *distinct(const ct_point *p, size_t n, bool use_y, size_t *out_n)
@@ -18,7 +14,7 @@ static double *distinct(const ct_point *p, size_t n, bool use_y, size_t *out_n)
     double *v = malloc((n ? n : 1) * sizeof *v);
     if (!v) return NULL;
     for (size_t i = 0; i < n; i++) v[i] = use_y ? p[i].y : p[i].x;
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, met_cmp_double);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (k == 0 || v[i] != v[k - 1]) v[k++] = v[i];

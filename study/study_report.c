@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "io/csvcol.h"
+#include "metrics/metrics.h"
 #include "io/plot.h"
 #include "io/report.h"
 #include "study/capacity.h"
@@ -255,12 +256,6 @@ typedef struct class_stats {
     double ttft_mean, ttft_p99, tpot_p90, tpot_p99;   /* ms */
 } class_stats;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* TTFT and per-request TPOT over the finished measured requests with LO <= prompt_len < HI. */
 static int class_of(const sweep_result *r, int lo, int hi, class_stats *out)
 {
@@ -279,8 +274,8 @@ static int class_of(const sweep_result *r, int lo, int hi, class_stats *out)
         sum += t;
         if (q->output_len > 1) tpot[np++] = (q->finish_time - q->first_token_time) * 1000 / (q->output_len - 1);
     }
-    qsort(ttft, nt, sizeof *ttft, cmp_double);
-    qsort(tpot, np, sizeof *tpot, cmp_double);
+    qsort(ttft, nt, sizeof *ttft, met_cmp_double);
+    qsort(tpot, np, sizeof *tpot, met_cmp_double);
     *out = (class_stats){(int)nt, nt ? sum / (double)nt : NAN, nt ? met_percentile_sorted(ttft, nt, 99) : NAN,
                          np ? met_percentile_sorted(tpot, np, 90) : NAN, np ? met_percentile_sorted(tpot, np, 99) : NAN};
     free(ttft), free(tpot);
@@ -300,7 +295,7 @@ static int step_spread(report *rp, int i, double *std, double *p99)
     double mean = 0, sq = 0;
     for (size_t k = 0; k < n; k++) cols[0][k] = (cols[1][k] - cols[0][k]) * 1000, mean += cols[0][k] / (double)n;
     for (size_t k = 0; k < n; k++) sq += (cols[0][k] - mean) * (cols[0][k] - mean);
-    qsort(cols[0], n, sizeof *cols[0], cmp_double);
+    qsort(cols[0], n, sizeof *cols[0], met_cmp_double);
     *std = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
     *p99 = n ? met_percentile_sorted(cols[0], n, 99) : NAN;
     free(cols[0]), free(cols[1]);

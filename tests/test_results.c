@@ -252,6 +252,44 @@ Test(results, errors_name_the_path)
     cr_assert(exists(file), "an abort after a failed open removes nothing");
 }
 
+Test(results, a_single_file_appears_whole_or_not_at_all)
+{
+    char path[128], listing[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/table.csv", root);
+    FILE *old = fopen(path, "w");
+    fputs("old\n", old);
+    fclose(old);
+    outfile o;
+    FILE *f = of_open(&o, path, err, sizeof err);
+    cr_assert_not_null(f, "%s", err);
+    fputs("new\n", f);
+    char *before = slurp(root, "table.csv");
+    cr_assert_str_eq(before, "old\n", "the old file stays until the commit");
+    free(before);
+    cr_assert_eq(of_commit(&o, err, sizeof err), 0, "%s", err);
+    char *after = slurp(root, "table.csv");
+    cr_assert_str_eq(after, "new\n");
+    free(after);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "table.csv ", "left behind: %s", listing);
+
+    /* a folder that does not exist: the error names the temporary path, nothing is made */
+    char missing[192];
+    snprintf(missing, sizeof missing, "%s/no/such/table.csv", root);
+    cr_assert_null(of_open(&o, missing, err, sizeof err));
+    cr_assert(strstr(err, "/no/such/table.csv.tmp.") && strstr(err, "No such file or directory"), "%s", err);
+
+    /* a commit that cannot rename (the target is a directory) removes the temporary file */
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s/adir", root);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    cr_assert_not_null(of_open(&o, sub, err, sizeof err));
+    cr_assert_eq(of_commit(&o, err, sizeof err), -1);
+    cr_assert(strstr(err, "adir: Is a directory"), "%s", err);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "adir table.csv ", "left behind: %s", listing);
+}
+
 Test(results, printed_table)
 {
     char *text = NULL;

@@ -23,6 +23,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "metrics/metrics.h"
 
 #define CHECK(call)                                                                       \
     do {                                                                                  \
@@ -43,17 +44,7 @@
         }                                                                                 \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double median(double *v, int n) { return met_median(v, (size_t)n); }
 
 static double now(void)
 {
