@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "io/costtab.h"
+#include "io/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "config/measured.h"
@@ -52,7 +53,7 @@ static int load(const char *gpu, gpu_tables *g, char *err, size_t errlen)
         ct_free(&t);
         if (rc < 0) return -1;
         snprintf(g->paths[g->n], sizeof g->paths[g->n], "%s", path);
-        g->cases[g->n] = (fit_case){m, {tc_step_time, &g->tables[g->n], NULL}};
+        g->cases[g->n] = (fit_case){m, {.step_time = tc_step_time, .ctx = &g->tables[g->n]}};
         g->n++;
     }
     return 0;
@@ -67,11 +68,11 @@ static void unload(gpu_tables *g)
 /* Writes the FIT rows in ROWS to PATH through a temporary file renamed into place. */
 static int write_fits(const char *path, const char *rows)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *out = fopen(tmp, "w");
+    outfile file;
+    char err[4400];
+    FILE *out = of_open(&file, path, err, sizeof err);
     if (!out) {
-        fprintf(stderr, "servesim: %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;
     }
     fprintf(out, "/* Written by `servesim roofline-fit --write sim/roofline_fit.inc` (scripts/aic-import runs\n"
@@ -79,9 +80,8 @@ static int write_fits(const char *path, const char *rows)
                  " * FIT(name, compute, memory, attention, step_overhead_ms, median_error, max_error,\n"
                  " *     holdout_median_error, holdout_max_error) */\n%s",
             rows);
-    if (fclose(out) != 0 || rename(tmp, path) != 0) {
-        fprintf(stderr, "servesim: %s: %s\n", path, strerror(errno));
-        unlink(tmp);
+    if (of_commit(&file, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
         return EXIT_FAILURE_OTHER;
     }
     return EXIT_OK;

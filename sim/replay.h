@@ -21,6 +21,8 @@ typedef struct replay_cost {
 void replay_init(replay_cost *r, const step_record *steps, size_t num_steps, step_cost fallback);
 /* A step_cost function; CTX is a replay_cost. */
 double replay_step_time(const void *ctx, const sched_batch *b);
+/* A step_cost ready_time function: when the engine started its next step. */
+double replay_ready_time(const void *ctx);
 /* The step_cost that replays R (its now field included). */
 step_cost replay_step_cost(replay_cost *r);
 

@@ -7,7 +7,7 @@
 #include "workload/driver.h"
 #include "sim/heap.h"
 
-typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE } ev_kind;
+typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE } ev_kind;
 
 typedef struct sim_event {
     heap_node node;          /* first: a heap_node* is a sim_event* */
@@ -17,8 +17,8 @@ typedef struct sim_event {
 
 typedef struct replica {
     sched *s;
-    sim_event done;
-    bool busy;
+    sim_event done, wake;
+    bool busy, waking;       /* a step in flight; a start deferred to step_cost.ready_time */
     step_record step;        /* the step in flight */
     int64_t next_step_id;
 } replica;
@@ -117,6 +117,8 @@ static int handle(sim *m, sim_event *ev, double now)
     if (ev->kind == EV_ARRIVAL) {
         m->arrival_pending = false;
         if (send_due_requests(m, now) < 0) return -1;
+    } else if (ev->kind == EV_WAKE) {
+        m->reps[ev->replica].waking = false;
     } else {
         finish_step(m, &m->reps[ev->replica], now);
     }
@@ -140,8 +142,17 @@ static int loop(sim *m)
          * arrive as a step ends join the next batch. */
         heap_node *next = heap_peek(&m->events);
         if (next && next->time == now) continue;
-        for (int i = 0; i < m->o->num_replicas; i++)
-            if (!m->reps[i].busy) start_step(m, &m->reps[i], now);
+        for (int i = 0; i < m->o->num_replicas; i++) {
+            replica *rep = &m->reps[i];
+            if (rep->busy || rep->waking) continue;
+            double ready = m->o->cost.ready_time && !sched_idle(rep->s) ? m->o->cost.ready_time(m->o->cost.ctx) : now;
+            if (ready > now) {
+                rep->waking = true;
+                heap_push(&m->events, &rep->wake.node, ready);
+            } else {
+                start_step(m, rep, now);
+            }
+        }
     }
     return 0;
 }
@@ -158,6 +169,7 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
     for (int i = 0; i < o->num_replicas; i++) {
         m->reps[i].s = sched_create(&o->sched);
         m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
+        m->reps[i].wake = (sim_event){.kind = EV_WAKE, .replica = i};
         if (!m->reps[i].s) return -1;
     }
     return 0;

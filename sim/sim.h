@@ -17,6 +17,10 @@ typedef struct step_cost {
     /* Where the simulator writes each step's start time before pricing it (NULL: not
      * wanted); a replay of measured times needs it to stay on the engine's clock. */
     double *now;
+    /* The earliest time an idle replica with work may start its next step (NULL: at once).
+     * A replay returns when the engine started it: the engine spends time between steps
+     * (records, waking up from a wait, a loaded machine), and requests arrive meanwhile. */
+    double (*ready_time)(const void *ctx);
 } step_cost;
 
 typedef struct sim_options {

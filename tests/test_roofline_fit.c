@@ -17,7 +17,7 @@ Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
     fit_case cases[2];
     for (int i = 0; i < 2; i++) {
         cost_roofline_init(&measured[i], models[i], hw, &truth, 2);
-        cases[i] = (fit_case){models[i], {roofline_step, &measured[i], NULL}};
+        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}};
     }
     hw_fit f;
     cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
@@ -51,7 +51,7 @@ Test(roofline_fit, reports_the_error_it_cannot_fit_away)
     floored fl;
     roofline_params p = {0.7, 0.8, 0.5, 0.2e-3};
     cost_roofline_init(&fl.roof, m, hw, &p, 2);
-    fit_case c = {m, {floored_step, &fl, NULL}};
+    fit_case c = {m, {.step_time = floored_step, .ctx = &fl}};
     hw_fit f;
     cr_assert_eq(roofline_fit(hw, &c, 1, &f), 0);
     cr_assert_gt(f.max_error, 0.05, "a 4 ms floor under a 1B model's small steps cannot be fitted");
