@@ -242,39 +242,18 @@ static void json_latency(json *j, const char *name, const latency_stats *st)
     }
 }
 
+#define json_INT json_int
+#define json_I64 json_int
+#define json_DBL json_num
+
 static void write_summary(FILE *f, const summary *s, const char *extra_json)
 {
     json j = {f, 0};
-    json_int(&j, "completed", s->completed);
-    json_int(&j, "rejected", s->rejected);
-    json_num(&j, "duration", s->duration);
-    json_int(&j, "total_input_tokens", s->total_input_tokens);
-    json_int(&j, "total_output_tokens", s->total_output_tokens);
-    json_num(&j, "request_throughput", s->request_throughput);
-    json_num(&j, "request_goodput", s->request_goodput);
-    json_num(&j, "output_throughput", s->output_throughput);
-    json_num(&j, "total_token_throughput", s->total_token_throughput);
-    json_latency(&j, "ttft", &s->ttft_ms);
-    json_latency(&j, "tpot", &s->tpot_ms);
-    json_latency(&j, "itl", &s->itl_ms);
-    json_latency(&j, "e2el", &s->e2el_ms);
-    json_int(&j, "num_steps", s->num_steps);
-    json_num(&j, "mean_waiting", s->mean_waiting);
-    json_num(&j, "mean_running", s->mean_running);
-    json_num(&j, "mean_free_blocks", s->mean_free_blocks);
-    json_int(&j, "min_free_blocks", s->min_free_blocks);
-    json_num(&j, "mean_batched_tokens", s->mean_batched_tokens);
-    json_num(&j, "mean_decode_seqs", s->mean_decode_seqs);
-    json_num(&j, "mean_prefill_tokens", s->mean_prefill_tokens);
-    json_num(&j, "mean_step_time_ms", s->mean_step_time_ms);
-    json_int(&j, "prefix_hits", s->prefix_hits);
-    json_int(&j, "prefix_queries", s->prefix_queries);
-    json_num(&j, "prefix_hit_rate", s->prefix_hit_rate);
-    json_num(&j, "kv_fragmentation", s->kv_fragmentation);
-    json_int(&j, "peak_running", s->peak_running);
-    json_int(&j, "num_preemptions", s->num_preemptions);
-    json_int(&j, "total_prefill_tokens", s->total_prefill_tokens);
-    json_int(&j, "total_padding_tokens", s->total_padding_tokens);
+#define S(name, type, csv, label, what) json_##type(&j, #name, s->name);
+#define L(name, title, abbrev, what) json_latency(&j, #name, &s->name##_ms);
+    SUMMARY_FIELDS(S, L)
+#undef S
+#undef L
     if (extra_json && *extra_json)
         fprintf(f, ",\n  %s", extra_json);
     fputs("\n}\n", f);
@@ -341,21 +320,27 @@ static void print_latency(FILE *f, const char *title, const char *name, const la
     }
 }
 
+static void print_int(FILE *f, const char *label, int64_t v)
+{
+    if (*label) fprintf(f, "%-40s %" PRId64 "\n", label, v);
+}
+
+static void print_num(FILE *f, const char *label, double v)
+{
+    if (*label) fprintf(f, "%-40s %.2f\n", label, v);
+}
+
+#define print_INT print_int
+#define print_I64 print_int
+#define print_DBL print_num
+
 void res_print_summary(FILE *f, const summary *s)
 {
     print_rule(f, '=', " Serving Benchmark Result ");
-    fprintf(f, "%-40s %d\n", "Successful requests:", s->completed);
-    fprintf(f, "%-40s %d\n", "Rejected requests:", s->rejected);
-    fprintf(f, "%-40s %.2f\n", "Benchmark duration (s):", s->duration);
-    fprintf(f, "%-40s %" PRId64 "\n", "Total input tokens:", s->total_input_tokens);
-    fprintf(f, "%-40s %" PRId64 "\n", "Total generated tokens:", s->total_output_tokens);
-    fprintf(f, "%-40s %.2f\n", "Request throughput (req/s):", s->request_throughput);
-    fprintf(f, "%-40s %.2f\n", "Request goodput (req/s):", s->request_goodput);
-    fprintf(f, "%-40s %.2f\n", "Output token throughput (tok/s):", s->output_throughput);
-    fprintf(f, "%-40s %.2f\n", "Total Token throughput (tok/s):", s->total_token_throughput);
-    print_latency(f, "Time to First Token", "TTFT", &s->ttft_ms);
-    print_latency(f, "Time per Output Token (excl. 1st token)", "TPOT", &s->tpot_ms);
-    print_latency(f, "Inter-token Latency", "ITL", &s->itl_ms);
-    print_latency(f, "End-to-end Latency", "E2EL", &s->e2el_ms);
+#define S(name, type, csv, label, what) print_##type(f, label, s->name);
+#define L(name, title, abbrev, what) print_latency(f, title, abbrev, &s->name##_ms);
+    SUMMARY_FIELDS(S, L)
+#undef S
+#undef L
     print_rule(f, '=', "");
 }

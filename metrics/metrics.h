@@ -18,24 +18,55 @@ typedef struct latency_stats {
     double mean, median, std, p50, p90, p99, min, max;
 } latency_stats;
 
+/* Every field of a run's summary, once, in the order of summary.json, the printed table and
+ * the CSV columns of sweeps, capacity searches and repeats:
+ *   S(name, type, csv, label, what)  a number (INT, I64 or DBL); csv 1: a CSV column too;
+ *                                    label: its line in the printed table ("" = not printed)
+ *   L(name, title, abbrev, what)     a latency in ms, as name_ms (latency_stats): summary.json
+ *                                    has mean, median, std, p50, p90, p99, min and max; the
+ *                                    CSVs and the printed table (under TITLE) mean, median,
+ *                                    p90 and p99. Keys: STAT_NAME_ms, e.g. p99_ttft_ms. */
+#define SUMMARY_FIELDS(S, L) \
+    S(completed, INT, 1, "Successful requests:", "measured requests that finished (STOP_LENGTH)") \
+    S(rejected, INT, 1, "Rejected requests:", "measured requests that ended any other way") \
+    S(duration, DBL, 1, "Benchmark duration (s):", "last measured finish - first measured arrival, s") \
+    S(total_input_tokens, I64, 1, "Total input tokens:", "prompt tokens of the finished measured requests") \
+    S(total_output_tokens, I64, 1, "Total generated tokens:", "output tokens of the finished measured requests") \
+    S(request_throughput, DBL, 1, "Request throughput (req/s):", "completed / duration") \
+    S(request_goodput, DBL, 1, "Request goodput (req/s):", "requests within every SLO / duration") \
+    S(output_throughput, DBL, 1, "Output token throughput (tok/s):", "total_output_tokens / duration") \
+    S(total_token_throughput, DBL, 1, "Total Token throughput (tok/s):", "(input + output tokens) / duration") \
+    L(ttft, "Time to First Token", "TTFT", "first token - arrival") \
+    L(tpot, "Time per Output Token (excl. 1st token)", "TPOT", "(E2EL - TTFT) / (output_len - 1), per request") \
+    L(itl, "Inter-token Latency", "ITL", "every gap between consecutive tokens, pooled") \
+    L(e2el, "End-to-end Latency", "E2EL", "finish - arrival") \
+    S(num_steps, I64, 1, "", "steps that start at or after the first measured arrival (the internals below)") \
+    S(mean_waiting, DBL, 1, "", "requests waiting, time-weighted") \
+    S(mean_running, DBL, 1, "", "requests running, time-weighted") \
+    S(mean_free_blocks, DBL, 1, "", "free KV blocks, time-weighted") \
+    S(min_free_blocks, INT, 1, "", "fewest free KV blocks in a step") \
+    S(mean_batched_tokens, DBL, 1, "", "tokens per step, padding included") \
+    S(mean_decode_seqs, DBL, 1, "", "decoding sequences per step") \
+    S(mean_prefill_tokens, DBL, 1, "", "prompt tokens per step") \
+    S(mean_step_time_ms, DBL, 1, "", "step duration") \
+    S(prefix_hits, I64, 0, "", "prompt tokens found in the prefix cache") \
+    S(prefix_queries, I64, 0, "", "prompt tokens looked up in the prefix cache") \
+    S(prefix_hit_rate, DBL, 1, "", "prefix_hits / prefix_queries") \
+    S(kv_fragmentation, DBL, 1, "", "unused / allocated KV slots, summed over steps") \
+    S(peak_running, INT, 1, "", "most requests running in one step") \
+    S(num_preemptions, I64, 1, "", "recompute preemptions") \
+    S(total_prefill_tokens, I64, 1, "", "prompt tokens computed (recomputation included)") \
+    S(total_padding_tokens, I64, 1, "", "padding tokens computed (static batching)")
+
+#define SUMMARY_CTYPE_INT int
+#define SUMMARY_CTYPE_I64 int64_t
+#define SUMMARY_CTYPE_DBL double
 typedef struct summary {
-    int completed;                    /* measured requests that finished (STOP_LENGTH) */
-    int rejected;                     /* measured requests that ended any other way */
-    double duration;                  /* last measured finish - first measured arrival, s */
-    int64_t total_input_tokens, total_output_tokens;
-    double request_throughput, output_throughput, total_token_throughput, request_goodput;
-    latency_stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
-    /* internals, over steps that start at or after the first measured arrival */
-    int64_t num_steps;
-    double mean_waiting, mean_running;          /* time-weighted */
-    double mean_free_blocks; int min_free_blocks;
-    double mean_batched_tokens, mean_decode_seqs, mean_prefill_tokens; /* per step */
-    double mean_step_time_ms;
-    int64_t prefix_hits, prefix_queries; double prefix_hit_rate;
-    double kv_fragmentation;          /* unused / allocated slots, summed over steps */
-    int peak_running;
-    int64_t num_preemptions;
-    int64_t total_prefill_tokens, total_padding_tokens;
+#define S(name, type, csv, label, what) SUMMARY_CTYPE_##type name;
+#define L(name, title, abbrev, what) latency_stats name##_ms;
+    SUMMARY_FIELDS(S, L)
+#undef S
+#undef L
 } summary;
 
 /* Percentile Q (0..100) of sorted V[0..n), linear between closest ranks. n > 0. */

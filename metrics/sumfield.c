@@ -4,40 +4,17 @@
 #include <stddef.h>
 #include <string.h>
 
-#define F(name, type) {#name, offsetof(summary, name), type}
-#define L(stat, metric) {#stat "_" #metric "_ms", offsetof(summary, metric##_ms.stat), SUMF_DOUBLE}
-#define LAT(metric) L(mean, metric), L(median, metric), L(p90, metric), L(p99, metric)
+/* The CSV columns: every S row with csv = 1 and four statistics of every latency. */
+#define SUMF_ROW_1(name, type) {#name, offsetof(summary, name), SUMF_##type},
+#define SUMF_ROW_0(name, type)
+#define S(name, type, csv, label, what) SUMF_ROW_##csv(name, type)
+#define STAT(stat, name) {#stat "_" #name "_ms", offsetof(summary, name##_ms.stat), SUMF_DBL},
+#define L(name, title, abbrev, what) STAT(mean, name) STAT(median, name) STAT(p90, name) STAT(p99, name)
 
-static const sumf fields[] = {
-    F(completed, SUMF_INT),
-    F(rejected, SUMF_INT),
-    F(duration, SUMF_DOUBLE),
-    F(total_input_tokens, SUMF_I64),
-    F(total_output_tokens, SUMF_I64),
-    F(request_throughput, SUMF_DOUBLE),
-    F(output_throughput, SUMF_DOUBLE),
-    F(total_token_throughput, SUMF_DOUBLE),
-    F(request_goodput, SUMF_DOUBLE),
-    LAT(ttft),
-    LAT(tpot),
-    LAT(itl),
-    LAT(e2el),
-    F(num_steps, SUMF_I64),
-    F(mean_waiting, SUMF_DOUBLE),
-    F(mean_running, SUMF_DOUBLE),
-    F(mean_free_blocks, SUMF_DOUBLE),
-    F(min_free_blocks, SUMF_INT),
-    F(mean_batched_tokens, SUMF_DOUBLE),
-    F(mean_decode_seqs, SUMF_DOUBLE),
-    F(mean_prefill_tokens, SUMF_DOUBLE),
-    F(mean_step_time_ms, SUMF_DOUBLE),
-    F(prefix_hit_rate, SUMF_DOUBLE),
-    F(kv_fragmentation, SUMF_DOUBLE),
-    F(peak_running, SUMF_INT),
-    F(num_preemptions, SUMF_I64),
-    F(total_prefill_tokens, SUMF_I64),
-    F(total_padding_tokens, SUMF_I64),
-};
+static const sumf fields[] = {SUMMARY_FIELDS(S, L)};
+
+#undef S
+#undef L
 
 size_t sumf_count(void) { return sizeof fields / sizeof *fields; }
 
@@ -56,7 +33,7 @@ double sumf_get(const sumf *f, const summary *s)
     switch (f->type) {
     case SUMF_INT: return *(const int *)(const void *)p;
     case SUMF_I64: return (double)*(const int64_t *)(const void *)p;
-    case SUMF_DOUBLE: break;
+    case SUMF_DBL: break;
     }
     return *(const double *)(const void *)p;
 }
@@ -64,7 +41,7 @@ double sumf_get(const sumf *f, const summary *s)
 void sumf_format(double v, sumf_type type, char *buf, size_t len)
 {
     if (!isfinite(v)) snprintf(buf, len, "%s", "");
-    else if (type != SUMF_DOUBLE) snprintf(buf, len, "%.0f", v);
+    else if (type != SUMF_DBL) snprintf(buf, len, "%.0f", v);
     else snprintf(buf, len, "%.10g", v);
 }
 

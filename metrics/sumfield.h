@@ -1,5 +1,5 @@
-/* The summary's numbers as a table of named fields, so that sweeps, repeats, SLOs and reports
- * can treat every metric alike. Names are summary.json's keys. */
+/* The summary's CSV columns (SUMMARY_FIELDS in metrics.h) as a table of named fields, so that
+ * sweeps, repeats, SLOs and reports can treat every metric alike. Names are summary.json's keys. */
 #ifndef SERVESIM_METRICS_SUMFIELD_H
 #define SERVESIM_METRICS_SUMFIELD_H
 
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include "metrics/metrics.h"
 
-typedef enum sumf_type { SUMF_INT, SUMF_I64, SUMF_DOUBLE } sumf_type;
+typedef enum sumf_type { SUMF_INT, SUMF_I64, SUMF_DBL } sumf_type;
 
 typedef struct sumf {
     const char *name;

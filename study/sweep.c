@@ -527,7 +527,7 @@ static void write_stats(FILE *f, const sweep_result *r, int which)
         if (r->nruns > 0) {
             const rep_stat *st = &r->stats[i];
             double v[] = {st->mean, st->std, st->min, st->max};
-            sumf_format(v[which], which == 1 || which == 0 ? SUMF_DOUBLE : sumf_at(i)->type, buf, sizeof buf);
+            sumf_format(v[which], which == 1 || which == 0 ? SUMF_DBL : sumf_at(i)->type, buf, sizeof buf);
         }
         fprintf(f, ",%s", buf);
     }
