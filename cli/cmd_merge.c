@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "io/outdir.h"
 #include "cli/commands.h"
 #include "study/sweep.h"
@@ -23,38 +25,44 @@ typedef struct merged {
     char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
 } merged;
 
-/* "points_total", "repeat" and "sweep_id" from DIR/sweep.json. */
+/* "points_total", "repeat" and "sweep_id" from DIR/sweep.json, read with jansson: any valid
+ * JSON layout (a file reformatted by jq included), and a parse error named by line. */
 static int read_json(const char *dir, int *total, int *repeat, char *id, size_t idlen, char *err, size_t errlen)
 {
-    char path[1100], line[512];
+    char path[1100];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (is %s a sweep's output directory?)", path, dir);
         return -1;
     }
-    long long t = -1, r = -1;
-    id[0] = 0;
-    while (fgets(line, sizeof line, f)) {
-        sscanf(line, " \"points_total\": %lld", &t);
-        sscanf(line, " \"repeat\": %lld", &r);
-        char hex[64];
-        if (sscanf(line, " \"sweep_id\": \"%63[0-9a-f]\"", hex) == 1) snprintf(id, idlen, "%s", hex);
-    }
+    json_error_t je;
+    json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
     fclose(f);
-    if (!id[0]) {
+    if (!doc) {
+        snprintf(err, errlen, "%s:%d: not valid JSON: %s", path, je.line, je.text);
+        return -1;
+    }
+    json_t *t = json_object_get(doc, "points_total"), *r = json_object_get(doc, "repeat");
+    const char *hex = json_string_value(json_object_get(doc, "sweep_id"));
+    int status = -1;
+    if (!json_is_object(doc))
+        snprintf(err, errlen, "%s: not a sweep.json (a JSON object is expected)", path);
+    else if (!hex || !*hex || strspn(hex, "0123456789abcdef") != strlen(hex) || strlen(hex) >= idlen)
         snprintf(err, errlen, "%s: no sweep_id: a shard written by an older servesim, which merge cannot tell "
                               "apart from another sweep's; rerun it", path);
-        return -1;
-    }
-    /* read as 64-bit and bounded: a points_total past an int once wrapped */
-    if (t < 1 || r < 1 || t * r > SWEEP_MAX_RUNS) {
+    /* bounded as 64-bit integers: a points_total past an int once wrapped */
+    else if (!json_is_integer(t) || !json_is_integer(r) || json_integer_value(t) < 1 || json_integer_value(r) < 1 ||
+             json_integer_value(t) > SWEEP_MAX_RUNS / json_integer_value(r))
         snprintf(err, errlen, "%s: no points_total and repeat (at most %d runs together) in it", path, SWEEP_MAX_RUNS);
-        return -1;
+    else {
+        *total = (int)json_integer_value(t);
+        *repeat = (int)json_integer_value(r);
+        snprintf(id, idlen, "%s", hex);
+        status = 0;
     }
-    *total = (int)t;
-    *repeat = (int)r;
-    return 0;
+    json_decref(doc);
+    return status;
 }
 
 static int check_plan(merged *m, const char *dir, char *err, size_t errlen)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "metrics/sumfield.h"
 #include "cli/commands.h"
@@ -205,6 +206,47 @@ Test(sweep, merge_rejects_corrupt_rows_and_another_sweeps_shard)
     cr_assert_not(exists("/tmp/ss-cbad2"));
     free(orig);
     free(swapped);
+}
+
+/* merge reads sweep.json as JSON, not line by line: a shard whose sweep.json was reformatted
+ * (one line, keys reordered, as jq -c or a Python script writes it) merges; broken JSON is
+ * refused naming the file and line. */
+Test(sweep, merge_reads_sweep_json_in_any_layout_and_names_broken_json)
+{
+    system("rm -rf /tmp/ss-jshard* /tmp/ss-jmerged /tmp/ss-jbad");
+    cr_assert_eq(sweep_with("/tmp/ss-jshard1", "1", "1/2"), 0);
+    cr_assert_eq(sweep_with("/tmp/ss-jshard2", "1", "2/2"), 0);
+    char *orig = slurp("/tmp/ss-jshard2/sweep.json");
+    const char *id = strstr(orig, "\"sweep_id\": \"");
+    cr_assert_not_null(id);
+    char hex[65] = "";
+    sscanf(id, "\"sweep_id\": \"%64[0-9a-f]\"", hex);
+    int points = 0;
+    cr_assert_eq(sscanf(strstr(orig, "\"points_total\""), "\"points_total\": %d", &points), 1);
+    FILE *f = fopen("/tmp/ss-jshard2/sweep.json", "w");
+    fprintf(f, "{\"repeat\":1,\"sweep_id\":\"%s\",\"points_total\":%d}", hex, points);
+    fclose(f);
+    const char *args[] = {"merge", "/tmp/ss-jmerged", "/tmp/ss-jshard1", "/tmp/ss-jshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, args), 0, "a one-line sweep.json with its keys in another order");
+    f = fopen("/tmp/ss-jshard2/sweep.json", "w");
+    fprintf(f, "{\n  \"repeat\": 1,\n  \"sweep_id\": \"%s\",\n  \"points_total\": %d,\n}\n", hex, points);
+    fclose(f);
+    const char *bad[] = {"merge", "/tmp/ss-jbad", "/tmp/ss-jshard1", "/tmp/ss-jshard2", NULL};
+    char err[4096] = "";
+    FILE *saved = tmpfile();
+    int fd = dup(2);
+    dup2(fileno(saved), 2);
+    int rc = cli(cmd_merge, bad);
+    fflush(stderr);
+    dup2(fd, 2);
+    close(fd);
+    rewind(saved);
+    err[fread(err, 1, sizeof err - 1, saved)] = 0;
+    fclose(saved);
+    cr_assert_eq(rc, 2);
+    cr_assert(strstr(err, "/tmp/ss-jshard2/sweep.json:5: not valid JSON"), "%s", err);
+    cr_assert_not(exists("/tmp/ss-jbad"));
+    free(orig);
 }
 
 Test(sweep, bad_input_exits_2_and_writes_nothing)
