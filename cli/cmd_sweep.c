@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/csv.h"
 #include "io/outdir.h"
 #include "cli/commands.h"
 #include "study/study.h"
@@ -98,16 +99,6 @@ static int build_plan(const sweep_cli *c, sweep_plan *p, char *err, size_t errle
     return sweep_check(p, err, errlen);
 }
 
-static void put_quoted(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* cost_models.csv: which cost model priced each point (a sweep over GPUs or models can mix
  * measured tables and the roofline), and a line saying how many of each. */
 static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const sweep_result *r, outdir *od, char *err,
@@ -122,9 +113,9 @@ static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const swee
         char label[256];
         sweep_point_label(p, i, label, sizeof label);
         fprintf(f, "%d,", i);
-        put_quoted(f, label);
+        csv_write_field(f, label);
         fprintf(f, ",%s,", r[i].cost_kind);
-        put_quoted(f, r[i].cost_source);
+        csv_write_field(f, r[i].cost_source);
         fputc('\n', f);
         if (strcmp(r[i].cost_kind, "measured") == 0) measured++;
         else other++;

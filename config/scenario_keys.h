@@ -44,7 +44,7 @@
     X(workload, shared_prefix_len, INT, "0", "0", "1000000", "tokens of each shared prefix") \
     X(workload, num_prefixes, INT, "1", "1", "1000000", "distinct shared prefixes") \
     X(workload, prefix_fraction, NUM, "1", "0", "1", "fraction of requests that start with a shared prefix") \
-    X(workload, trace, PATH, "", "", "", "CSV to replay (Azure or arrival_time,prompt_len,output_len)") \
+    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, others ignored") \
     X(workload, trace_time_scale, NUM, "1", "0", "1000000", "trace gaps are multiplied by this") \
     X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
     X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \

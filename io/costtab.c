@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/csv.h"
 #include "io/outdir.h"
 
 static const char *names[CT_COUNT] = {"linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"};
@@ -69,19 +70,13 @@ int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
     return of_commit(&out, err, errlen);
 }
 
-static int parse_row(cost_table *t, char *line, char *why, size_t len)
+static int parse_row(cost_table *t, const csv_reader *r, char *why, size_t len)
 {
-    char *fields[4], *save = NULL;
-    int n = 0;
-    /* strtok_r: sweeps read tables from worker threads */
-    for (char *p = strtok_r(line, ",", &save); p && n < 5; p = strtok_r(NULL, ",", &save)) {
-        if (n == 4) { snprintf(why, len, "more than 4 fields"); return -1; }
-        fields[n++] = p;
-    }
-    if (n != 4) {
-        snprintf(why, len, "expected component,x,y,seconds");
+    if (r->nfields != 4) {
+        snprintf(why, len, "expected component,x,y,seconds (got %d fields)", r->nfields);
         return -1;
     }
+    char *const *fields = r->field;
     int c = 0;
     while (c < CT_COUNT && strcmp(fields[0], names[c]) != 0) c++;
     if (c == CT_COUNT) {
@@ -111,44 +106,51 @@ static int parse_row(cost_table *t, char *line, char *why, size_t len)
     return 0;
 }
 
+/* The header's four columns, in this order: the rows are read by position. */
+static bool is_header(const csv_reader *r)
+{
+    static const char *const cols[] = {"component", "x", "y", "seconds"};
+    if (r->nfields != 4) return false;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(r->field[i], cols[i]) != 0) return false;
+    return true;
+}
+
 static int read_table(cost_table *t, const char *path, bool meta_only, char *err, size_t errlen)
 {
     ct_init(t);
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: is a directory, not a cost table", path);
+    csv_reader r;
+    if (csv_open(&r, path, CSV_COMMENTS, err, errlen) < 0) {
+        if (strstr(err, ": is a directory")) snprintf(err, errlen, "%s: is a directory, not a cost table", path);
         return -1;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    char line[1024], why[300];
-    int lineno = 0, header = 0, bad = 0;
-    while (!bad && fgets(line, sizeof line, f)) {
-        lineno++;
-        line[strcspn(line, "\r\n")] = 0;
+    char why[300];
+    int got, header = 0;
+    long bad = 0;
+    while (!bad && (got = csv_next(&r, err, errlen)) > 0) {
         char key[64], value[256];
-        if (line[0] == '#') {
-            if (sscanf(line, "# %63[^:]: %255[^\n]", key, value) == 2) ct_set_meta(t, key, value);
+        if (r.comment) {
+            if (sscanf(r.field[0], "# %63[^:]: %255[^\n]", key, value) == 2) ct_set_meta(t, key, value);
         } else if (!header) {
-            header = strcmp(line, "component,x,y,seconds") == 0;
+            header = is_header(&r);
             if (header && meta_only) break;
-            if (!header) snprintf(why, sizeof why, "expected the header component,x,y,seconds"), bad = lineno;
-        } else if (line[0] && parse_row(t, line, why, sizeof why) < 0) {
-            bad = lineno;
+            if (!header) snprintf(why, sizeof why, "expected the header component,x,y,seconds"), bad = r.lineno;
+        } else if (parse_row(t, &r, why, sizeof why) < 0) {
+            bad = r.lineno;
         }
     }
-    fclose(f);
+    csv_close(&r);
+    if (got < 0) {
+        ct_free(t);
+        return -1;
+    }
     if (!bad && !header) {
-        /* an empty file has no line to name: lineno is 0, which must still fail */
         snprintf(err, errlen, "%s: not a cost table (no header line component,x,y,seconds)", path);
         ct_free(t);
         return -1;
     }
     if (bad) {
-        snprintf(err, errlen, "%s:%d: %s", path, bad, why);
+        snprintf(err, errlen, "%s:%ld: %s", path, bad, why);
         ct_free(t);
         return -1;
     }

@@ -1,3 +1,4 @@
+/* Named numeric columns of a CSV file with a header line, read with io/csv. */
 #include "io/csvcol.h"
 
 #include <math.h>
@@ -5,34 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_FIELDS = 128 };
-
-/* Splits LINE in place at commas; returns the field count. */
-static int split(char *line, char **fields)
-{
-    int n = 0;
-    line[strcspn(line, "\r\n")] = 0;
-    for (char *p = line; n < MAX_FIELDS; p++) {
-        fields[n++] = p;
-        p = strchr(p, ',');
-        if (!p) break;
-        *p = 0;
-    }
-    return n;
-}
-
-static int find_columns(char *header, const char *const *names, int k, int *idx)
-{
-    char *fields[MAX_FIELDS];
-    int n = split(header, fields);
-    for (int j = 0; j < k; j++) {
-        idx[j] = -1;
-        for (int i = 0; i < n; i++)
-            if (strcmp(fields[i], names[j]) == 0) idx[j] = i;
-        if (idx[j] < 0) return j;
-    }
-    return -1;
-}
+#include "io/csv.h"
 
 static int grow(double **cols, int k, size_t *cap)
 {
@@ -45,45 +19,56 @@ static int grow(double **cols, int k, size_t *cap)
     return 0;
 }
 
-static int read_rows(FILE *f, const int *idx, int k, double **cols, size_t *n)
+/* FIELD as a number; an empty field is NAN. -1 for text that is not a number. */
+static int number(const char *field, double *out)
 {
-    char *line = NULL, *fields[MAX_FIELDS];
-    size_t len = 0, cap = 0;
-    int status = 0;
-    while (status == 0 && getline(&line, &len, f) >= 0) {
-        int nf = split(line, fields);
-        if (nf == 1 && !fields[0][0]) continue;
-        if (*n == cap && grow(cols, k, &cap) < 0) status = -1;
-        for (int j = 0; status == 0 && j < k; j++)
-            cols[j][*n] = idx[j] < nf && fields[idx[j]][0] ? strtod(fields[idx[j]], NULL) : NAN;
-        if (status == 0) (*n)++;
+    if (!*field) {
+        *out = NAN;
+        return 0;
     }
-    free(line);
-    return status;
+    char *end;
+    *out = strtod(field, &end);
+    return *end ? -1 : 0;
 }
 
 int csv_columns(const char *path, const char *const *names, int k, double **cols, size_t *n, char *err,
                 size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
-        return -1;
-    }
-    char *header = NULL;
-    size_t len = 0;
-    int idx[MAX_FIELDS], missing = -1, status = 0;
+    csv_reader r;
     *n = 0;
     for (int j = 0; j < k; j++) cols[j] = NULL;
-    if (k > MAX_FIELDS || getline(&header, &len, f) < 0 || (missing = find_columns(header, names, k, idx)) >= 0) {
-        snprintf(err, errlen, "%s: no column %s", path, missing >= 0 ? names[missing] : "header");
-        status = -1;
-    } else if (read_rows(f, idx, k, cols, n) < 0) {
+    if (csv_open(&r, path, 0, err, errlen) < 0) return -1;
+    int *idx = calloc((size_t)(k ? k : 1), sizeof *idx), got = csv_next(&r, err, errlen), status = -1;
+    size_t cap = 0;
+    if (!idx) {
         snprintf(err, errlen, "%s: out of memory", path);
-        status = -1;
+        goto done;
     }
-    free(header);
-    fclose(f);
+    if (got == 0) snprintf(err, errlen, "%s: empty, expected a header line", path);
+    if (got <= 0) goto done;
+    for (int j = 0; j < k; j++)
+        if ((idx[j] = csv_index(&r, names[j])) < 0) {
+            snprintf(err, errlen, "%s:%ld: no column %s in the header", path, r.lineno, names[j]);
+            goto done;
+        }
+    while ((got = csv_next(&r, err, errlen)) > 0) {
+        if (*n == cap && grow(cols, k, &cap) < 0) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            goto done;
+        }
+        for (int j = 0; j < k; j++) {
+            const char *field = idx[j] < r.nfields ? r.field[idx[j]] : "";
+            if (number(field, &cols[j][*n]) < 0) {
+                snprintf(err, errlen, "%s:%ld: %s \"%s\" is not a number", path, r.lineno, names[j], field);
+                goto done;
+            }
+        }
+        (*n)++;
+    }
+    if (got == 0) status = 0;
+done:
+    csv_close(&r);
+    free(idx);
     if (status < 0)
         for (int j = 0; j < k; j++) free(cols[j]), cols[j] = NULL;
     return status;

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/csv.h"
 #include "io/results.h"
 #include "metrics/sumfield.h"
 #include "study/job.h"
@@ -539,8 +540,12 @@ static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_resul
     char label[256], err[256];
     sweep_point_scenario(p, index, &sc, err, sizeof err);
     sweep_point_label(p, index, label, sizeof label);
-    fprintf(f, "%d,%s", index, label);
-    for (int c = 0; c < p->ncolumns; c++) fprintf(f, ",%s", sc.v[p->columns[c]].s);
+    fprintf(f, "%d,", index);
+    csv_write_field(f, label);
+    for (int c = 0; c < p->ncolumns; c++) {
+        fputc(',', f);
+        csv_write_field(f, sc.v[p->columns[c]].s);
+    }
     if (p->repeat == 1) {
         fputc(',', f);
         if (r->nruns > 0) sumf_write_row(f, &r->sum);
@@ -570,7 +575,9 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
         char label[256];
         sweep_point_label(p, i, label, sizeof label);
         for (int k = 0; r[i].ran && k < r[i].nruns; k++) {
-            fprintf(f, "%d,%s,%d,%llu,", i, label, k + 1, (unsigned long long)r[i].seeds[k]);
+            fprintf(f, "%d,", i);
+            csv_write_field(f, label);
+            fprintf(f, ",%d,%llu,", k + 1, (unsigned long long)r[i].seeds[k]);
             sumf_write_row(f, &r[i].runs[k]);
             fputc('\n', f);
         }

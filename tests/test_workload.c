@@ -354,6 +354,23 @@ Test(workload, plain_trace_format)
     wl_free(&w);
 }
 
+/* Traces from elsewhere: a spreadsheet's byte-order mark, quoted fields, the columns in
+ * another order among others (a model name with a comma in it, quoted). */
+Test(workload, trace_columns_are_found_by_name_among_others)
+{
+    char path[64];
+    temp_trace(path, "\xEF\xBB\xBFmodel,output_len,arrival_time,prompt_len\r\n"
+                     "\"llama, 8b\",20,\"10.5\",100\r\n\"say \"\"hi\"\"\",1,11.0,50\r\n");
+    wl_config c = trace_config(path, 0);
+    workload w = build_ok(&c);
+    unlink(path);
+    cr_assert_eq(w.n, 2);
+    cr_assert(w.reqs[0].prompt_len == 100 && w.reqs[0].output_len == 20);
+    cr_assert(w.reqs[1].prompt_len == 50 && w.reqs[1].output_len == 1);
+    cr_assert_float_eq(w.reqs[1].arrival_time, 0.5, 1e-12);
+    wl_free(&w);
+}
+
 Test(workload, trace_longer_than_a_day_boundary)
 {
     char path[64];
@@ -375,7 +392,7 @@ Test(workload, malformed_traces_name_the_line)
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,3,x\n", az);
     trace_fails(text, 3, "bad GeneratedTokens \"x\"");
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46.68,374,44\n\n2023-11-16 18:15:47,3\n", az);
-    trace_fails(text, 4, "expected 3 comma-separated fields, got 2");
+    trace_fails(text, 4, "expected 3 fields as in the header, got 2");
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46,1,1\n2023-11-16 18:15:45.9,1,1\n", az);
     trace_fails(text, 3, "time goes backwards");
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46.123456789,1,1\n", az);
@@ -385,8 +402,9 @@ Test(workload, malformed_traces_name_the_line)
     trace_fails("arrival_time,prompt_len,output_len\n0,1,1\nsoon,1,1\n", 3,
                 "bad arrival_time \"soon\"");
     trace_fails("arrival_time,prompt_len,output_len\n0,1,1,4\n", 2,
-                "expected 3 comma-separated fields, got 4");
-    trace_fails("time,in,out\n0,1,1\n", 1, "unknown trace header \"time,in,out\"");
+                "expected 3 fields as in the header, got 4");
+    trace_fails("time,in,out\n0,1,1\n", 1, "unknown trace header (expected the columns TIMESTAMP,");
+    trace_fails("arrival_time,prompt_len,output_len\n\"0,1,1\n", 2, "field 1: a quote is opened and never closed");
     trace_fails("", 1, "empty trace");
 }
 

@@ -8,14 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/csv.h"
+
 #define TRACE_LEN_LIMIT (1 << 24)
 #define TICKS_PER_SECOND 10000000LL
 
 typedef enum trace_format { TRACE_AZURE, TRACE_PLAIN } trace_format;
 
-static const char *const headers[] = {
-    [TRACE_AZURE] = "TIMESTAMP,ContextTokens,GeneratedTokens",
-    [TRACE_PLAIN] = "arrival_time,prompt_len,output_len",
+/* The columns each format needs: time, prompt length, output length. */
+static const char *const columns[][3] = {
+    [TRACE_AZURE] = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"},
+    [TRACE_PLAIN] = {"arrival_time", "prompt_len", "output_len"},
 };
 
 /* A row's time as read: Azure timestamps as exact ticks, plain times as seconds. */
@@ -25,11 +28,10 @@ typedef struct raw_time {
 } raw_time;
 
 typedef struct reader {
-    const char *path;
-    FILE *f;
-    char *line;
-    size_t cap;
-    long lineno;
+    csv_reader csv;
+    trace_format fmt;
+    int col[3];              /* time, prompt and output columns in the header */
+    int num_columns;
     char *err;
     size_t errlen;
 } reader;
@@ -37,27 +39,13 @@ typedef struct reader {
 __attribute__((format(printf, 2, 3)))
 static void fail(reader *r, const char *fmt, ...)
 {
-    int n = snprintf(r->err, r->errlen, "%s:%ld: ", r->path, r->lineno);
+    int n = snprintf(r->err, r->errlen, "%s:%ld: ", r->csv.path, r->csv.lineno);
     if (n < 0 || (size_t)n >= r->errlen)
         return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
     va_end(ap);
-}
-
-/* Next non-blank line without its line end, or NULL at end of file. */
-static char *next_line(reader *r)
-{
-    ssize_t len;
-    while ((len = getline(&r->line, &r->cap, r->f)) >= 0) {
-        r->lineno++;
-        while (len > 0 && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
-            r->line[--len] = '\0';
-        if (len > 0)
-            return r->line;
-    }
-    return NULL;
 }
 
 /* Parses exactly WIDTH digits at *P (WIDTH = 0: one or more) and advances P. */
@@ -125,22 +113,15 @@ static int parse_len(const char *s, int *out)
     return 0;
 }
 
-static int parse_row(reader *r, trace_format fmt, raw_time *t, trace_row *row)
+static int parse_row(reader *r, raw_time *t, trace_row *row)
 {
-    int commas = 0;
-    for (const char *p = r->line; (p = strchr(p, ',')); p++)
-        commas++;
-    if (commas != 2) {
-        fail(r, "expected 3 comma-separated fields, got %d", commas + 1);
+    if (r->csv.nfields != r->num_columns) {
+        fail(r, "expected %d fields as in the header, got %d", r->num_columns, r->csv.nfields);
         return -1;
     }
-    char *f[3];
-    f[0] = r->line;
-    for (int i = 1; i < 3; i++) {
-        f[i] = strchr(f[i - 1], ',');
-        *f[i]++ = '\0';
-    }
-    if (fmt == TRACE_AZURE) {
+    const char *f[3];
+    for (int i = 0; i < 3; i++) f[i] = r->csv.field[r->col[i]];
+    if (r->fmt == TRACE_AZURE) {
         if (parse_timestamp(f[0], &t->ticks)) {
             fail(r, "bad TIMESTAMP \"%s\" (expected YYYY-MM-DD HH:MM:SS.fffffff)", f[0]);
             return -1;
@@ -154,14 +135,10 @@ static int parse_row(reader *r, trace_format fmt, raw_time *t, trace_row *row)
             return -1;
         }
     }
-    static const char *const names[][2] = {
-        [TRACE_AZURE] = {"ContextTokens", "GeneratedTokens"},
-        [TRACE_PLAIN] = {"prompt_len", "output_len"},
-    };
     int *lens[] = {&row->prompt_len, &row->output_len};
     for (int i = 0; i < 2; i++) {
         if (parse_len(f[i + 1], lens[i])) {
-            fail(r, "bad %s \"%s\" (expected an integer in [1, %d])", names[fmt][i], f[i + 1],
+            fail(r, "bad %s \"%s\" (expected an integer in [1, %d])", columns[r->fmt][i + 1], f[i + 1],
                  TRACE_LEN_LIMIT);
             return -1;
         }
@@ -169,35 +146,42 @@ static int parse_row(reader *r, trace_format fmt, raw_time *t, trace_row *row)
     return 0;
 }
 
-static int read_header(reader *r, trace_format *fmt)
+/* The format whose three columns the header names, in any order among other columns. */
+static int read_header(reader *r)
 {
-    if (!next_line(r)) {
-        r->lineno = 1;
+    int got = csv_next(&r->csv, r->err, r->errlen);
+    if (got < 0) return -1;
+    if (got == 0) {
+        r->csv.lineno = 1;
         fail(r, "empty trace, expected a header line");
         return -1;
     }
     for (int k = TRACE_AZURE; k <= TRACE_PLAIN; k++) {
-        if (strcmp(r->line, headers[k]) == 0) {
-            *fmt = (trace_format)k;
+        int found = 0;
+        for (int i = 0; i < 3; i++) found += (r->col[i] = csv_index(&r->csv, columns[k][i])) >= 0;
+        if (found == 3) {
+            r->fmt = (trace_format)k;
+            r->num_columns = r->csv.nfields;
             return 0;
         }
     }
-    fail(r, "unknown trace header \"%s\" (expected \"%s\" or \"%s\")", r->line,
-         headers[TRACE_AZURE], headers[TRACE_PLAIN]);
+    fail(r, "unknown trace header (expected the columns %s,%s,%s or %s,%s,%s)", columns[TRACE_AZURE][0],
+         columns[TRACE_AZURE][1], columns[TRACE_AZURE][2], columns[TRACE_PLAIN][0], columns[TRACE_PLAIN][1],
+         columns[TRACE_PLAIN][2]);
     return -1;
 }
 
 static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
 {
-    trace_format fmt;
-    if (read_header(r, &fmt))
+    if (read_header(r))
         return -1;
     size_t cap = 0;
     raw_time first = {0}, prev = {0};
-    while ((max_rows == 0 || *n < max_rows) && next_line(r)) {
+    int got = 0;
+    while ((max_rows == 0 || *n < max_rows) && (got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
         raw_time t = {0};
         trace_row row;
-        if (parse_row(r, fmt, &t, &row))
+        if (parse_row(r, &t, &row))
             return -1;
         if (*n == 0)
             first = prev = t;
@@ -206,8 +190,8 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
             return -1;
         }
         prev = t;
-        row.time = fmt == TRACE_AZURE ? (double)(t.ticks - first.ticks) / TICKS_PER_SECOND
-                                      : t.seconds - first.seconds;
+        row.time = r->fmt == TRACE_AZURE ? (double)(t.ticks - first.ticks) / TICKS_PER_SECOND
+                                         : t.seconds - first.seconds;
         if (*n == cap) {
             cap = cap ? 2 * cap : 1024;
             trace_row *grown = realloc(*rows, cap * sizeof **rows);
@@ -219,27 +203,19 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
         }
         (*rows)[(*n)++] = row;
     }
-    if (ferror(r->f)) {
-        snprintf(r->err, r->errlen, "%s: read error: %s", r->path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return got < 0 ? -1 : 0;
 }
 
 int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, char *err,
                size_t errlen)
 {
-    reader r = {.path = path, .err = err, .errlen = errlen};
-    r.f = fopen(path, "r");
-    if (!r.f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    reader r = {.err = err, .errlen = errlen};
+    if (csv_open(&r.csv, path, 0, err, errlen) < 0)
         return -1;
-    }
     *rows = NULL;
     *n = 0;
     int rc = read_rows(&r, max_rows, rows, n);
-    free(r.line);
-    fclose(r.f);
+    csv_close(&r.csv);
     if (rc) {
         free(*rows);
         *rows = NULL;

@@ -1,0 +1,128 @@
+/* The CSV reader and field writer: hand-made files, every case the reader claims to handle,
+ * errors that name the line, and the writer's output read back. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/csv.h"
+
+static char path[64];
+
+static void write_file(const char *text, size_t len)
+{
+    strcpy(path, "/tmp/servesim_csv_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+static void cleanup(void) { unlink(path); }
+
+TestSuite(csv, .fini = cleanup);
+
+/* Reads PATH whole as "field|field\n" per record, comments as "#...\n". */
+static int read_all(int flags, char *out, size_t len, char *err, size_t errlen)
+{
+    csv_reader r;
+    if (csv_open(&r, path, flags, err, errlen) < 0) return -1;
+    out[0] = 0;
+    int got;
+    while ((got = csv_next(&r, err, errlen)) > 0) {
+        for (int i = 0; i < r.nfields; i++) {
+            strncat(out, r.field[i], len - strlen(out) - 1);
+            strncat(out, i + 1 < r.nfields ? "|" : "\n", len - strlen(out) - 1);
+        }
+    }
+    csv_close(&r);
+    return got;
+}
+
+Test(csv, quoted_fields_crlf_bom_and_blank_lines)
+{
+    const char text[] = "\xEF\xBB\xBF" "a,b,c\r\n\r\n\"x, y\",\"say \"\"hi\"\"\",\r\n,\"\",3\n";
+    write_file(text, sizeof text - 1);
+    char out[256], err[256];
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(out, "a|b|c\nx, y|say \"hi\"|\n||3\n");
+}
+
+Test(csv, comment_lines_come_back_whole_when_asked)
+{
+    const char text[] = "# source: a, b\nk,v\n#x\n1,2\n";
+    write_file(text, sizeof text - 1);
+    char out[256], err[256];
+    cr_assert_eq(read_all(CSV_COMMENTS, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(out, "# source: a, b\nk|v\n#x\n1|2\n");
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(out, "# source: a| b\nk|v\n#x\n1|2\n", "without the flag a '#' line is a record");
+}
+
+Test(csv, columns_are_found_by_name)
+{
+    const char text[] = "extra,time,\"len\"\n";
+    write_file(text, sizeof text - 1);
+    csv_reader r;
+    char err[256];
+    cr_assert_eq(csv_open(&r, path, 0, err, sizeof err), 0);
+    cr_assert_eq(csv_next(&r, err, sizeof err), 1);
+    cr_assert_eq(csv_index(&r, "time"), 1);
+    cr_assert_eq(csv_index(&r, "len"), 2);
+    cr_assert_eq(csv_index(&r, "Time"), -1);
+    cr_assert_eq(r.lineno, 1);
+    csv_close(&r);
+}
+
+Test(csv, errors_name_the_file_and_line)
+{
+    char out[256], err[256], expected[128];
+    const char open_quote[] = "a,b\n1,2\n\n3,\"4\n";
+    write_file(open_quote, sizeof open_quote - 1);
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, "%s:4: field 2: a quote is opened and never closed", path);
+    cr_assert_str_eq(err, expected);
+    unlink(path);
+    const char after_quote[] = "a,b\n\"1\"x,2\n";
+    write_file(after_quote, sizeof after_quote - 1);
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, "%s:2: field 1: text after its closing quote", path);
+    cr_assert_str_eq(err, expected);
+    unlink(path);
+    const char nul[] = "a,b\n1\0,2\n";
+    write_file(nul, sizeof nul - 1);
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
+    snprintf(expected, sizeof expected, "%s:2: a NUL byte in the line (not a text file?)", path);
+    cr_assert_str_eq(err, expected);
+    csv_reader r;
+    cr_assert_eq(csv_open(&r, "/tmp", 0, err, sizeof err), -1);
+    cr_assert_str_eq(err, "/tmp: is a directory");
+    cr_assert_eq(csv_open(&r, "/nonexistent/x.csv", 0, err, sizeof err), -1);
+    cr_assert_str_eq(err, "/nonexistent/x.csv: cannot open: No such file or directory");
+}
+
+Test(csv, written_fields_read_back_unchanged)
+{
+    const char *fields[] = {"plain", "a,b", "say \"hi\"", " padded", "", "tab\tok", "line\rend"};
+    enum { N = sizeof fields / sizeof *fields };
+    char *buf;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    for (int i = 0; i < N; i++) {
+        if (i) fputc(',', f);
+        csv_write_field(f, fields[i]);
+    }
+    fputc('\n', f);
+    fclose(f);
+    cr_assert_str_eq(buf, "plain,\"a,b\",\"say \"\"hi\"\"\",\" padded\",,tab\tok,\"line\rend\"\n");
+    write_file(buf, len);
+    free(buf);
+    csv_reader r;
+    char err[256];
+    cr_assert_eq(csv_open(&r, path, 0, err, sizeof err), 0);
+    cr_assert_eq(csv_next(&r, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(r.nfields, N);
+    for (int i = 0; i < N; i++) cr_assert_str_eq(r.field[i], fields[i]);
+    csv_close(&r);
+}
