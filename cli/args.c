@@ -14,7 +14,7 @@ bool wants_help(int argc, char **argv)
 }
 
 typedef struct scenario_opt {
-    study_opt opt;
+    cli_opt opt;
     int command_mask; /* 0: every scenario command; else the SA_* that take it */
 } scenario_opt;
 
@@ -50,9 +50,9 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
             return -1;
         }
     } else if (strcmp(flag, "--repeat") == 0) {
-        return study_parse_int(flag, value, 1, 10000, &a->repeat);
+        return cli_parse_long(flag, value, 1, 10000, &a->repeat);
     } else if (strcmp(flag, "--jobs") == 0) {
-        return study_parse_int(flag, value, 1, 1024, &a->jobs);
+        return cli_parse_long(flag, value, 1, 1024, &a->jobs);
     } else if (strcmp(flag, "--cost-table") == 0) {
         a->cost_table = value;
     }
@@ -63,7 +63,7 @@ int parse_scenario_args(int argc, char **argv, const char *usage, int extras, sc
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1};
-    study_opt opts[NUM_SCENARIO_OPTS];
+    cli_opt opts[NUM_SCENARIO_OPTS];
     int n = 0;
     for (int i = 0; i < NUM_SCENARIO_OPTS; i++)
         if (!scenario_opts[i].command_mask || (scenario_opts[i].command_mask & extras)) opts[n++] = scenario_opts[i].opt;

@@ -11,6 +11,7 @@
 #include "calibrate/calibrate.h"
 #include "cli/bench_serving.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/measured.h"
 #include "core/model.h"
 
@@ -146,33 +147,46 @@ static int simulate(const scenario_resolved *r, workload *w, wl_config *wc, summ
     return status;
 }
 
+typedef struct bench_args {
+    long n, seed, threads, runs;
+    const char *trace, *engine, *serving;
+} bench_args;
+
+static const cli_opt bench_opts[] = {
+    {"--trace", true}, {"--engine", true}, {"--serving", true}, {"--runs", true},
+    {"--threads", true}, {"--requests", true}, {"--seed", true},
+};
+
+static int on_bench_opt(void *ctx, const char *f, const char *v)
+{
+    bench_args *a = ctx;
+    if (strcmp(f, "--trace") == 0) a->trace = v;
+    else if (strcmp(f, "--engine") == 0) a->engine = v;
+    else if (strcmp(f, "--serving") == 0) a->serving = v;
+    else if (strcmp(f, "--runs") == 0) return cli_parse_long(f, v, 1, 99, &a->runs);
+    else if (strcmp(f, "--threads") == 0) return cli_parse_long(f, v, 0, 1024, &a->threads);
+    else if (strcmp(f, "--requests") == 0) return cli_parse_long(f, v, 1, 100000000, &a->n);
+    else if (strcmp(f, "--seed") == 0) return cli_parse_long(f, v, 0, 2147483647, &a->seed);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
         fputs(bench_usage, stdout);
         return EXIT_OK;
     }
-    long n = 1000000, seed = 0, threads = 0, runs = 3;
     /* the default trace from servesim's data directory, so bench works from any folder */
     char default_trace[1100] = "traces/azure_llm_2023_conv.csv";
     if (measured_data_dir(default_trace, sizeof default_trace - 40) == 0)
         strcat(default_trace, "traces/azure_llm_2023_conv.csv");
-    const char *trace = default_trace, *engine = NULL, *serving = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc) { fprintf(stderr, "servesim: %s needs a value\n%s", argv[i], bench_usage); return EXIT_BAD_INPUT; }
-        const char *opt = argv[i], *val = argv[++i];
-        char *end;
-        if (strcmp(opt, "--trace") == 0) trace = val;
-        else if (strcmp(opt, "--engine") == 0) engine = val;
-        else if (strcmp(opt, "--serving") == 0) serving = val;
-        else if (strcmp(opt, "--runs") == 0 && (runs = strtol(val, &end, 10)) > 0 && runs <= 99 && !*end) continue;
-        else if (strcmp(opt, "--threads") == 0 && (threads = strtol(val, &end, 10)) >= 0 && !*end) continue;
-        else if (strcmp(opt, "--requests") == 0 && (n = strtol(val, &end, 10)) > 0 && !*end) continue;
-        else if (strcmp(opt, "--seed") == 0 && (seed = strtol(val, &end, 10)) >= 0 && !*end) continue;
-        else { fprintf(stderr, "servesim: bad option %s %s\n%s", opt, val, bench_usage); return EXIT_BAD_INPUT; }
-    }
-    if (engine) return bench_engine(engine, (int)threads);
-    if (serving) return bench_serving(serving, (int)threads);
+    bench_args a = {.n = 1000000, .runs = 3, .trace = default_trace};
+    if (cli_parse(argc, argv, bench_usage, bench_opts, sizeof bench_opts / sizeof *bench_opts, on_bench_opt, NULL, &a) < 0)
+        return EXIT_BAD_INPUT;
+    long n = a.n, seed = a.seed, threads = a.threads, runs = a.runs;
+    const char *trace = a.trace;
+    if (a.engine) return bench_engine(a.engine, (int)threads);
+    if (a.serving) return bench_serving(a.serving, (int)threads);
     scenario sc;
     scenario_defaults(&sc);
     char err[1024];

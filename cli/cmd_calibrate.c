@@ -7,6 +7,7 @@
 #include "io/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/environment.h"
 #include "study/job.h"
 #include "core/model.h"
@@ -31,49 +32,42 @@ typedef struct calib_args {
     long max_tokens, max_context, max_seqs, block_size, threads, repeats, rounds, seed;
 } calib_args;
 
-static int parse_long(const char *flag, const char *val, long lo, long hi, long *out)
+static const cli_opt calibrate_opts[] = {
+    {"--backend", true}, {"--model", true}, {"--out", true}, {"--check", true}, {"--max-tokens", true},
+    {"--max-context", true}, {"--max-seqs", true}, {"--block-size", true}, {"--threads", true},
+    {"--repeats", true}, {"--rounds", true}, {"--seed", true},
+};
+
+static int on_calibrate_opt(void *ctx, const char *f, const char *v)
 {
-    char *end;
-    long v = strtol(val, &end, 10);
-    if (end == val || *end || v < lo || v > hi) {
-        fprintf(stderr, "servesim: %s %s: expected an integer in [%ld, %ld]\n", flag, val, lo, hi);
-        return -1;
-    }
-    *out = v;
+    calib_args *a = ctx;
+    if (strcmp(f, "--backend") == 0) a->backend = v;
+    else if (strcmp(f, "--model") == 0) a->model = v;
+    else if (strcmp(f, "--out") == 0) a->out = v;
+    else if (strcmp(f, "--check") == 0) a->check = v;
+    else if (strcmp(f, "--max-tokens") == 0) return cli_parse_long(f, v, 1, 1 << 20, &a->max_tokens);
+    else if (strcmp(f, "--max-context") == 0) return cli_parse_long(f, v, 1, 1 << 22, &a->max_context);
+    else if (strcmp(f, "--max-seqs") == 0) return cli_parse_long(f, v, 1, 65536, &a->max_seqs);
+    else if (strcmp(f, "--block-size") == 0) return cli_parse_long(f, v, 1, 1024, &a->block_size);
+    else if (strcmp(f, "--threads") == 0) return cli_parse_long(f, v, 0, 1024, &a->threads);
+    else if (strcmp(f, "--repeats") == 0) return cli_parse_long(f, v, 1, 64, &a->repeats);
+    else if (strcmp(f, "--rounds") == 0) return cli_parse_long(f, v, 1, 64, &a->rounds);
+    else if (strcmp(f, "--seed") == 0) return cli_parse_long(f, v, 0, 2147483647, &a->seed);
     return 0;
 }
 
 static int parse_args(int argc, char **argv, calib_args *a)
 {
     *a = (calib_args){.backend = "cpu", .block_size = 16, .seed = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (i + 1 >= argc) {
-            fprintf(stderr, "servesim: %s needs a value\n%s", f, calibrate_usage);
-            return -1;
-        }
-        const char *v = argv[++i];
-        int rc = 0;
-        if (strcmp(f, "--backend") == 0) a->backend = v;
-        else if (strcmp(f, "--model") == 0) a->model = v;
-        else if (strcmp(f, "--out") == 0) a->out = v;
-        else if (strcmp(f, "--check") == 0) a->check = v;
-        else if (strcmp(f, "--max-tokens") == 0) rc = parse_long(f, v, 1, 1 << 20, &a->max_tokens);
-        else if (strcmp(f, "--max-context") == 0) rc = parse_long(f, v, 1, 1 << 22, &a->max_context);
-        else if (strcmp(f, "--max-seqs") == 0) rc = parse_long(f, v, 1, 65536, &a->max_seqs);
-        else if (strcmp(f, "--block-size") == 0) rc = parse_long(f, v, 1, 1024, &a->block_size);
-        else if (strcmp(f, "--threads") == 0) rc = parse_long(f, v, 0, 1024, &a->threads);
-        else if (strcmp(f, "--repeats") == 0) rc = parse_long(f, v, 1, 64, &a->repeats);
-        else if (strcmp(f, "--rounds") == 0) rc = parse_long(f, v, 1, 64, &a->rounds);
-        else if (strcmp(f, "--seed") == 0) rc = parse_long(f, v, 0, 2147483647, &a->seed);
-        else {
-            fprintf(stderr, "servesim: unknown option %s\n%s", f, calibrate_usage);
-            return -1;
-        }
-        if (rc < 0) return -1;
-    }
+    if (cli_parse(argc, argv, calibrate_usage, calibrate_opts, sizeof calibrate_opts / sizeof *calibrate_opts,
+                  on_calibrate_opt, NULL, a) < 0)
+        return -1;
     if (strcmp(a->backend, "cpu") != 0 && strcmp(a->backend, "cuda") != 0) {
         fprintf(stderr, "servesim: --backend %s: expected cpu or cuda\n", a->backend);
+        return -1;
+    }
+    if (a->out && !a->out[0]) {
+        fprintf(stderr, "servesim: --out needs a file name, got \"\"\n%s", calibrate_usage);
         return -1;
     }
     return 0;

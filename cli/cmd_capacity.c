@@ -63,7 +63,7 @@ static int on_capacity_opt(void *ctx, const char *flag, const char *value)
     return 0;
 }
 
-static const study_opt capacity_opts[] = {
+static const cli_opt capacity_opts[] = {
     {"--slo", true}, {"--max-rate", true}, {"--out", true}, {"--quiet", false},
 };
 

@@ -8,6 +8,7 @@
 
 #include "io/outdir.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "study/sweep.h"
 
 static const char merge_usage[] =
@@ -222,12 +223,21 @@ static int write_merged(const merged *m, const char *out, char *err, size_t errl
     return status;
 }
 
+/* merge takes only directories; an option (a typo such as --out) is refused by name. */
+static int count_arg(void *ctx, const char *arg)
+{
+    (void)arg;
+    ++*(int *)ctx;
+    return 0;
+}
+
 int cmd_merge(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
         fputs(merge_usage, stdout);
         return EXIT_OK;
     }
+    if (cli_parse(argc, argv, merge_usage, NULL, 0, NULL, count_arg, &(int){0}) < 0) return EXIT_BAD_INPUT;
     if (argc < 3) {
         fprintf(stderr, "servesim: merge needs OUT_DIR and at least one SHARD_DIR\n%s", merge_usage);
         return EXIT_BAD_INPUT;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/measured.h"
 #include "core/model.h"
 #include "sim/hardware.h"
@@ -69,25 +70,29 @@ static void table(void)
     }
 }
 
+static const cli_opt presets_opts[] = {{"--csv", true}};
+
+static int on_presets_opt(void *ctx, const char *flag, const char *value)
+{
+    (void)flag;
+    *(const char **)ctx = value;
+    return 0;
+}
+
 int cmd_presets(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
         fputs(presets_usage, stdout);
         return EXIT_OK;
     }
-    if (argc == 1) {
-        table();
-        return EXIT_OK;
+    const char *csv = NULL;
+    if (cli_parse(argc, argv, presets_usage, presets_opts, 1, on_presets_opt, NULL, &csv) < 0) return EXIT_BAD_INPUT;
+    if (!csv) table();
+    else if (strcmp(csv, "models") == 0) models_csv();
+    else if (strcmp(csv, "hardware") == 0) hardware_csv();
+    else {
+        fprintf(stderr, "servesim: --csv %s: expected models or hardware\n%s", csv, presets_usage);
+        return EXIT_BAD_INPUT;
     }
-    if (argc == 3 && strcmp(argv[1], "--csv") == 0 && strcmp(argv[2], "models") == 0) {
-        models_csv();
-        return EXIT_OK;
-    }
-    if (argc == 3 && strcmp(argv[1], "--csv") == 0 && strcmp(argv[2], "hardware") == 0) {
-        hardware_csv();
-        return EXIT_OK;
-    }
-    fprintf(stderr, "servesim: presets: unexpected \"%s\"\n%s", argc == 3 && strcmp(argv[1], "--csv") == 0 ? argv[2] : argv[1],
-            presets_usage);
-    return EXIT_BAD_INPUT;
+    return EXIT_OK;
 }

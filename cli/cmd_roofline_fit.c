@@ -11,6 +11,7 @@
 #include "io/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/measured.h"
 #include "sim/roofline_fit.h"
 #include "sim/table_cost.h"
@@ -87,22 +88,32 @@ static int write_fits(const char *path, const char *rows)
     return EXIT_OK;
 }
 
+typedef struct fit_args {
+    const char *write;
+    bool steps;
+} fit_args;
+
+static const cli_opt fit_opts[] = {{"--write", true}, {"--steps", false}};
+
+static int on_fit_opt(void *ctx, const char *f, const char *v)
+{
+    fit_args *a = ctx;
+    if (strcmp(f, "--write") == 0) a->write = v;
+    else a->steps = true;
+    return 0;
+}
+
 int cmd_roofline_fit(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
         fputs(fit_usage, stdout);
         return EXIT_OK;
     }
-    const char *write = NULL;
-    bool steps = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) write = argv[++i];
-        else if (strcmp(argv[i], "--steps") == 0) steps = true;
-        else {
-            fprintf(stderr, "servesim: roofline-fit: unexpected \"%s\"\n%s", argv[i], fit_usage);
-            return EXIT_BAD_INPUT;
-        }
-    }
+    fit_args a = {0};
+    if (cli_parse(argc, argv, fit_usage, fit_opts, sizeof fit_opts / sizeof *fit_opts, on_fit_opt, NULL, &a) < 0)
+        return EXIT_BAD_INPUT;
+    const char *write = a.write;
+    bool steps = a.steps;
     char data[4096], err[1400];
     if (measured_data_dir(data, sizeof data) < 0) {
         fprintf(stderr, "servesim: roofline-fit: no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data "

@@ -54,9 +54,9 @@ static int on_sweep_opt(void *ctx, const char *flag, const char *value)
         c->points = grown;
         c->points[c->npoints++] = value;
     } else if (strcmp(flag, "--jobs") == 0) {
-        return study_parse_int(flag, value, 1, 1024, &c->jobs);
+        return cli_parse_long(flag, value, 1, 1024, &c->jobs);
     } else if (strcmp(flag, "--repeat") == 0) {
-        return study_parse_int(flag, value, 1, 10000, &c->repeat);
+        return cli_parse_long(flag, value, 1, 10000, &c->repeat);
     } else if (strcmp(flag, "--shard") == 0) {
         c->shard = value;
     } else if (strcmp(flag, "--out") == 0) {
@@ -73,7 +73,7 @@ static int on_sweep_opt(void *ctx, const char *flag, const char *value)
     return 0;
 }
 
-static const study_opt sweep_opts_table[] = {
+static const cli_opt sweep_opts_table[] = {
     {"--vary", true}, {"--point", true}, {"--jobs", true},      {"--repeat", true}, {"--shard", true},
     {"--out", true},  {"--report", true}, {"--keep-runs", false}, {"--quiet", false},
 };

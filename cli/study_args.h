@@ -3,20 +3,13 @@
 #ifndef SERVESIM_CLI_STUDY_ARGS_H
 #define SERVESIM_CLI_STUDY_ARGS_H
 
+#include "cli/options.h"
 #include "config/scenario.h"
-
-/* One option of the command: FLAG (e.g. "--jobs"), whether a value follows it. */
-typedef struct study_opt {
-    const char *flag;
-    bool has_value;
-} study_opt;
 
 /* Loads SC (defaults, the file, then --seed and --set in order) and calls ON_OPT(CTX, flag,
  * value or NULL) for each of OPTS' options in command-line order. ON_OPT returns -1 after
  * printing its own message. Returns -1 after printing the problem (and USAGE for misuse). */
-int study_parse_args(int argc, char **argv, const char *usage, const study_opt *opts, int nopts, scenario *sc,
+int study_parse_args(int argc, char **argv, const char *usage, const cli_opt *opts, int nopts, scenario *sc,
                      int (*on_opt)(void *ctx, const char *flag, const char *value), void *ctx);
-/* VALUE as an integer in [LO, HI]; -1 after printing "FLAG VALUE: expected ...". */
-int study_parse_int(const char *flag, const char *value, long lo, long hi, long *out);
 
 #endif

@@ -1,5 +1,5 @@
-/* Command lines (cli/args.c, cli/study_args.c): one table-driven parser for every scenario
- * command, "--flag value" and "--flag=value", unknown options named as such. */
+/* Command lines (cli/options.c, cli/args.c, cli/study_args.c): one table-driven parser for
+ * every command, "--flag value" and "--flag=value", unknown options named as such. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <string.h>
@@ -83,4 +83,39 @@ Test(args, misuses_are_refused, .init = cr_redirect_stderr)
                             "servesim: --out needs a directory name, got \"\"\nusage: test\n"
                             "servesim: more than one scenario file: b.ini\nusage: test\n"
                             "servesim: --repeat 0: expected an integer in [1, 10000]\n");
+}
+
+/* The other commands (calibrate, bench, presets, keys, roofline-fit, merge) once parsed by
+ * hand: "bench --bogus x" said "bad option", "roofline-fit --write" (no value) said
+ * "unexpected", and "merge --out x y" took --out for the output directory. */
+Test(args, every_command_names_unknown_options_the_same_way, .init = cr_redirect_stderr)
+{
+    char *calibrate[] = {"calibrate", "--threads=abc"};
+    cr_assert_eq(cmd_calibrate(2, calibrate), EXIT_BAD_INPUT);
+    char *bench[] = {"bench", "--bogus", "x"};
+    cr_assert_eq(cmd_bench(3, bench), EXIT_BAD_INPUT);
+    char *presets[] = {"presets", "--csv=gpus"};
+    cr_assert_eq(cmd_presets(2, presets), EXIT_BAD_INPUT);
+    char *keys[] = {"keys", "extra"};
+    cr_assert_eq(cmd_keys(2, keys), EXIT_BAD_INPUT);
+    char *fit[] = {"roofline-fit", "--write"};
+    cr_assert_eq(cmd_roofline_fit(2, fit), EXIT_BAD_INPUT);
+    char *merge[] = {"merge", "--out", "x", "y"};
+    cr_assert_eq(cmd_merge(4, merge), EXIT_BAD_INPUT);
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char text[8192];
+    text[fread(text, 1, sizeof text - 1, err)] = 0;
+    const char *expected[] = {"servesim: --threads abc: expected an integer in [0, 1024]\n",
+                              "servesim: unknown option --bogus\nusage: servesim bench",
+                              "servesim: --csv gpus: expected models or hardware\nusage: servesim presets",
+                              "servesim: unexpected argument extra\nusage: servesim keys",
+                              "servesim: --write needs a value\nusage: servesim roofline-fit",
+                              "servesim: unknown option --out\nusage: servesim merge"};
+    const char *at = text;
+    for (size_t i = 0; i < sizeof expected / sizeof *expected; i++) {
+        const char *found = strstr(at, expected[i]);
+        cr_assert_not_null(found, "missing, in order: %s\n---\n%s", expected[i], text);
+        at = found + strlen(expected[i]);
+    }
 }

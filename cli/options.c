@@ -1,0 +1,73 @@
+/* The option walker every command uses (options.h). */
+#include "cli/options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_opt *find_opt(const cli_opt *opts, int n, const char *flag, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0) return &opts[i];
+    return NULL;
+}
+
+static int misuse(const char *usage, const char *what, const char *arg)
+{
+    fprintf(stderr, "servesim: %s%s\n%s", what, arg, usage);
+    return -1;
+}
+
+int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt *opts, int n,
+                 const cli_opt **opt, const char **value)
+{
+    const char *arg = argv[*i], *eq = strchr(arg, '=');
+    size_t len = eq && arg[1] == '-' ? (size_t)(eq - arg) : strlen(arg);
+    *opt = find_opt(opts, n, arg, len);
+    *value = NULL;
+    if (!*opt) {
+        fprintf(stderr, "servesim: unknown option %.*s\n%s", (int)len, arg, usage);
+        return -1;
+    }
+    if (!(*opt)->has_value) return arg[len] ? misuse(usage, (*opt)->flag, " takes no value") : 0;
+    if (arg[len]) {
+        *value = arg + len + 1;
+        return 0;
+    }
+    if (*i + 1 >= argc) return misuse(usage, arg, " needs a value");
+    *value = argv[++*i];
+    return 0;
+}
+
+int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int n,
+              int (*on_opt)(void *ctx, const char *flag, const char *value),
+              int (*on_arg)(void *ctx, const char *arg), void *ctx)
+{
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            const cli_opt *o;
+            const char *value;
+            if (cli_take_opt(argc, argv, &i, usage, opts, n, &o, &value) < 0) return -1;
+            if (on_opt(ctx, o->flag, value) < 0) return -1;
+        } else if (!on_arg) {
+            return misuse(usage, "unexpected argument ", argv[i]);
+        } else if (on_arg(ctx, argv[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "servesim: %s %s: expected an integer in [%ld, %ld]\n", flag, value, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}

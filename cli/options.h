@@ -1,0 +1,31 @@
+/* Command-line options, one way for every command: a table of the command's options, each
+ * "--flag value" or "--flag=value" (or a bare --flag), unknown options named, values parsed
+ * and range-checked with one message. */
+#ifndef SERVESIM_CLI_OPTIONS_H
+#define SERVESIM_CLI_OPTIONS_H
+
+#include <stdbool.h>
+
+/* One option of a command: FLAG (e.g. "--jobs"), whether a value follows it. */
+typedef struct cli_opt {
+    const char *flag;
+    bool has_value;
+} cli_opt;
+
+/* ARGV[*I] as one of OPTS: its row and value (NULL for a flag without one); advances *I past a
+ * separate value. -1 after printing "unknown option", "needs a value" or "takes no value"
+ * with USAGE. */
+int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt *opts, int n,
+                 const cli_opt **opt, const char **value);
+/* Walks ARGV[1..): each option goes to ON_OPT(CTX, flag, value or NULL), in order; every
+ * other argument ("-" included) to ON_ARG(CTX, arg), or, when ON_ARG is NULL, is refused as
+ * unexpected. The callbacks return -1 after printing their own message. Returns -1 after
+ * printing the problem. */
+int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int n,
+              int (*on_opt)(void *ctx, const char *flag, const char *value),
+              int (*on_arg)(void *ctx, const char *arg), void *ctx);
+/* VALUE as an integer in [LO, HI]; -1 after printing "FLAG VALUE: expected an integer in
+ * [LO, HI]". */
+int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out);
+
+#endif
