@@ -79,6 +79,25 @@ static met_acc *four_requests(void)
     return m;
 }
 
+/* A request exactly at each objective meets it, as vLLM's goodput counts (<=); a hair
+ * below it misses. Times are exact in binary: TTFT 0.25 s, E2EL 0.75 s, TPOT 0.25 s. */
+Test(metrics, a_request_exactly_at_its_slo_is_good)
+{
+    met_acc *m = met_create();
+    req_record r = req(1, 1.0, 1.25, 1.75, 10, 3, STOP_LENGTH, false);
+    met_on_request(m, &r);
+    summary s;
+    const slo_config at[] = {{.ttft_ms = 250}, {.tpot_ms = 250}, {.e2el_ms = 750}};
+    const slo_config below[] = {{.ttft_ms = 249.999}, {.tpot_ms = 249.999}, {.e2el_ms = 749.999}};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(met_summarize(m, &at[i], &s), 0);
+        cr_assert_float_eq(s.request_goodput, 1 / 0.75, EPS, "objective %d exactly met", i);
+        cr_assert_eq(met_summarize(m, &below[i], &s), 0);
+        cr_assert_float_eq(s.request_goodput, 0, EPS, "objective %d missed by a microsecond", i);
+    }
+    met_free(m);
+}
+
 Test(metrics, hand_computed_requests)
 {
     met_acc *m = four_requests();
