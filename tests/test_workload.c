@@ -395,6 +395,7 @@ Test(workload, malformed_traces_name_the_line)
     trace_fails(text, 4, "expected 3 fields as in the header, got 2");
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46,1,1\n2023-11-16 18:15:45.9,1,1\n", az);
     trace_fails(text, 3, "time goes backwards");
+    trace_fails("arrival_time,prompt_len,output_len\n1.0,1,1\n0.5,1,1\n", 3, "time goes backwards");
     snprintf(text, sizeof text, "%s2023-11-16 18:15:46.123456789,1,1\n", az);
     trace_fails(text, 2, "bad TIMESTAMP");
     snprintf(text, sizeof text, "%s2023-11-16T18:15:46,1,1\n", az);
