@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/outdir.h"
 #include "io/plot.h"
@@ -96,6 +97,10 @@ static int measure(search_ctx *s, double rate)
     s->pts[s->n] = (cap_point){rate, j.have_summary, j.sum};
     char why[256];
     s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, rate, why, sizeof why);
+    /* a line per rate on a terminal: a search over a long trace takes minutes */
+    if (!s->cli->quiet && isatty(2))
+        fprintf(stderr, "capacity: probe %d, %.4g req/s: %s\n", s->n + 1, rate,
+                !j.have_summary ? "no request finished" : s->served[s->n] ? "served" : why);
     return s->n++;
 }
 
