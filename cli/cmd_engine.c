@@ -19,21 +19,20 @@ static const char engine_usage[] =
     "  small presets (e.g. --set model.preset=tiny); the KV pool is engine.kv_gib unless\n"
     "  kv.num_blocks is set.\n";
 
-static char *extra_json(const scenario *sc, const engine_stats *st, const kb_options *kb)
+/* What summary.json says besides the summary: what ran, on what machine, the scenario. */
+static json_t *extra_json(const scenario *sc, const engine_stats *st, const kb_options *kb)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    fprintf(f, "  \"executor\": \"engine\",\n  \"seed\": %lld,\n", sc->v[K_run_seed].i);
-    fprintf(f, "  \"engine_steps\": %lld,\n  \"backend_warmup_s\": %.6f,\n", (long long)st->steps,
-            st->warmup_seconds);
-    env_write_json(f, kb->kind == KB_CUDA ? "cuda" : "cpu", st->device,
-                   kb->threads ? kb->threads : (int)sysconf(_SC_NPROCESSORS_ONLN));
-    fprintf(f, ",\n");
-    job_scenario_json(f, sc);
-    fclose(f);
-    return buf;
+    json_t *obj = json_object();
+    if (!obj || json_put(obj, "executor", json_string("engine")) | json_put(obj, "seed", json_integer(sc->v[K_run_seed].i)) |
+                    json_put(obj, "engine_steps", json_integer(st->steps)) |
+                    json_put(obj, "backend_warmup_s", json_num(st->warmup_seconds)) |
+                    env_json(obj, kb->kind == KB_CUDA ? "cuda" : "cpu", st->device,
+                             kb->threads ? kb->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)) |
+                    job_scenario_json(obj, sc)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
 }
 
 static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, bool *have, char *err, size_t errlen)
@@ -76,10 +75,10 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     job_progress_end(&ps);
     if (status == 0) {
         *have = met_summarize(met, &r.slo, sum) == 0;
-        char *extra = extra_json(sc, &st, &o.backend);
+        json_t *extra = extra_json(sc, &st, &o.backend);
         status = extra && job_write_results(&dir, met, sum, extra, err, errlen) == 0 ? 0 : 1;
         if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
-        free(extra);
+        json_decref(extra);
     }
     if (status != 0) res_abort(&dir);
     if (status == 0 && !quiet) printf("Engine: %s; %lld steps in %.2f s\n", st.device, (long long)st.steps, st.end_time);

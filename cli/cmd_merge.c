@@ -1,5 +1,6 @@
 /* `servesim merge`: joins the sweep.csv of every shard of one sweep into one, in point order,
  * after checking that together they hold every point exactly once. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,16 +95,31 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-static int count_fields(const char *line)
+enum { MAX_FIELDS = 4096 };
+
+/* The fields of LINE (a row as csv_write_field wrote it; a label may be quoted and hold
+ * commas): their count, and in START[i] (for i < MAX_FIELDS) where field i begins. */
+static int split_row(const char *line, const char **start)
 {
     int n = 1;
-    for (const char *c = line; *c && *c != '\n'; c++) n += *c == ',';
+    bool quoted = false;
+    start[0] = line;
+    for (const char *c = line; *c && *c != '\n'; c++) {
+        if (*c == '"') quoted = !quoted;
+        else if (*c == ',' && !quoted && n++ < MAX_FIELDS) start[n - 1] = c + 1;
+    }
     return n;
+}
+
+static int count_fields(const char *line)
+{
+    static __thread const char *start[MAX_FIELDS];
+    return split_row(line, start);
 }
 
 /* A row of the sweep's form: a line end (a missing one glued two rows into one), the
  * header's number of fields, and a number in every metric column (from the header's
- * "completed" on). */
+ * "completed" on; metrics are never quoted). */
 static int check_row(const merged *m, const char *line, const char *where, char *err, size_t errlen)
 {
     size_t len = strlen(line);
@@ -111,23 +127,20 @@ static int check_row(const merged *m, const char *line, const char *where, char 
         snprintf(err, errlen, "%s: no line end: the file was cut short", where);
         return -1;
     }
-    int fields = count_fields(line);
-    if (fields != m->num_fields) {
+    static __thread const char *start[MAX_FIELDS];
+    int fields = split_row(line, start);
+    if (fields != m->num_fields || fields > MAX_FIELDS) {
         snprintf(err, errlen, "%s: %d fields, the header has %d", where, fields, m->num_fields);
         return -1;
     }
-    const char *c = line;
-    for (int i = 0; i < fields; i++) {
-        const char *next = strpbrk(c, ",\n");
-        if (i >= m->first_metric) {
-            char *end;
-            strtod(c, &end);
-            if (end == c || end != next) {
-                snprintf(err, errlen, "%s: field %d (%.*s) is not a number", where, i + 1, (int)(next - c), c);
-                return -1;
-            }
+    for (int i = m->first_metric; i < fields; i++) {
+        const char *c = start[i], *next = c + strcspn(c, ",\n");
+        char *end;
+        strtod(c, &end);
+        if (end == c || end != next) {
+            snprintf(err, errlen, "%s: field %d (%.*s) is not a number", where, i + 1, (int)(next - c), c);
+            return -1;
         }
-        c = next + 1;
     }
     return 0;
 }
@@ -212,9 +225,11 @@ static int write_merged(const merged *m, const char *out, char *err, size_t errl
         status = od_fclose(f, "sweep.csv", err, errlen);
     }
     if (status == 0 && (f = od_fopen(&od, "sweep.json", err, errlen))) {
-            fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": 1,\n  \"num_shards\": 1,\n  \"repeat\": %d,\n"
-                   "  \"sweep_id\": \"%s\",\n  \"merged_from_shards\": true\n}\n", m->total, m->repeat, m->id);
-        status = od_fclose(f, "sweep.json", err, errlen);
+        json_t *doc = json_pack("{s:i, s:i, s:i, s:i, s:s, s:b}", "points_total", m->total, "shard", 1, "num_shards", 1,
+                                "repeat", m->repeat, "sweep_id", m->id, "merged_from_shards", 1);
+        if (!doc || json_write(f, doc) < 0) snprintf(err, errlen, "%s/sweep.json: cannot write", out), status = -1;
+        json_decref(doc);
+        if (od_fclose(f, "sweep.json", err, errlen) < 0) status = -1;
     } else {
         status = -1;
     }

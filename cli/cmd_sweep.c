@@ -140,8 +140,12 @@ static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_re
         if (od_fclose(f, "repeats.csv", err, errlen) < 0) return -1;
     }
     if (!(f = od_fopen(od, "sweep.json", err, errlen))) return -1;
-    sweep_write_json(f, p);
+    bool written = sweep_write_json(f, p) == 0;
     if (od_fclose(f, "sweep.json", err, errlen) < 0) return -1;
+    if (!written) {
+        snprintf(err, errlen, "%s/sweep.json: out of memory", od->final_path);
+        return -1;
+    }
     if (!c->quiet) sweep_print_table(stdout, p, r);
     /* a shard's rows are a sample of every series: its plots would mislead */
     if (p->num_shards == 1 && study_sweep_plots(p, od->tmp_path, err, errlen) < 0) return -1;

@@ -34,31 +34,25 @@ void env_git_commit(char *out, size_t len)
     pclose(p);
 }
 
-static void json_string(FILE *f, const char *key, const char *value, const char *sep)
-{
-    fprintf(f, "    \"%s\": ", key);
-    res_json_string(f, value);
-    fprintf(f, "%s\n", sep);
-}
-
-void env_write_json(FILE *f, const char *backend, const char *device, int threads)
+int env_json(json_t *obj, const char *backend, const char *device, int threads)
 {
     char cpu[256], commit[64], kernel[300];
     struct utsname u;
     cpu_model(cpu, sizeof cpu);
     env_git_commit(commit, sizeof commit);
     snprintf(kernel, sizeof kernel, "%s", uname(&u) == 0 ? u.release : "unknown");
-    fprintf(f, "  \"environment\": {\n");
-    json_string(f, "backend", backend, ",");
-    json_string(f, "device", device, ",");
-    json_string(f, "cpu", cpu, ",");
-    fprintf(f, "    \"threads\": %d,\n    \"online_cpus\": %ld,\n", threads, sysconf(_SC_NPROCESSORS_ONLN));
-    json_string(f, "gsl", GSL_VERSION, ",");
-    json_string(f, "openblas_core", kb_cpu_blas_core(), ",");
-    json_string(f, "linux", kernel, ",");
-    json_string(f, "compiler", __VERSION__, ",");
-    json_string(f, "servesim_commit", commit, "");
-    fprintf(f, "  }");
+    json_t *env = json_object();
+    int bad = !env || json_put(env, "backend", json_text(backend)) | json_put(env, "device", json_text(device)) |
+              json_put(env, "cpu", json_text(cpu)) | json_put(env, "threads", json_integer(threads)) |
+              json_put(env, "online_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN))) |
+              json_put(env, "gsl", json_text(GSL_VERSION)) | json_put(env, "openblas_core", json_text(kb_cpu_blas_core())) |
+              json_put(env, "linux", json_text(kernel)) | json_put(env, "compiler", json_text(__VERSION__)) |
+              json_put(env, "servesim_commit", json_text(commit));
+    if (bad) {
+        json_decref(env);
+        return -1;
+    }
+    return json_put(obj, "environment", env);
 }
 
 void env_fix_blas_core(char **argv)

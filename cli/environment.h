@@ -4,8 +4,11 @@
 
 #include <stdio.h>
 
+#include "io/json.h"
+
 /* Writes `"environment": {...}` as a summary.json member: device, CPU, libraries, commit. */
-void env_write_json(FILE *f, const char *backend, const char *device, int threads);
+/* Adds "environment": {...} to OBJ; -1 when out of memory. */
+int env_json(json_t *obj, const char *backend, const char *device, int threads);
 /* The source tree's short commit hash, or "unknown" outside a git checkout. */
 void env_git_commit(char *out, size_t len);
 /* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS fell back to generic

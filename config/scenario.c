@@ -339,17 +339,23 @@ const char *scenario_name(const scenario *sc)
     return base ? base + 1 : sc->path;
 }
 
-void scenario_write_json(const scenario *sc, FILE *f, const char *indent)
+json_t *scenario_json(const scenario *sc)
 {
-    for (int k = 0; k < K_COUNT; k++) {
+    json_t *obj = json_object();
+    for (int k = 0; obj && k < K_COUNT; k++) {
         const key_def *d = &keys[k];
-        fprintf(f, "%s\"%s.%s\": ", indent, d->section, d->key);
-        if (d->type == INT) fprintf(f, "%lld", sc->v[k].i);
-        else if (d->type == NUM) fprintf(f, "%.10g", sc->v[k].d);
-        else if (d->type == BOOL) fprintf(f, "%s", sc->v[k].b ? "true" : "false");
-        else res_json_string(f, sc->v[k].s);
-        fprintf(f, "%s\n", k + 1 < K_COUNT ? "," : "");
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s", d->section, d->key);
+        json_t *v = d->type == INT ? json_integer(sc->v[k].i)
+                  : d->type == NUM ? json_num(sc->v[k].d)
+                  : d->type == BOOL ? json_boolean(sc->v[k].b)
+                  : json_text(sc->v[k].s);
+        if (json_put(obj, name, v) < 0) {
+            json_decref(obj);
+            return NULL;
+        }
     }
+    return obj;
 }
 
 void scenario_print_keys(FILE *f)

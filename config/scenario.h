@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "io/json.h"
 #include "metrics/metrics.h"
 #include "workload/workload.h"
 #include "config/scenario_keys.h"
@@ -65,7 +66,7 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
 int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
                             char *err, size_t errlen);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */
-void scenario_write_json(const scenario *sc, FILE *f, const char *indent);
+json_t *scenario_json(const scenario *sc);
 /* The key table for `servesim keys`. */
 void scenario_print_keys(FILE *f);
 const char *scenario_name(const scenario *sc);

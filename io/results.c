@@ -174,100 +174,57 @@ int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, siz
     return close_checked(f, path, err, errlen);
 }
 
-/* The length of the well-formed UTF-8 sequence at P (1 to 4 bytes), or 0 when it is not one. */
-static int utf8_sequence(const unsigned char *p)
-{
-    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4)) return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    /* overlong three- and four-byte forms, surrogates, code points past U+10FFFF */
-    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return n;
-}
-
-void res_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = utf8_sequence(p);
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
-        else if (n > 1) fwrite(p, 1, (size_t)n, f);
-        else if (n == 0) fprintf(f, "\\u%04x", *p); /* not UTF-8: the byte read as Latin-1 */
-        else fputc(*p, f);
-        p += n > 1 ? n : 1;
-    }
-    fputc('"', f);
-}
-
-/* JSON object members, one per line, in the order written. */
-typedef struct json {
-    FILE *f;
-    int members;
-} json;
-
-static void json_key(json *j, const char *key)
-{
-    fprintf(j->f, "%s\n  \"%s\": ", j->members++ ? "," : "{", key);
-}
-
-static void json_num(json *j, const char *key, double v)
-{
-    json_key(j, key);
-    if (isfinite(v))
-        fprintf(j->f, "%.10g", v);
-    else
-        fputs("null", j->f);
-}
-
-static void json_int(json *j, const char *key, int64_t v)
-{
-    json_key(j, key);
-    fprintf(j->f, "%" PRId64, v);
-}
-
-static void json_latency(json *j, const char *name, const latency_stats *st)
+static int json_latency(json_t *obj, const char *name, const latency_stats *st)
 {
     const struct { const char *stat; double v; } fields[] = {
         {"mean", st->mean}, {"median", st->median}, {"std", st->std}, {"p50", st->p50},
         {"p90", st->p90},   {"p99", st->p99},       {"min", st->min}, {"max", st->max},
     };
+    int bad = 0;
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         char key[32];
         snprintf(key, sizeof key, "%s_%s_ms", fields[i].stat, name);
-        json_num(j, key, fields[i].v);
+        bad |= json_put(obj, key, json_num(fields[i].v));
     }
+    return bad;
 }
 
-#define json_INT json_int
-#define json_I64 json_int
-#define json_DBL json_num
+#define json_INT(v) json_integer(v)
+#define json_I64(v) json_integer(v)
+#define json_DBL(v) json_num(v)
 
-static void write_summary(FILE *f, const summary *s, const char *extra_json)
+json_t *res_summary_json(const summary *s)
 {
-    json j = {f, 0};
-#define S(name, type, csv, label, what) json_##type(&j, #name, s->name);
-#define L(name, title, abbrev, what) json_latency(&j, #name, &s->name##_ms);
+    json_t *obj = json_object();
+    int bad = !obj;
+#define S(name, type, csv, label, what) bad |= !obj || json_put(obj, #name, json_##type(s->name));
+#define L(name, title, abbrev, what) bad |= !obj || json_latency(obj, #name, &s->name##_ms);
     SUMMARY_FIELDS(S, L)
 #undef S
 #undef L
-    if (extra_json && *extra_json)
-        fprintf(f, ",\n  %s", extra_json);
-    fputs("\n}\n", f);
+    if (bad) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
 }
 
-int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err,
-                      size_t errlen)
+int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *err, size_t errlen)
 {
     char path[sizeof d->od.tmp_path + 16];
     join(path, sizeof path, d->od.tmp_path, "summary.json");
+    json_t *doc = res_summary_json(s);
+    if (!doc || (extra && json_object_update(doc, (json_t *)extra) < 0)) {
+        json_decref(doc);
+        return fail(err, errlen, "%s: out of memory", path);
+    }
     FILE *f = fopen(path, "w");
-    if (!f)
+    if (!f) {
+        json_decref(doc);
         return fail(err, errlen, "%s: %s", path, strerror(errno));
-    write_summary(f, s, extra_json);
+    }
+    json_write(f, doc);
+    json_decref(doc);
     return close_checked(f, path, err, errlen);
 }
 

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "metrics/metrics.h"
+#include "io/json.h"
 #include "io/outdir.h"
 #include "metrics/records.h"
 
@@ -18,17 +19,15 @@ typedef struct res_dir {
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen);
 void res_write_step(res_dir *d, const step_record *s);
 int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen);
-/* Writes summary.json: the summary's fields, then EXTRA_JSON (already formatted members,
- * e.g. "\"scenario\": {...}"; may be NULL). */
-int res_write_summary(res_dir *d, const summary *s, const char *extra_json, char *err, size_t errlen);
+/* The summary's fields as a JSON object (SUMMARY_FIELDS order); NULL when out of memory. */
+json_t *res_summary_json(const summary *s);
+/* Writes summary.json: the summary's fields, then the members of EXTRA (what ran, the cost
+ * model, the scenario; may be NULL). */
+int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *err, size_t errlen);
 /* Renames the temporary directory to DIR, replacing an older result (od_commit). */
 int res_commit(res_dir *d, char *err, size_t errlen);
 /* Removes the temporary directory and everything in it. */
 void res_abort(res_dir *d);
-
-/* S as a valid JSON string: quotes and backslashes escaped, control bytes as \u00XX, UTF-8
- * copied, and any byte that is not part of well-formed UTF-8 read as Latin-1 (\u00XX). */
-void res_json_string(FILE *f, const char *s);
 
 /* Prints the table vLLM's `bench serve` users know. */
 void res_print_summary(FILE *f, const summary *s);

@@ -129,12 +129,9 @@ void job_cost_describe(const scenario *sc, char *out, size_t len)
     job_cost_free(&c);
 }
 
-void job_cost_json(FILE *f, const job_cost *c)
+int job_cost_json(json_t *obj, const job_cost *c)
 {
-    fprintf(f, "  \"cost_model\": ");
-    res_json_string(f, c->kind);
-    fprintf(f, ",\n  \"cost_source\": ");
-    res_json_string(f, c->source);
+    return json_put(obj, "cost_model", json_text(c->kind)) | json_put(obj, "cost_source", json_text(c->source));
 }
 
 step_cost job_cost_fn(job_cost *c)
@@ -148,21 +145,17 @@ void job_cost_free(job_cost *c)
     c->use_table = false;
 }
 
-void job_scenario_json(FILE *f, const scenario *sc)
+int job_scenario_json(json_t *obj, const scenario *sc)
 {
-    fprintf(f, "  \"scenario_file\": ");
-    res_json_string(f, sc->path);
-    fprintf(f, ",\n  \"scenario\": {\n");
-    scenario_write_json(sc, f, "    ");
-    fprintf(f, "  }");
+    return json_put(obj, "scenario_file", json_text(sc->path)) | json_put(obj, "scenario", scenario_json(sc));
 }
 
-int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const char *extra_json,
+int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const json_t *extra,
                       char *err, size_t errlen)
 {
     size_t n;
     const req_record *recs = met_requests(met, &n);
     if (res_write_requests(dir, recs, n, err, errlen) < 0) return -1;
-    if (res_write_summary(dir, sum, extra_json, err, errlen) < 0) return -1;
+    if (res_write_summary(dir, sum, extra, err, errlen) < 0) return -1;
     return res_commit(dir, err, errlen);
 }

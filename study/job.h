@@ -45,14 +45,14 @@ step_cost job_cost_fn(job_cost *c);
  * with the reason when SC does not resolve. */
 void job_cost_describe(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
-void job_cost_json(FILE *f, const job_cost *c);
+int job_cost_json(json_t *obj, const job_cost *c);
 void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
-void job_scenario_json(FILE *f, const scenario *sc);
+int job_scenario_json(json_t *obj, const scenario *sc);
 /* requests.csv and summary.json (the summary, then EXTRA_JSON), then renames the directory
  * into place. -1 with a reason in ERR. */
-int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const char *extra_json,
+int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const json_t *extra,
                       char *err, size_t errlen);
 
 #endif

@@ -10,31 +10,30 @@
 #include "io/interrupt.h"
 #include "study/job.h"
 
-static char *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
+/* What summary.json says besides the summary: what ran, on which cost model, the scenario. */
+static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
-    fprintf(f, "  \"executor\": \"simulator\",\n  \"seed\": %llu,\n", (unsigned long long)seed);
-    fprintf(f, "  \"sim_events\": %zu,\n  \"sim_steps\": %lld,\n", j->stats.events, (long long)j->stats.steps);
-    job_cost_json(f, cost);
-    fprintf(f, ",\n");
-    job_scenario_json(f, j->sc);
-    fclose(f);
-    return buf;
+    json_t *obj = json_object();
+    if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)seed)) |
+                    json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
+                    json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
+                    job_scenario_json(obj, j->sc)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
 }
 
 static int write_results(simjob *j, const job_cost *cost, res_dir *dir, met_acc *met, uint64_t seed, char *err,
                          size_t errlen)
 {
-    char *extra = summary_extra_json(j, cost, seed);
+    json_t *extra = summary_extra_json(j, cost, seed);
     if (!extra) {
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
     }
     int rc = job_write_results(dir, met, &j->sum, extra, err, errlen);
-    free(extra);
+    json_decref(extra);
     return rc;
 }
 

@@ -590,7 +590,14 @@ uint64_t sweep_identity(const sweep_plan *p)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return 0;
-    scenario_write_json(&p->base, f, "");
+    json_t *base = scenario_json(&p->base);
+    if (!base || json_write(f, base) < 0) {
+        json_decref(base);
+        fclose(f);
+        free(buf);
+        return 0;
+    }
+    json_decref(base);
     for (int a = 0; a < p->naxes; a++) {
         fprintf(f, "vary %s", key_names[p->axes[a].key]);
         for (int v = 0; v < p->axes[a].n; v++) fprintf(f, ",%s", p->axes[a].values[v]);
@@ -610,14 +617,18 @@ uint64_t sweep_identity(const sweep_plan *p)
     return h;
 }
 
-void sweep_write_json(FILE *f, const sweep_plan *p)
+int sweep_write_json(FILE *f, const sweep_plan *p)
 {
-    fprintf(f, "{\n  \"points_total\": %d,\n  \"shard\": %d,\n  \"num_shards\": %d,\n  \"repeat\": %d,\n",
-            sweep_num_points(p), p->shard + 1, p->num_shards, p->repeat);
-    fprintf(f, "  \"sweep_id\": \"%016llx\",\n", (unsigned long long)sweep_identity(p));
-    fputs("  \"scenario_file\": ", f);
-    res_json_string(f, p->base.path);
-    fputs("\n}\n", f);
+    char id[32];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)sweep_identity(p));
+    json_t *doc = json_object();
+    int bad = !doc || json_put(doc, "points_total", json_integer(sweep_num_points(p))) |
+              json_put(doc, "shard", json_integer(p->shard + 1)) | json_put(doc, "num_shards", json_integer(p->num_shards)) |
+              json_put(doc, "repeat", json_integer(p->repeat)) | json_put(doc, "sweep_id", json_string(id)) |
+              json_put(doc, "scenario_file", json_text(p->base.path));
+    if (!bad) bad = json_write(f, doc);
+    json_decref(doc);
+    return bad ? -1 : 0;
 }
 
 void sweep_print_table(FILE *f, const sweep_plan *p, const sweep_result *r)

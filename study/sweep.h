@@ -107,7 +107,7 @@ void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
 /* repeats.csv: point,label,repeat,seed,<summary fields>, one row per run (for --repeat > 1). */
 void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
 /* sweep.json: the facts merge needs (total points, shard, repeat). */
-void sweep_write_json(FILE *f, const sweep_plan *p);
+int sweep_write_json(FILE *f, const sweep_plan *p);
 /* A compact table of the headline metrics, one line per point run. */
 void sweep_print_table(FILE *f, const sweep_plan *p, const sweep_result *r);
 

@@ -7,84 +7,81 @@
 
 #include "io/plot.h"
 
-static void json_number(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.10g", v);
-    else fputs("null", f);
-}
-
-/* S as a JSON string: quotes, backslashes and control characters escaped. */
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* Metric K as each engine run measured it, as a JSON list. */
-static void json_runs(FILE *f, const point *p, int k)
-{
-    fputc('[', f);
-    for (int j = 0; j < p->num_runs; j++) {
-        json_number(f, p->runs[j].rows[k].measured);
-        fputs(j + 1 < p->num_runs ? ", " : "", f);
-    }
-    fputc(']', f);
-}
-
-static void json_metric(FILE *f, const point *p, int k)
+/* Metric K of point P: its simulated and measured value, error, spread, and each run's. */
+static json_t *metric_json(const point *p, int k)
 {
     const cmp_row *r = &p->cmp.rows[k];
-    fprintf(f, "        {\"metric\": \"%s\", \"simulated\": ", r->metric);
-    json_number(f, r->simulated);
-    fprintf(f, ", \"measured\": ");
-    json_number(f, r->measured);
-    fprintf(f, ", \"rel_error\": ");
-    json_number(f, r->rel_error);
-    fprintf(f, ", \"spread\": ");
-    json_number(f, r->spread);
-    fprintf(f, ", \"measured_runs\": ");
-    json_runs(f, p, k);
-    fprintf(f, "}%s\n", k + 1 < p->cmp.num_rows ? "," : "");
+    json_t *runs = json_array();
+    for (int j = 0; runs && j < p->num_runs; j++)
+        if (json_array_append_new(runs, json_num(p->runs[j].rows[k].measured)) < 0) {
+            json_decref(runs);
+            runs = NULL;
+        }
+    json_t *m = json_object();
+    if (!m || json_put(m, "metric", json_text(r->metric)) | json_put(m, "simulated", json_num(r->simulated)) |
+                  json_put(m, "measured", json_num(r->measured)) | json_put(m, "rel_error", json_num(r->rel_error)) |
+                  json_put(m, "spread", json_num(r->spread)) | json_put(m, "measured_runs", runs)) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+static json_t *replay_json(const point *p)
+{
+    json_t *mismatch = json_array(), *metrics = json_array(), *replay = json_object();
+    int bad = !mismatch || !metrics || !replay;
+    for (int k = 0; !bad && k < p->num_runs; k++) bad = json_array_append_new(mismatch, json_integer(p->replay_mismatch[k]));
+    for (int k = 0; !bad && k < p->replay.num_rows; k++) {
+        json_t *m = json_object();
+        bad = !m || json_put(m, "metric", json_text(p->replay.rows[k].metric)) |
+                        json_put(m, "rel_error", json_num(p->replay.rows[k].rel_error));
+        if (!bad) bad = json_array_append_new(metrics, m);
+        else json_decref(m);
+    }
+    if (bad || json_put(replay, "first_mismatch", json_incref(mismatch)) | json_put(replay, "metrics", json_incref(metrics))) {
+        json_decref(replay);
+        replay = NULL;
+    }
+    json_decref(mismatch);
+    json_decref(metrics);
+    return replay;
+}
+
+static json_t *point_json(const point *p)
+{
+    json_t *metrics = json_array(), *o = json_object();
+    int bad = !metrics || !o;
+    for (int k = 0; !bad && k < p->cmp.num_rows; k++) bad = json_array_append_new(metrics, metric_json(p, k));
+    if (bad || json_put(o, "rate", json_num(strtod(p->rate, NULL))) | json_put(o, "policy", json_text(p->policy)) |
+                   json_put(o, "passed", json_boolean(p->passed)) | json_put(o, "engine_runs", json_integer(p->num_runs)) |
+                   json_put(o, "step_time_mape", json_num(p->cmp.step_mape)) |
+                   json_put(o, "steps_predicted", json_integer(p->cmp.steps_predicted)) |
+                   json_put(o, "first_divergent_step", json_integer(p->cmp.first_divergence)) |
+                   json_put(o, "metrics", json_incref(metrics)) | json_put(o, "replay", replay_json(p))) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(metrics);
+    return o;
 }
 
 int validate_write_json(const outdir *od, const point *pts, int n, const validation_info *vi, char *err,
                         size_t errlen)
 {
-    FILE *f = od_fopen(od, "validation.json", err, errlen);
+    json_t *points = json_array(), *doc = json_object();
+    int bad = !points || !doc;
+    for (int i = 0; !bad && i < n; i++) bad = json_array_append_new(points, point_json(&pts[i]));
+    if (!bad)
+        bad = json_put(doc, "cost_table", json_text(vi->table)) |
+              json_put(doc, "calibrated_between_runs", json_boolean(vi->per_round)) | json_put(doc, "points", json_incref(points));
+    json_decref(points);
+    FILE *f = bad ? NULL : od_fopen(od, "validation.json", err, errlen);
+    if (bad && !f) snprintf(err, errlen, "%s/validation.json: out of memory", od->final_path);
+    if (f && json_write(f, doc) < 0) bad = 1;
+    json_decref(doc);
     if (!f) return -1;
-    fprintf(f, "{\n  \"cost_table\": ");
-    json_string(f, vi->table);
-    fprintf(f, ",\n  \"calibrated_between_runs\": %s,\n  \"points\": [\n", vi->per_round ? "true" : "false");
-    for (int i = 0; i < n; i++) {
-        const point *p = &pts[i];
-        fprintf(f, "    {\n      \"rate\": ");
-        json_number(f, strtod(p->rate, NULL));
-        fprintf(f, ",\n      \"policy\": ");
-        json_string(f, p->policy);
-        fprintf(f, ",\n      \"passed\": %s,\n", p->passed ? "true" : "false");
-        fprintf(f, "      \"engine_runs\": %d,\n      \"step_time_mape\": ", p->num_runs);
-        json_number(f, p->cmp.step_mape);
-        fprintf(f, ",\n      \"steps_predicted\": %lld,\n      \"first_divergent_step\": %lld,\n      \"metrics\": [\n",
-                (long long)p->cmp.steps_predicted, (long long)p->cmp.first_divergence);
-        for (int k = 0; k < p->cmp.num_rows; k++) json_metric(f, p, k);
-        fprintf(f, "      ],\n      \"replay\": {\"first_mismatch\": [");
-        for (int k = 0; k < p->num_runs; k++) fprintf(f, "%lld%s", (long long)p->replay_mismatch[k], k + 1 < p->num_runs ? ", " : "");
-        fprintf(f, "], \"metrics\": [\n");
-        for (int k = 0; k < p->replay.num_rows; k++) {
-            fprintf(f, "        {\"metric\": \"%s\", \"rel_error\": ", p->replay.rows[k].metric);
-            json_number(f, p->replay.rows[k].rel_error);
-            fprintf(f, "}%s\n", k + 1 < p->replay.num_rows ? "," : "");
-        }
-        fprintf(f, "      ]}\n    }%s\n", i + 1 < n ? "," : "");
-    }
-    fprintf(f, "  ]\n}\n");
-    return od_fclose(f, "validation.json", err, errlen);
+    return od_fclose(f, "validation.json", err, errlen) < 0 || bad ? -1 : 0;
 }
 
 int validate_plot_point(const outdir *od, int index, const point *p, const char *term, char *err, size_t errlen)

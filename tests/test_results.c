@@ -78,7 +78,7 @@ static summary sample_summary(void)
     return s;
 }
 
-static void write_run(const char *dir, const char *extra)
+static void write_run(const char *dir, const json_t *extra)
 {
     int existed = exists(dir);
     res_dir d;
@@ -145,21 +145,23 @@ Test(results, summary_json_order_format_and_determinism)
     char a[128], b[128];
     snprintf(a, sizeof a, "%s/one", root);
     snprintf(b, sizeof b, "%s/two", root);
-    const char *extra = "\"scenario\": {\"name\": \"demo\"}";
+    json_t *extra = json_pack("{s:{s:s}}", "scenario", "name", "demo");
     write_run(a, extra);
     write_run(b, extra);
+    json_decref(extra);
     char *ja = slurp(a, "summary.json"), *jb = slurp(b, "summary.json");
     cr_assert_str_eq(ja, jb, "identical inputs, identical bytes");
-    const char *head = "{\n  \"completed\": 3,\n  \"rejected\": 1,\n  \"duration\": 2,\n"
+    /* integers as integers, reals with 10 significant digits (and a ".0" jansson keeps) */
+    const char *head = "{\n  \"completed\": 3,\n  \"rejected\": 1,\n  \"duration\": 2.0,\n"
                        "  \"total_input_tokens\": 350,\n  \"total_output_tokens\": 18,\n"
-                       "  \"request_throughput\": 1.5,\n  \"request_goodput\": 1,\n"
-                       "  \"output_throughput\": 9,\n  \"total_token_throughput\": 184,\n"
-                       "  \"mean_ttft_ms\": 233.3333333,\n  \"median_ttft_ms\": 200,\n"
-                       "  \"std_ttft_ms\": 124.72,\n  \"p50_ttft_ms\": 200,\n"
-                       "  \"p90_ttft_ms\": 360,\n  \"p99_ttft_ms\": 396,\n";
+                       "  \"request_throughput\": 1.5,\n  \"request_goodput\": 1.0,\n"
+                       "  \"output_throughput\": 9.0,\n  \"total_token_throughput\": 184.0,\n"
+                       "  \"mean_ttft_ms\": 233.3333333,\n  \"median_ttft_ms\": 200.0,\n"
+                       "  \"std_ttft_ms\": 124.72,\n  \"p50_ttft_ms\": 200.0,\n"
+                       "  \"p90_ttft_ms\": 360.0,\n  \"p99_ttft_ms\": 396.0,\n";
     cr_assert(strncmp(ja, head, strlen(head)) == 0, "summary.json starts:\n%s", ja);
     cr_assert_not_null(strstr(ja, "  \"mean_tpot_ms\": null,\n"), "non-finite is null");
-    const char *order[] = {"\"p99_e2el_ms\"", "\"num_steps\": 2", "\"mean_free_blocks\": 55",
+    const char *order[] = {"\"p99_e2el_ms\"", "\"num_steps\": 2", "\"mean_free_blocks\": 55.0",
                            "\"min_free_blocks\": 40", "\"prefix_hit_rate\": 0.25",
                            "\"total_padding_tokens\": 0"};
     const char *at = ja;
@@ -168,7 +170,7 @@ Test(results, summary_json_order_format_and_determinism)
         cr_assert_not_null(p, "%s missing or out of order", order[i]);
         at = p;
     }
-    const char *tail = "  \"total_padding_tokens\": 0,\n  \"scenario\": {\"name\": \"demo\"}\n}\n";
+    const char *tail = "  \"total_padding_tokens\": 0,\n  \"scenario\": {\n    \"name\": \"demo\"\n  }\n}\n";
     cr_assert_str_eq(ja + strlen(ja) - strlen(tail), tail);
     free(ja);
     free(jb);
@@ -313,29 +315,34 @@ Test(results, printed_table)
     free(text);
 }
 
+/* S as a JSON string (json_text), checked to read back as a string. */
 static char *json_of(const char *s)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    res_json_string(f, s);
-    fclose(f);
-    return buf;
+    json_t *v = json_text(s);
+    cr_assert_not_null(v);
+    char *text = json_dumps(v, JSON_ENCODE_ANY);
+    json_decref(v);
+    json_error_t e;
+    json_t *back = json_loads(text, JSON_DECODE_ANY, &e);
+    cr_assert(json_is_string(back), "%s does not read back: %s", text, e.text);
+    json_decref(back);
+    return text;
 }
 
 /* A scenario path or label with a quote, a backslash, a control byte or a Latin-1 byte once
- * made summary.json invalid (exit 0). Every string is valid JSON now; UTF-8 stays as is. */
+ * made summary.json invalid (exit 0). Every string is valid JSON now: UTF-8 stays as is, and
+ * a byte that is not part of UTF-8 is read as Latin-1 (written as that character in UTF-8). */
 Test(results, json_strings_are_valid_whatever_the_bytes)
 {
     const char *cases[][2] = {
         {"a\"b\\c", "\"a\\\"b\\\\c\""},
-        {"tab\there\x01", "\"tab\\u0009here\\u0001\""},
+        {"tab\there\x01", "\"tab\\there\\u0001\""},
         {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
-        {"caf\xe9", "\"caf\\u00e9\""},             /* Latin-1 e-acute: not UTF-8 */
-        {"\xc3", "\"\\u00c3\""},                    /* a sequence cut short */
-        {"\xc0\xaf", "\"\\u00c0\\u00af\""},         /* an overlong '/' */
-        {"\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\""}, /* a surrogate */
-        {"del\x7f", "\"del\\u007f\""},
+        {"caf\xe9", "\"caf\xc3\xa9\""},                    /* Latin-1 e-acute: not UTF-8 */
+        {"\xc3", "\"\xc3\x83\""},                           /* a sequence cut short */
+        {"\xc0\xaf", "\"\xc3\x80\xc2\xaf\""},                /* an overlong '/' */
+        {"\xed\xa0\x80", "\"\xc3\xad\xc2\xa0\xc2\x80\""},     /* a surrogate */
+        {"del\x7f", "\"del\x7f\""},                          /* DEL needs no escape in JSON */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *got = json_of(cases[i][0]);

@@ -249,6 +249,29 @@ Test(sweep, merge_reads_sweep_json_in_any_layout_and_names_broken_json)
     free(orig);
 }
 
+/* A --point label with a comma once went into sweep.csv unquoted, shifting every column of
+ * its row; quoted now, and merge counts its fields as CSV does. */
+Test(sweep, a_label_with_a_comma_is_one_quoted_field_and_merges)
+{
+    system("rm -rf /tmp/ss-qshard* /tmp/ss-qmerged");
+    for (int k = 1; k <= 2; k++) {
+        char out[64], shard[8];
+        snprintf(out, sizeof out, "/tmp/ss-qshard%d", k);
+        snprintf(shard, sizeof shard, "%d/2", k);
+        const char *args[] = {"sweep", "--point", "slow, small:workload.rate=5", "--point", "fast:workload.rate=7",
+                              "--set", "workload.num_requests=20", "--shard", shard, "--out", out, "--quiet", NULL};
+        cr_assert_eq(cli(cmd_sweep, args), 0);
+    }
+    char *csv = slurp("/tmp/ss-qshard1/sweep.csv");
+    cr_assert(strstr(csv, "\n0,\"slow, small\",5,"), "%s", csv);
+    free(csv);
+    const char *merge[] = {"merge", "/tmp/ss-qmerged", "/tmp/ss-qshard1", "/tmp/ss-qshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    csv = slurp("/tmp/ss-qmerged/sweep.csv");
+    cr_assert(strstr(csv, "\n0,\"slow, small\",5,") && strstr(csv, "\n1,fast,7,"), "%s", csv);
+    free(csv);
+}
+
 Test(sweep, bad_input_exits_2_and_writes_nothing)
 {
     system("rm -rf /tmp/ss-bad*");

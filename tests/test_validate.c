@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 #include "tests/file_fixture.h"
 
+#include <jansson.h>
+
 static bool exists(const char *dir, const char *name)
 {
     char path[512];
@@ -62,20 +64,26 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) cr_assert(exists(out, files[i]), "%s missing", files[i]);
     cr_assert_not(exists(out, "cost-table-round3.csv"));
     char *json = slurp(out, "validation.json"), *report = slurp(out, "report.md");
-    cr_assert(strstr(json, "\"engine_runs\": 2"), "%s", json);
-    cr_assert(strstr(json, "\"calibrated_between_runs\": true"));
+    json_error_t je;
+    json_t *doc = json_loads(json, 0, &je);
+    cr_assert_not_null(doc, "validation.json: %s", je.text);
+    json_t *pt = json_array_get(json_object_get(doc, "points"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(pt, "engine_runs")), 2, "%s", json);
+    cr_assert(json_is_true(json_object_get(doc, "calibrated_between_runs")));
     /* exit 0 above also means each run, replayed with its own step times, came within the
      * default 1% on every P50 and P99 latency */
-    cr_assert(strstr(json, "\"replay\": {\"first_mismatch\": ["), "%s", json);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(pt, "replay"), "first_mismatch")), 2, "%s", json);
     /* every metric lists both runs' measurements */
-    const char *m = strstr(json, "\"metric\": \"p50_ttft_ms\"");
-    cr_assert(m);
-    const char *runs = strstr(m, "\"measured_runs\": [");
-    cr_assert(runs);
-    double a, b;
-    cr_assert_eq(sscanf(runs, "\"measured_runs\": [%lf, %lf]", &a, &b), 2, "%.80s", runs);
-    cr_assert_gt(a, 0);
-    cr_assert_gt(b, 0);
+    json_t *metrics = json_object_get(pt, "metrics"), *p50 = NULL;
+    for (size_t i = 0; i < json_array_size(metrics); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(metrics, i), "metric")), "p50_ttft_ms") == 0)
+            p50 = json_array_get(metrics, i);
+    cr_assert_not_null(p50);
+    json_t *runs = json_object_get(p50, "measured_runs");
+    cr_assert_eq(json_array_size(runs), 2);
+    cr_assert_gt(json_number_value(json_array_get(runs, 0)), 0);
+    cr_assert_gt(json_number_value(json_array_get(runs, 1)), 0);
+    json_decref(doc);
     cr_assert(strstr(report, "| metric | simulated | measured | error | engine spread |"));
     int inside;
     const char *range = strstr(report, " of the 12 latency percentiles simulated lie between");
