@@ -125,33 +125,38 @@ int cmd_roofline_fit(int argc, char **argv)
     FILE *rf = open_memstream(&rows, &rows_len);
     if (!rf) return EXIT_FAILURE_OTHER;
     int fitted = 0, status = EXIT_OK;
-    static gpu_tables g; /* large; one command at a time */
+    gpu_tables *gp = calloc(1, sizeof *gp); /* large: on the heap */
+    if (!gp) {
+        fclose(rf);
+        free(rows);
+        return EXIT_FAILURE_OTHER;
+    }
     printf("tables in %scosts/; |roofline / table - 1| over the fit's steps, and over each model's steps when the\n"
            "fit has not seen that model (held out)\n", data);
     printf("%-13s %6s %6s %6s %8s %7s %7s %8s %8s  %s\n", "gpu", "comp", "mem", "attn", "step ms", "median", "max",
            "held med", "held max", "tables");
     for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++) {
         const hw_spec *hw = hw_preset_at(h);
-        if (load(hw->name, &g, err, sizeof err) < 0) {
+        if (load(hw->name, gp, err, sizeof err) < 0) {
             fprintf(stderr, "servesim: %s\n", err);
             status = EXIT_BAD_INPUT;
-        } else if (g.n == 0) {
+        } else if (gp->n == 0) {
             printf("%-13s no measured tables\n", hw->name);
         } else {
             hw_fit f;
-            if (roofline_fit(hw, g.cases, g.n, &f) < 0 || (g.n > 1 && roofline_fit_holdout(hw, g.cases, g.n, &f) < 0)) {
+            if (roofline_fit(hw, gp->cases, gp->n, &f) < 0 || (gp->n > 1 && roofline_fit_holdout(hw, gp->cases, gp->n, &f) < 0)) {
                 fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", hw->name);
                 status = EXIT_FAILURE_OTHER;
             } else {
                 printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", hw->name,
                        f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
                        100 * f.median_error, 100 * f.max_error, 100 * f.holdout_median_error,
-                       100 * f.holdout_max_error, g.n);
-                for (int c = 0; steps && c < g.n; c++)
+                       100 * f.holdout_max_error, gp->n);
+                for (int c = 0; steps && c < gp->n; c++)
                     for (int i = 0; i < roofline_fit_steps(); i++) {
                         char what[96];
-                        double e = roofline_fit_error(hw, &g.cases[c], &f, i, what, sizeof what);
-                        printf("    %-14s %-32s %6.1f%%\n", g.cases[c].model->name, what, 100 * e);
+                        double e = roofline_fit_error(hw, &gp->cases[c], &f, i, what, sizeof what);
+                        printf("    %-14s %-32s %6.1f%%\n", gp->cases[c].model->name, what, 100 * e);
                     }
                 fprintf(rf, "FIT(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", hw->name,
                         f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
@@ -159,7 +164,7 @@ int cmd_roofline_fit(int argc, char **argv)
                 fitted++;
             }
         }
-        unload(&g);
+        unload(gp);
     }
     fclose(rf);
     if (status == EXIT_OK && write && fitted == 0) {
@@ -169,5 +174,6 @@ int cmd_roofline_fit(int argc, char **argv)
     }
     if (status == EXIT_OK && write) status = write_fits(write, rows);
     free(rows);
+    free(gp);
     return status;
 }
