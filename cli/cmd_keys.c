@@ -15,7 +15,12 @@ int cmd_keys(int argc, char **argv)
     }
     if (cli_parse(argc, argv, keys_usage, NULL, 0, NULL, NULL, NULL) < 0) return EXIT_BAD_INPUT;
     printf("Scenario keys. Booleans take true/false, on/off, yes/no, 1/0; only ';' starts a comment.\n"
-           "Model presets: %s.\nHardware presets: %s.\n\n", model_preset_names(), hw_preset_names());
+           "Model presets: %s.\nHardware presets: %s.\nServing policies (scheduler.policy):\n",
+           model_preset_names(), hw_preset_names());
+#define X(id, name, single, recompute, reserve_max, whole_batch, paged, help) printf("  %-12s %s\n", name, help);
+    SCHED_POLICIES(X)
+#undef X
+    putchar('\n');
     scenario_print_keys(stdout);
     return EXIT_OK;
 }

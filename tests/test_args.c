@@ -119,3 +119,21 @@ Test(args, every_command_names_unknown_options_the_same_way, .init = cr_redirect
         at = found + strlen(expected[i]);
     }
 }
+
+/* keys lists the serving policies from their table, each with what it does. */
+Test(args, keys_lists_every_policy_with_its_meaning, .init = cr_redirect_stdout)
+{
+    char *keys[] = {"keys"};
+    cr_assert_eq(cmd_keys(1, keys), EXIT_OK);
+    fflush(stdout);
+    FILE *out = cr_get_redirected_stdout();
+    static char text[65536];
+    text[fread(text, 1, sizeof text - 1, out)] = 0;
+    cr_assert(strstr(text, "Serving policies (scheduler.policy):\n"
+                           "  naive        one request at a time, every step recomputes the whole sequence\n"
+                           "  kv_single    one request at a time with a KV cache\n"
+                           "  static       a batch formed when idle runs until its last request ends\n"
+                           "  continuous   iteration-level batching, max_model_len slots reserved per sequence\n"
+                           "  paged        iteration-level batching over paged blocks (vLLM)\n"),
+              "%.600s", text);
+}
