@@ -98,24 +98,21 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
 enum { MAX_FIELDS = 4096 };
 
 /* The fields of LINE (a row as csv_write_field wrote it; a label may be quoted and hold
- * commas): their count, and in START[i] (for i < MAX_FIELDS) where field i begins. */
+ * commas): their count, and in START[i] (for i < MAX_FIELDS; START may be NULL) where field
+ * i begins. */
 static int split_row(const char *line, const char **start)
 {
     int n = 1;
     bool quoted = false;
-    start[0] = line;
+    if (start) start[0] = line;
     for (const char *c = line; *c && *c != '\n'; c++) {
         if (*c == '"') quoted = !quoted;
-        else if (*c == ',' && !quoted && n++ < MAX_FIELDS) start[n - 1] = c + 1;
+        else if (*c == ',' && !quoted && n++ < MAX_FIELDS && start) start[n - 1] = c + 1;
     }
     return n;
 }
 
-static int count_fields(const char *line)
-{
-    const char *start[MAX_FIELDS]; /* 32 KiB on the stack */
-    return split_row(line, start);
-}
+static int count_fields(const char *line) { return split_row(line, NULL); }
 
 /* A row of the sweep's form: a line end (a missing one glued two rows into one), the
  * header's number of fields, and a number in every metric column (from the header's

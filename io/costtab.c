@@ -1,13 +1,10 @@
 #include "io/costtab.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/csv.h"
 #include "io/outdir.h"

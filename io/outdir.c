@@ -189,13 +189,16 @@ FILE *of_open(outfile *o, const char *path, char *err, size_t errlen)
 
 int of_commit(outfile *o, char *err, size_t errlen)
 {
-    bool failed = ferror(o->f) != 0;
-    if (fclose(o->f) != 0) failed = true;
+    FILE *f = o->f;
     o->f = NULL;
-    if (failed || rename(o->tmp_path, o->path) != 0) {
-        snprintf(err, errlen, "%s: %s", o->path, failed ? "write error" : strerror(errno));
+    if (od_fclose(f, o->path, err, errlen) < 0) {
         unlink(o->tmp_path);
         return -1;
+    }
+    if (rename(o->tmp_path, o->path) != 0) {
+        int e = errno;
+        unlink(o->tmp_path);
+        return fail(err, errlen, o->path, e);
     }
     return 0;
 }

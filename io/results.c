@@ -2,7 +2,6 @@
  * simulator streams millions of steps, and integers are most of each row. */
 #include "io/results.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -75,18 +74,19 @@ static void end_row(row *r, FILE *f)
     fwrite(r->buf, 1, r->len, f);
 }
 
-static int join(char *out, size_t len, const char *dir, const char *name)
+/* Closes NAME, opened with od_fopen in D, reporting a write error on it as "PATH: reason". */
+static int close_file(const res_dir *d, FILE *f, const char *name, char *err, size_t errlen)
 {
-    return (size_t)snprintf(out, len, "%s/%s", dir, name) < len ? 0 : -1;
+    char path[sizeof d->od.tmp_path + 16];
+    od_path(&d->od, name, path, sizeof path);
+    return od_fclose(f, path, err, errlen);
 }
 
 static int open_steps(res_dir *d, char *err, size_t errlen)
 {
-    char path[sizeof d->od.tmp_path + 16];
-    join(path, sizeof path, d->od.tmp_path, "steps.csv");
-    d->steps = fopen(path, "w");
+    d->steps = od_fopen(&d->od, "steps.csv", err, errlen);
     if (!d->steps)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
     setvbuf(d->steps, NULL, _IOFBF, 1 << 16);
     fputs(STEPS_HEADER, d->steps);
     return 0;
@@ -151,27 +151,15 @@ static void write_request(FILE *f, const req_record *q)
     end_row(&r, f);
 }
 
-/* Closes F and reports any write error on it as "PATH: reason". */
-static int close_checked(FILE *f, const char *path, char *err, size_t errlen)
-{
-    int bad = ferror(f);
-    errno = bad ? EIO : 0;
-    if (fclose(f) != 0 || bad)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
-    return 0;
-}
-
 int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen)
 {
-    char path[sizeof d->od.tmp_path + 16];
-    join(path, sizeof path, d->od.tmp_path, "requests.csv");
-    FILE *f = fopen(path, "w");
+    FILE *f = od_fopen(&d->od, "requests.csv", err, errlen);
     if (!f)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
     fputs(REQUESTS_HEADER, f);
     for (size_t i = 0; i < n; i++)
         write_request(f, &r[i]);
-    return close_checked(f, path, err, errlen);
+    return close_file(d, f, "requests.csv", err, errlen);
 }
 
 static int json_latency(json_t *obj, const char *name, const latency_stats *st)
@@ -211,21 +199,15 @@ json_t *res_summary_json(const summary *s)
 
 int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *err, size_t errlen)
 {
-    char path[sizeof d->od.tmp_path + 16];
-    join(path, sizeof path, d->od.tmp_path, "summary.json");
     json_t *doc = res_summary_json(s);
     if (!doc || (extra && json_object_update(doc, (json_t *)extra) < 0)) {
         json_decref(doc);
-        return fail(err, errlen, "%s: out of memory", path);
+        return fail(err, errlen, "%s/summary.json: out of memory", d->od.tmp_path);
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        json_decref(doc);
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
-    }
-    json_write(f, doc);
+    FILE *f = od_fopen(&d->od, "summary.json", err, errlen);
+    if (f) json_write(f, doc);
     json_decref(doc);
-    return close_checked(f, path, err, errlen);
+    return f ? close_file(d, f, "summary.json", err, errlen) : -1;
 }
 
 /* Puts the finished directory in place. An older DIR is first renamed aside so that DIR
@@ -233,11 +215,9 @@ int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *e
 int res_commit(res_dir *d, char *err, size_t errlen)
 {
     if (d->steps) {
-        char path[sizeof d->od.tmp_path + 16];
-        join(path, sizeof path, d->od.tmp_path, "steps.csv");
         FILE *f = d->steps;
         d->steps = NULL;
-        if (close_checked(f, path, err, errlen))
+        if (close_file(d, f, "steps.csv", err, errlen))
             return -1;
     }
     return od_commit(&d->od, err, errlen);
