@@ -49,6 +49,12 @@ int json_put(json_t *obj, const char *key, json_t *value)
     return value ? json_object_set_new(obj, key, value) : -1;
 }
 
+json_t *json_put_array(json_t *obj, const char *key)
+{
+    json_t *a = json_array();
+    return json_put(obj, key, a) == 0 ? a : NULL;
+}
+
 int json_write(FILE *f, const json_t *doc)
 {
     if (json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) < 0) return -1;

@@ -16,6 +16,8 @@ json_t *json_text(const char *s);
 json_t *json_num(double v);
 /* OBJ[KEY] = VALUE, taking VALUE's reference; -1 when VALUE is NULL (out of memory). */
 int json_put(json_t *obj, const char *key, json_t *value);
+/* A new empty array put at OBJ[KEY], owned by OBJ, to be filled; NULL when out of memory. */
+json_t *json_put_array(json_t *obj, const char *key);
 /* Writes DOC to F as every servesim JSON file is written: objects and arrays indented by two
  * spaces, keys in insertion order, reals with 10 significant digits, a final line end.
  * -1 on a write error. */

@@ -11,73 +11,64 @@
 static json_t *metric_json(const point *p, int k)
 {
     const cmp_row *r = &p->cmp.rows[k];
-    json_t *runs = json_array();
-    for (int j = 0; runs && j < p->num_runs; j++)
-        if (json_array_append_new(runs, json_num(p->runs[j].rows[k].measured)) < 0) {
-            json_decref(runs);
-            runs = NULL;
-        }
-    json_t *m = json_object();
-    if (!m || json_put(m, "metric", json_text(r->metric)) | json_put(m, "simulated", json_num(r->simulated)) |
-                  json_put(m, "measured", json_num(r->measured)) | json_put(m, "rel_error", json_num(r->rel_error)) |
-                  json_put(m, "spread", json_num(r->spread)) | json_put(m, "measured_runs", runs)) {
+    json_t *m = json_object(), *runs = NULL;
+    int bad = !m || json_put(m, "metric", json_text(r->metric)) | json_put(m, "simulated", json_num(r->simulated)) |
+                        json_put(m, "measured", json_num(r->measured)) | json_put(m, "rel_error", json_num(r->rel_error)) |
+                        json_put(m, "spread", json_num(r->spread)) || !(runs = json_put_array(m, "measured_runs"));
+    for (int j = 0; !bad && j < p->num_runs; j++) bad = json_array_append_new(runs, json_num(p->runs[j].rows[k].measured));
+    if (bad) {
         json_decref(m);
         return NULL;
     }
     return m;
 }
 
+/* The replay of point P: where each run's schedule parted (-1: never) and its errors. */
 static json_t *replay_json(const point *p)
 {
-    json_t *mismatch = json_array(), *metrics = json_array(), *replay = json_object();
-    int bad = !mismatch || !metrics || !replay;
+    json_t *replay = json_object(), *mismatch = NULL, *metrics = NULL;
+    int bad = !replay || !(mismatch = json_put_array(replay, "first_mismatch")) ||
+              !(metrics = json_put_array(replay, "metrics"));
     for (int k = 0; !bad && k < p->num_runs; k++) bad = json_array_append_new(mismatch, json_integer(p->replay_mismatch[k]));
     for (int k = 0; !bad && k < p->replay.num_rows; k++) {
         json_t *m = json_object();
-        bad = !m || json_put(m, "metric", json_text(p->replay.rows[k].metric)) |
-                        json_put(m, "rel_error", json_num(p->replay.rows[k].rel_error));
-        if (!bad) bad = json_array_append_new(metrics, m);
-        else json_decref(m);
+        bad = !m || json_array_append_new(metrics, m) || json_put(m, "metric", json_text(p->replay.rows[k].metric)) |
+                                                             json_put(m, "rel_error", json_num(p->replay.rows[k].rel_error));
     }
-    if (bad || json_put(replay, "first_mismatch", json_incref(mismatch)) | json_put(replay, "metrics", json_incref(metrics))) {
+    if (bad) {
         json_decref(replay);
-        replay = NULL;
+        return NULL;
     }
-    json_decref(mismatch);
-    json_decref(metrics);
     return replay;
 }
 
 static json_t *point_json(const point *p)
 {
-    json_t *metrics = json_array(), *o = json_object();
-    int bad = !metrics || !o;
+    json_t *o = json_object(), *metrics = NULL;
+    int bad = !o || json_put(o, "rate", json_num(strtod(p->rate, NULL))) | json_put(o, "policy", json_text(p->policy)) |
+                        json_put(o, "passed", json_boolean(p->passed)) | json_put(o, "engine_runs", json_integer(p->num_runs)) |
+                        json_put(o, "step_time_mape", json_num(p->cmp.step_mape)) |
+                        json_put(o, "steps_predicted", json_integer(p->cmp.steps_predicted)) |
+                        json_put(o, "first_divergent_step", json_integer(p->cmp.first_divergence)) ||
+              !(metrics = json_put_array(o, "metrics"));
     for (int k = 0; !bad && k < p->cmp.num_rows; k++) bad = json_array_append_new(metrics, metric_json(p, k));
-    if (bad || json_put(o, "rate", json_num(strtod(p->rate, NULL))) | json_put(o, "policy", json_text(p->policy)) |
-                   json_put(o, "passed", json_boolean(p->passed)) | json_put(o, "engine_runs", json_integer(p->num_runs)) |
-                   json_put(o, "step_time_mape", json_num(p->cmp.step_mape)) |
-                   json_put(o, "steps_predicted", json_integer(p->cmp.steps_predicted)) |
-                   json_put(o, "first_divergent_step", json_integer(p->cmp.first_divergence)) |
-                   json_put(o, "metrics", json_incref(metrics)) | json_put(o, "replay", replay_json(p))) {
+    if (bad || json_put(o, "replay", replay_json(p)) < 0) {
         json_decref(o);
-        o = NULL;
+        return NULL;
     }
-    json_decref(metrics);
     return o;
 }
 
 int validate_write_json(const outdir *od, const point *pts, int n, const validation_info *vi, char *err,
                         size_t errlen)
 {
-    json_t *points = json_array(), *doc = json_object();
-    int bad = !points || !doc;
+    json_t *doc = json_object(), *points = NULL;
+    int bad = !doc || json_put(doc, "cost_table", json_text(vi->table)) |
+                          json_put(doc, "calibrated_between_runs", json_boolean(vi->per_round)) ||
+              !(points = json_put_array(doc, "points"));
     for (int i = 0; !bad && i < n; i++) bad = json_array_append_new(points, point_json(&pts[i]));
-    if (!bad)
-        bad = json_put(doc, "cost_table", json_text(vi->table)) |
-              json_put(doc, "calibrated_between_runs", json_boolean(vi->per_round)) | json_put(doc, "points", json_incref(points));
-    json_decref(points);
     FILE *f = bad ? NULL : od_fopen(od, "validation.json", err, errlen);
-    if (bad && !f) snprintf(err, errlen, "%s/validation.json: out of memory", od->final_path);
+    if (bad) snprintf(err, errlen, "%s/validation.json: out of memory", od->final_path);
     if (f && json_write(f, doc) < 0) bad = 1;
     json_decref(doc);
     if (!f) return -1;
