@@ -75,26 +75,24 @@ Test(csv, columns_are_found_by_name)
     csv_close(&r);
 }
 
+/* TEXT (LEN bytes) fails to read with "PATH:LINE: WHY". */
+static void read_fails(const char *text, size_t len, int line, const char *why)
+{
+    char out[256], err[256], expected[256];
+    write_file(text, len);
+    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1, "read: %s", out);
+    snprintf(expected, sizeof expected, "%s:%d: %s", path, line, why);
+    cr_assert_str_eq(err, expected);
+    unlink(path);
+}
+
 Test(csv, errors_name_the_file_and_line)
 {
-    char out[256], err[256], expected[128];
-    const char open_quote[] = "a,b\n1,2\n\n3,\"4\n";
-    write_file(open_quote, sizeof open_quote - 1);
-    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
-    snprintf(expected, sizeof expected, "%s:4: field 2: a quote is opened and never closed", path);
-    cr_assert_str_eq(err, expected);
-    unlink(path);
-    const char after_quote[] = "a,b\n\"1\"x,2\n";
-    write_file(after_quote, sizeof after_quote - 1);
-    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
-    snprintf(expected, sizeof expected, "%s:2: field 1: text after its closing quote", path);
-    cr_assert_str_eq(err, expected);
-    unlink(path);
-    const char nul[] = "a,b\n1\0,2\n";
-    write_file(nul, sizeof nul - 1);
-    cr_assert_eq(read_all(0, out, sizeof out, err, sizeof err), -1);
-    snprintf(expected, sizeof expected, "%s:2: a NUL byte in the line (not a text file?)", path);
-    cr_assert_str_eq(err, expected);
+    const char open_quote[] = "a,b\n1,2\n\n3,\"4\n", after_quote[] = "a,b\n\"1\"x,2\n", nul[] = "a,b\n1\0,2\n";
+    read_fails(open_quote, sizeof open_quote - 1, 4, "field 2: a quote is opened and never closed");
+    read_fails(after_quote, sizeof after_quote - 1, 2, "field 1: text after its closing quote");
+    read_fails(nul, sizeof nul - 1, 2, "a NUL byte in the line (not a text file?)");
+    char err[256];
     csv_reader r;
     cr_assert_eq(csv_open(&r, "/tmp", 0, err, sizeof err), -1);
     cr_assert_str_eq(err, "/tmp: is a directory");
