@@ -143,7 +143,7 @@ static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_re
     bool written = sweep_write_json(f, p) == 0;
     if (od_fclose(f, "sweep.json", err, errlen) < 0) return -1;
     if (!written) {
-        snprintf(err, errlen, "%s/sweep.json: out of memory", od->final_path);
+        snprintf(err, errlen, "%.1024s/sweep.json: out of memory", od->final_path);
         return -1;
     }
     if (!c->quiet) sweep_print_table(stdout, p, r);

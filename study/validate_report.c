@@ -68,7 +68,7 @@ int validate_write_json(const outdir *od, const point *pts, int n, const validat
               !(points = json_put_array(doc, "points"));
     for (int i = 0; !bad && i < n; i++) bad = json_array_append_new(points, point_json(&pts[i]));
     FILE *f = bad ? NULL : od_fopen(od, "validation.json", err, errlen);
-    if (bad) snprintf(err, errlen, "%s/validation.json: out of memory", od->final_path);
+    if (bad) snprintf(err, errlen, "%.1024s/validation.json: out of memory", od->final_path);
     if (f && json_write(f, doc) < 0) bad = 1;
     json_decref(doc);
     if (!f) return -1;
