@@ -53,7 +53,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     }
     workload w;
     res_dir dir;
-    if (wl_build(&r.workload, &w, err, errlen) < 0) {
+    if (wl_open(&r.workload, &w, err, errlen) < 0) {
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
@@ -76,7 +76,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     if (status == 0) {
         *have = met_summarize(met, &r.slo, sum) == 0;
         json_t *extra = extra_json(sc, &st, &o.backend);
-        status = extra && job_write_results(&dir, met, sum, extra, err, errlen) == 0 ? 0 : 1;
+        status = extra && job_write_results(&dir, sum, extra, err, errlen) == 0 ? 0 : 1;
         if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
         json_decref(extra);
     }

@@ -75,6 +75,7 @@ static int serve_real(const scenario_resolved *r, const kb_options *kb, const kb
                         .stop = interrupt_flag()};
     engine_backend_options(&r->sched, &o.backend);
     out->met = met_create();
+    met_keep_requests(out->met);
     rec_init(&out->rc, out->met, NULL);
     out->rc.keep_steps = true;
     int status = engine_run(&o, w, &r->workload, &out->rc, NULL, err, errlen);
@@ -98,7 +99,7 @@ static int setup_point(const scenario *base, const point *p, point_setup *ps, ch
     scenario sc;
     if (point_scenario(base, p, &sc, err, errlen) < 0 || scenario_resolve(&sc, &ps->r, err, errlen) < 0 ||
         scenario_resolve_engine(&sc, &ps->r, &ps->kb, &ps->sp, err, errlen) < 0 ||
-        wl_build(&ps->r.workload, &ps->w, err, errlen) < 0)
+        wl_open(&ps->r.workload, &ps->w, err, errlen) < 0)
         return EXIT_BAD_INPUT;
     return EXIT_OK;
 }
@@ -107,6 +108,7 @@ static int simulate(const scenario_resolved *r, workload *w, step_cost cost, run
 {
     sim_options o = {.sched = r->sched, .cost = cost, .num_replicas = 1};
     out->met = met_create();
+    met_keep_requests(out->met);
     rec_init(&out->rc, out->met, NULL);
     out->rc.keep_steps = true;
     if (sim_run(&o, w, &r->workload, &out->rc, NULL, err, errlen) < 0) return 1;
@@ -165,7 +167,10 @@ static int write_side(const outdir *od, const char *name, const run_side *s, cha
     res_dir dir;
     if (res_open(&dir, path, err, errlen) < 0) return -1;
     for (size_t i = 0; i < s->rc.num_steps; i++) res_write_step(&dir, &s->rc.steps[i]);
-    if (job_write_results(&dir, s->met, &s->sum, NULL, err, errlen) < 0) {
+    size_t n;
+    const req_record *recs = met_requests(s->met, &n);
+    for (size_t i = 0; i < n; i++) res_write_request(&dir, &recs[i]);
+    if (job_write_results(&dir, &s->sum, NULL, err, errlen) < 0) {
         res_abort(&dir);
         return -1;
     }

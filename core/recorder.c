@@ -86,4 +86,5 @@ void rec_ended(recorder *rc, const request *r)
     req_record rr;
     req_to_record(r, &rr);
     met_on_request(rc->met, &rr);
+    if (rc->dir) res_write_request(rc->dir, &rr);
 }

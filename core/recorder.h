@@ -1,6 +1,7 @@
 /* The records a run keeps, fed the same way by the real engine and the simulator: every step,
- * every token gap, every request that ends. Streams steps to steps.csv when a result directory
- * is open, so memory grows with requests, not with steps or tokens. */
+ * every token gap, every request that ends. Streams steps.csv and requests.csv when a result
+ * directory is open, so memory grows by the 24 bytes of latencies a request keeps for exact
+ * percentiles, not with steps or tokens. */
 #ifndef SERVESIM_CORE_RECORDER_H
 #define SERVESIM_CORE_RECORDER_H
 

@@ -45,6 +45,25 @@ void req_init(request *r, int64_t id, double arrival, const int32_t *prompt, int
               int output_len);
 /* A request as the workload sent it; PROMPT holds its token ids or is NULL. */
 void req_from_workload(request *r, const wl_request *wr, const int32_t *prompt);
+/* The requests in flight, allocated in chunks that never move (the scheduler holds pointers)
+ * and reused once ended, so an executor's memory follows the requests in flight, not the
+ * length of the workload. */
+typedef struct req_pool {
+    request **chunks;
+    size_t num_chunks, chunks_cap;
+    request **free_list;       /* ended requests, ready for reuse */
+    size_t num_free, free_cap;
+    size_t used;               /* slots handed out of the newest chunk */
+} req_pool;
+
+void req_pool_init(req_pool *p);
+/* A slot for a new request (contents undefined until req_init); NULL when out of memory. */
+request *req_pool_get(req_pool *p);
+/* R has ended: its slot may be handed out again. Its prompt must already be freed (NULL). */
+void req_pool_put(req_pool *p, request *r);
+/* Frees the prompts of requests still in flight (an interrupted run), then every slot. */
+void req_pool_free(req_pool *p);
+
 static inline int req_num_tokens(const request *r) { return r->prompt_len + r->num_generated; }
 static inline bool req_is_finished(const request *r) { return r->state == REQ_FINISHED; }
 

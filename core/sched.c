@@ -25,6 +25,8 @@ struct sched {
     bool static_active;
     sched_batch batch;
     request **finished;
+    request **released;      /* finished requests the scheduler no longer refers to */
+    int num_released;
 };
 
 static const sched_policy_caps policies[] = {
@@ -151,9 +153,10 @@ sched *sched_create(const sched_config *cfg)
     s->bm = bm_create(&bc);
     s->running = malloc(s->max_seqs * sizeof *s->running);
     s->finished = malloc(s->max_seqs * sizeof *s->finished);
+    s->released = malloc(s->max_seqs * sizeof *s->released);
     s->batch.items = malloc(s->max_seqs * sizeof *s->batch.items);
     s->batch.preempted = malloc(s->max_seqs * sizeof *s->batch.preempted);
-    bool ok = s->bm && s->running && s->finished && s->batch.items && s->batch.preempted;
+    bool ok = s->bm && s->running && s->finished && s->released && s->batch.items && s->batch.preempted;
     while (ok && s->waiting.cap < (size_t)s->max_seqs + 1) ok = deque_grow(&s->waiting);
     if (!ok) {
         sched_free(s);
@@ -169,6 +172,7 @@ void sched_free(sched *s)
     free(s->waiting.buf);
     free(s->running);
     free(s->finished);
+    free(s->released);
     free(s->batch.items);
     free(s->batch.preempted);
     free(s);
@@ -428,6 +432,7 @@ static void end_static_batch(sched *s)
     for (int i = 0; i < s->num_running; i++) {
         s->computed_tokens -= s->running[i]->num_computed;
         bm_release(s->bm, s->running[i]);
+        s->released[s->num_released++] = s->running[i];
     }
     s->num_running = 0;
     s->num_static_done = 0;
@@ -438,6 +443,7 @@ int sched_complete(sched *s, double now, request ***finished)
 {
     int num_finished = 0;
     const sched_batch *b = &s->batch;
+    s->num_released = 0;
     s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
     for (int k = 0; k < b->num_items; k++) {
         const sched_item *it = &b->items[k];
@@ -455,6 +461,7 @@ int sched_complete(sched *s, double now, request ***finished)
         } else {
             s->computed_tokens -= r->num_computed;
             bm_release(s->bm, r);
+            s->released[s->num_released++] = r;
         }
     }
     if (s->policy->whole_batch) {
@@ -470,6 +477,12 @@ int sched_complete(sched *s, double now, request ***finished)
 }
 
 /* ---- observation ---- */
+
+int sched_released(const sched *s, request ***released)
+{
+    *released = s->released;
+    return s->num_released;
+}
 
 const sched_batch *sched_last_batch(const sched *s) { return &s->batch; }
 int sched_num_waiting(const sched *s) { return (int)s->waiting.len; }

@@ -103,6 +103,10 @@ int sched_schedule(sched *s, double now, const sched_batch **out);
 /* The last batch's tokens are done at NOW: advances progress, stamps token times, frees the
  * blocks of finished requests. Returns how many finished; *FINISHED lists them. */
 int sched_complete(sched *s, double now, request ***finished);
+/* The requests the last sched_complete let go of: finished, and no longer in any batch (a
+ * static batch keeps its finished members as padding until the whole batch ends). Their
+ * memory may be reused from here on. */
+int sched_released(const sched *s, request ***released);
 
 /* The batch of the last sched_schedule call: the step in flight. */
 const sched_batch *sched_last_batch(const sched *s);

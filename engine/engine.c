@@ -18,7 +18,7 @@ typedef struct engine {
     sched *s;
     kb_backend *kb;
     runner rn;
-    request *reqs;
+    req_pool reqs;          /* the requests in flight */
     size_t ended;
     struct timespec t0;
     engine_stats stats;
@@ -47,10 +47,16 @@ static void request_ended(engine *e, request *r, double now)
 {
     rec_ended(e->rc, r);
     drv_on_done(&e->drv, now);
-    free((void *)r->prompt);
-    r->prompt = NULL;
     e->ended++;
     if (e->o->progress) e->o->progress(e->o->progress_ctx, e->ended, e->w->n);
+}
+
+/* The scheduler no longer refers to R: its slot can serve another request. */
+static void request_released(engine *e, request *r)
+{
+    free((void *)r->prompt);
+    r->prompt = NULL;
+    req_pool_put(&e->reqs, r);
 }
 
 /* Each request's buffer holds its prompt and then every token it will generate. */
@@ -58,13 +64,16 @@ static int send_due_requests(engine *e, double now)
 {
     wl_request *wr;
     while ((wr = drv_release(&e->drv, now))) {
-        int32_t *tokens = malloc((size_t)(wr->prompt_len + wr->output_len) * sizeof *tokens);
+        request *r = req_pool_get(&e->reqs);
+        int32_t *tokens = r ? malloc((size_t)(wr->prompt_len + wr->output_len) * sizeof *tokens) : NULL;
         if (!tokens) return -1;
         wl_fill_prompt(e->w, wr, tokens);
-        request *r = &e->reqs[wr->id];
         req_from_workload(r, wr, tokens);
         rec_sent(e->rc, r);
-        if (!sched_add(e->s, r, now)) request_ended(e, r, now);
+        if (!sched_add(e->s, r, now)) {
+            request_ended(e, r, now);
+            request_released(e, r);
+        }
     }
     return 0;
 }
@@ -107,6 +116,8 @@ static int run_step(engine *e, double start)
     st.end_time = end;
     rec_step(e->rc, &st);
     for (int i = 0; i < nf; i++) request_ended(e, fin[i], end);
+    int nr = sched_released(e->s, &fin);
+    for (int i = 0; i < nr; i++) request_released(e, fin[i]);
     return 1;
 }
 
@@ -186,8 +197,8 @@ static int loop(engine *e, char *err, size_t errlen)
 
 static void teardown(engine *e)
 {
-    for (size_t i = 0; e->reqs && i < e->w->n; i++) free((void *)e->reqs[i].prompt);
-    free(e->reqs);
+    req_pool_free(&e->reqs);
+    drv_free(&e->drv);
     runner_free(&e->rn);
     sched_free(e->s);
     kb_close(e->kb);
@@ -200,11 +211,11 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
     e.kb = kb_open(&o->backend, err, errlen);
     if (!e.kb) return 2;
     snprintf(e.stats.device, sizeof e.stats.device, "%s", kb_device_name(e.kb));
-    drv_init(&e.drv, w, cfg);
+    bool driving = drv_init(&e.drv, w, cfg) == 0;
     e.s = sched_create(&o->sched);
-    e.reqs = calloc(w->n ? w->n : 1, sizeof *e.reqs);
+    req_pool_init(&e.reqs);
     int status = 1;
-    if (!e.s || !e.reqs || runner_init(&e.rn, e.kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
+    if (!driving || !e.s || runner_init(&e.rn, e.kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
                                        o->backend.max_blocks_per_seq) < 0)
         snprintf(err, errlen, "out of memory while setting up the engine");
     else if (warm_up(&e) < 0)
@@ -221,7 +232,7 @@ int engine_run_steps(const engine_options *o, const wl_config *cfg,
                      char *err, size_t errlen)
 {
     workload w;
-    if (wl_build(cfg, &w, err, errlen) < 0) return 1;
+    if (wl_open(cfg, &w, err, errlen) < 0) return 1;
     met_acc *met = met_create();
     recorder rc;
     rec_init(&rc, met, NULL);

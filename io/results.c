@@ -82,21 +82,31 @@ static int close_file(const res_dir *d, FILE *f, const char *name, char *err, si
     return od_fclose(f, path, err, errlen);
 }
 
-static int open_steps(res_dir *d, char *err, size_t errlen)
+static FILE *open_stream(res_dir *d, const char *name, const char *header, char *err, size_t errlen)
 {
-    d->steps = od_fopen(&d->od, "steps.csv", err, errlen);
-    if (!d->steps)
-        return -1;
-    setvbuf(d->steps, NULL, _IOFBF, 1 << 16);
-    fputs(STEPS_HEADER, d->steps);
-    return 0;
+    FILE *f = od_fopen(&d->od, name, err, errlen);
+    if (!f)
+        return NULL;
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
+    fputs(header, f);
+    return f;
+}
+
+static void close_streams(res_dir *d)
+{
+    if (d->steps) fclose(d->steps);
+    if (d->requests) fclose(d->requests);
+    d->steps = d->requests = NULL;
 }
 
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     if (od_open(&d->od, dir, err, errlen) < 0) return -1;
-    if (open_steps(d, err, errlen) < 0) {
+    d->steps = open_stream(d, "steps.csv", STEPS_HEADER, err, errlen);
+    d->requests = d->steps ? open_stream(d, "requests.csv", REQUESTS_HEADER, err, errlen) : NULL;
+    if (!d->requests) {
+        close_streams(d);
         od_abort(&d->od);
         return -1;
     }
@@ -134,7 +144,7 @@ void res_write_step(res_dir *d, const step_record *s)
     end_row(&r, d->steps);
 }
 
-static void write_request(FILE *f, const req_record *q)
+void res_write_request(res_dir *d, const req_record *q)
 {
     row r = {.len = 0};
     put_int(&r, q->request_id);
@@ -148,18 +158,7 @@ static void write_request(FILE *f, const req_record *q)
     put_int(&r, q->num_preemptions);
     put_str(&r, stop_reason_name(q->stop));
     put_int(&r, q->warmup);
-    end_row(&r, f);
-}
-
-int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen)
-{
-    FILE *f = od_fopen(&d->od, "requests.csv", err, errlen);
-    if (!f)
-        return -1;
-    fputs(REQUESTS_HEADER, f);
-    for (size_t i = 0; i < n; i++)
-        write_request(f, &r[i]);
-    return close_file(d, f, "requests.csv", err, errlen);
+    end_row(&r, d->requests);
 }
 
 static int json_latency(json_t *obj, const char *name, const latency_stats *st)
@@ -214,21 +213,17 @@ int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *e
  * never holds a mix of two runs, and is deleted only once the new one is in place. */
 int res_commit(res_dir *d, char *err, size_t errlen)
 {
-    if (d->steps) {
-        FILE *f = d->steps;
-        d->steps = NULL;
-        if (close_file(d, f, "steps.csv", err, errlen))
-            return -1;
-    }
-    return od_commit(&d->od, err, errlen);
+    FILE *steps = d->steps, *requests = d->requests;
+    d->steps = d->requests = NULL;
+    int bad = steps ? close_file(d, steps, "steps.csv", err, errlen) : 0;
+    if (requests && bad) fclose(requests);   /* the first error is the one reported */
+    else if (requests) bad = close_file(d, requests, "requests.csv", err, errlen);
+    return bad ? -1 : od_commit(&d->od, err, errlen);
 }
 
 void res_abort(res_dir *d)
 {
-    if (d->steps) {
-        fclose(d->steps);
-        d->steps = NULL;
-    }
+    close_streams(d);
     od_abort(&d->od);
 }
 

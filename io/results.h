@@ -11,14 +11,18 @@
 
 typedef struct res_dir {
     outdir od;          /* the directory that appears whole or not at all */
-    FILE *steps;        /* steps.csv, streamed while the run goes */
+    FILE *steps;        /* steps.csv and requests.csv, streamed while the run goes */
+    FILE *requests;
 } res_dir;
 
 /* Creates DIR.tmp.<pid> (and the parents of DIR) as od_open does, refusing what servesim did
  * not write. -1 with a message in ERR on failure. */
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen);
+/* One row of steps.csv. */
 void res_write_step(res_dir *d, const step_record *s);
-int res_write_requests(res_dir *d, const req_record *r, size_t n, char *err, size_t errlen);
+/* One row of requests.csv; rows come in the order requests end. Write errors surface when
+ * res_commit closes the file. */
+void res_write_request(res_dir *d, const req_record *r);
 /* The summary's fields as a JSON object (SUMMARY_FIELDS order); NULL when out of memory. */
 json_t *res_summary_json(const summary *s);
 /* Writes summary.json: the summary's fields, then the members of EXTRA (what ran, the cost

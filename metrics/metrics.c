@@ -4,6 +4,8 @@
 #include "metrics/metrics.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,11 +14,24 @@ typedef struct itl_run {
     int64_t count;
 } itl_run;
 
+/* A finished measured request's latencies, seconds; tpot NAN when it has one token. Kept for
+ * exact percentiles: 24 bytes a request is all a run's memory grows by. */
+typedef struct req_latency {
+    double ttft, tpot, e2el;
+} req_latency;
+
 struct met_acc {
     double window_start;
 
-    req_record *reqs;
+    bool keep_requests;
+    req_record *reqs;          /* only when keep_requests */
     size_t num_reqs, reqs_cap;
+
+    req_latency *lat;          /* measured requests that finished, in the order they ended */
+    size_t num_lat, lat_cap;
+    int rejected;
+    double first_arrival, last_finish;
+    int64_t input_tokens, output_tokens;
 
     itl_run *itl;
     size_t num_itl, itl_cap;
@@ -101,6 +116,8 @@ met_acc *met_create(void)
     if (!m)
         return NULL;
     m->window_start = -INFINITY;
+    m->first_arrival = INFINITY;
+    m->last_finish = -INFINITY;
     m->min_free_blocks = INT32_MAX;
     return m;
 }
@@ -110,6 +127,7 @@ void met_free(met_acc *m)
     if (!m)
         return;
     free(m->reqs);
+    free(m->lat);
     free(m->itl);
     free(m);
 }
@@ -147,24 +165,70 @@ void met_on_step(met_acc *m, const step_record *s)
     m->preemptions += s->num_preempted;
 }
 
+static int cmp_run(const void *a, const void *b);
+
+/* Sorts the ITL runs by gap and merges equal gaps. A run's gaps recur (a step of the same
+ * batch shape costs the same), so compacting whenever the array fills bounds its memory by
+ * the number of distinct gaps, not by the number of steps. */
+static void compact_itl(met_acc *m)
+{
+    qsort(m->itl, m->num_itl, sizeof *m->itl, cmp_run);
+    size_t n = 0;
+    for (size_t i = 0; i < m->num_itl; i++) {
+        if (n > 0 && m->itl[n - 1].gap == m->itl[i].gap)
+            m->itl[n - 1].count += m->itl[i].count;
+        else
+            m->itl[n++] = m->itl[i];
+    }
+    m->num_itl = n;
+}
+
 void met_on_itl_n(met_acc *m, double gap, int64_t count)
 {
     if (m->num_itl > 0 && m->itl[m->num_itl - 1].gap == gap) {
         m->itl[m->num_itl - 1].count += count;
         return;
     }
-    if (m->num_itl == m->itl_cap)
+    if (m->num_itl == m->itl_cap && m->num_itl >= 4096) {
+        compact_itl(m);
+        if (m->num_itl > m->itl_cap / 2)
+            m->itl = grow(m->itl, &m->itl_cap, sizeof *m->itl);
+    } else if (m->num_itl == m->itl_cap) {
         m->itl = grow(m->itl, &m->itl_cap, sizeof *m->itl);
+    }
     m->itl[m->num_itl++] = (itl_run){gap, count};
 }
 
 void met_on_itl(met_acc *m, double gap) { met_on_itl_n(m, gap, 1); }
 
+void met_keep_requests(met_acc *m)
+{
+    m->keep_requests = true;
+}
+
 void met_on_request(met_acc *m, const req_record *r)
 {
-    if (m->num_reqs == m->reqs_cap)
-        m->reqs = grow(m->reqs, &m->reqs_cap, sizeof *m->reqs);
-    m->reqs[m->num_reqs++] = *r;
+    if (m->keep_requests) {
+        if (m->num_reqs == m->reqs_cap)
+            m->reqs = grow(m->reqs, &m->reqs_cap, sizeof *m->reqs);
+        m->reqs[m->num_reqs++] = *r;
+    }
+    if (r->warmup)
+        return;
+    m->first_arrival = fmin(m->first_arrival, r->arrival_time);
+    m->last_finish = fmax(m->last_finish, r->finish_time);   /* fmax skips a NAN */
+    if (r->stop != STOP_LENGTH) {
+        m->rejected++;
+        return;
+    }
+    double t = r->first_token_time - r->arrival_time;
+    double e = r->finish_time - r->arrival_time;
+    double p = r->output_len > 1 ? (e - t) / (r->output_len - 1) : NAN;
+    if (m->num_lat == m->lat_cap)
+        m->lat = grow(m->lat, &m->lat_cap, sizeof *m->lat);
+    m->lat[m->num_lat++] = (req_latency){t, p, e};
+    m->input_tokens += r->prompt_len;
+    m->output_tokens += r->output_len;
 }
 
 const req_record *met_requests(const met_acc *m, size_t *n)
@@ -229,20 +293,12 @@ static latency_stats sorted_stats_ms(double *v, size_t n)
     return stats_ms(v, NULL, n);
 }
 
-/* Sorts the ITL runs by gap and merges equal gaps: later summaries start from fewer runs. */
 static latency_stats itl_stats_ms(met_acc *m)
 {
     if (m->num_itl == 0)
         return (latency_stats){0};
-    qsort(m->itl, m->num_itl, sizeof *m->itl, cmp_run);
-    size_t n = 0;
-    for (size_t i = 0; i < m->num_itl; i++) {
-        if (n > 0 && m->itl[n - 1].gap == m->itl[i].gap)
-            m->itl[n - 1].count += m->itl[i].count;
-        else
-            m->itl[n++] = m->itl[i];
-    }
-    m->num_itl = n;
+    compact_itl(m);
+    size_t n = m->num_itl;
     double *v = checked(malloc(n * sizeof *v));
     int64_t *w = checked(malloc(n * sizeof *w));
     for (size_t i = 0; i < n; i++) {
@@ -264,36 +320,18 @@ static int meets_slo(const slo_config *slo, double ttft, double tpot, int has_tp
            (slo->e2el_ms <= 0 || e2el <= slo->e2el_ms / 1000);
 }
 
-static void summarize_requests(const met_acc *m, const slo_config *slo, summary *s,
-                               double *ttft, double *tpot, double *e2el, size_t *num_tpot)
+static void summarize_requests(const met_acc *m, const slo_config *slo, summary *s)
 {
-    double first_arrival = INFINITY, last_finish = -INFINITY;
     int good = 0;
-    *num_tpot = 0;
-    for (size_t i = 0; i < m->num_reqs; i++) {
-        const req_record *r = &m->reqs[i];
-        if (r->warmup)
-            continue;
-        first_arrival = fmin(first_arrival, r->arrival_time);
-        last_finish = fmax(last_finish, r->finish_time);   /* fmax skips a NAN */
-        if (r->stop != STOP_LENGTH) {
-            s->rejected++;
-            continue;
-        }
-        double t = r->first_token_time - r->arrival_time;
-        double e = r->finish_time - r->arrival_time;
-        int has_tpot = r->output_len > 1;
-        double p = has_tpot ? (e - t) / (r->output_len - 1) : 0;
-        ttft[s->completed] = t;
-        e2el[s->completed] = e;
-        if (has_tpot)
-            tpot[(*num_tpot)++] = p;
-        s->completed++;
-        s->total_input_tokens += r->prompt_len;
-        s->total_output_tokens += r->output_len;
-        good += meets_slo(slo, t, p, has_tpot, e);
+    for (size_t i = 0; i < m->num_lat; i++) {
+        const req_latency *l = &m->lat[i];
+        good += meets_slo(slo, l->ttft, l->tpot, !isnan(l->tpot), l->e2el);
     }
-    s->duration = last_finish > first_arrival ? last_finish - first_arrival : 0;
+    s->completed = (int)m->num_lat;
+    s->rejected = m->rejected;
+    s->total_input_tokens = m->input_tokens;
+    s->total_output_tokens = m->output_tokens;
+    s->duration = m->last_finish > m->first_arrival ? m->last_finish - m->first_arrival : 0;
     if (s->duration > 0) {
         s->request_throughput = s->completed / s->duration;
         s->request_goodput = good / s->duration;
@@ -301,6 +339,18 @@ static void summarize_requests(const met_acc *m, const slo_config *slo, summary 
         s->total_token_throughput =
             (double)(s->total_input_tokens + s->total_output_tokens) / s->duration;
     }
+}
+
+/* Statistics of one latency of the finished requests (OFFSET into req_latency), NANs left
+ * out, sorted in SCRATCH. */
+static latency_stats latency_of(const met_acc *m, size_t offset, double *scratch)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->num_lat; i++) {
+        double v = *(const double *)((const char *)&m->lat[i] + offset);
+        if (!isnan(v)) scratch[n++] = v;
+    }
+    return sorted_stats_ms(scratch, n);
 }
 
 static void summarize_steps(const met_acc *m, summary *s)
@@ -333,19 +383,14 @@ static void summarize_steps(const met_acc *m, summary *s)
 int met_summarize(met_acc *m, const slo_config *slo, summary *out)
 {
     summary s = {0};
-    size_t cap = m->num_reqs ? m->num_reqs : 1, num_tpot;
-    double *ttft = checked(malloc(cap * sizeof *ttft));
-    double *tpot = checked(malloc(cap * sizeof *tpot));
-    double *e2el = checked(malloc(cap * sizeof *e2el));
-    summarize_requests(m, slo, &s, ttft, tpot, e2el, &num_tpot);
-    s.ttft_ms = sorted_stats_ms(ttft, (size_t)s.completed);
-    s.tpot_ms = sorted_stats_ms(tpot, num_tpot);
-    s.e2el_ms = sorted_stats_ms(e2el, (size_t)s.completed);
+    double *scratch = checked(malloc((m->num_lat ? m->num_lat : 1) * sizeof *scratch));
+    summarize_requests(m, slo, &s);
+    s.ttft_ms = latency_of(m, offsetof(req_latency, ttft), scratch);
+    s.tpot_ms = latency_of(m, offsetof(req_latency, tpot), scratch);
+    s.e2el_ms = latency_of(m, offsetof(req_latency, e2el), scratch);
     s.itl_ms = itl_stats_ms(m);
     summarize_steps(m, &s);
-    free(ttft);
-    free(tpot);
-    free(e2el);
+    free(scratch);
     *out = s;
     return s.completed > 0 ? 0 : -1;
 }

@@ -90,10 +90,14 @@ void met_on_step(met_acc *m, const step_record *s);
 void met_on_itl(met_acc *m, double gap);
 /* COUNT gaps of the same length. */
 void met_on_itl_n(met_acc *m, double gap, int64_t count);
+/* A request that ended. Only its latencies are kept (24 bytes, for exact percentiles), the
+ * record itself only after met_keep_requests. */
 void met_on_request(met_acc *m, const req_record *r);
+/* Keep every request record for met_requests (validation and tests compare them). */
+void met_keep_requests(met_acc *m);
 /* Fills OUT from everything seen. Returns 0, or -1 when no measured request finished. */
 int met_summarize(met_acc *m, const slo_config *slo, summary *out);
-/* The request records in the order they were added (for requests.csv and comparisons). */
+/* The request records in the order they ended; none unless met_keep_requests was called. */
 const req_record *met_requests(const met_acc *m, size_t *n);
 
 #endif

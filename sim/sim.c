@@ -31,7 +31,7 @@ typedef struct sim {
     driver drv;
     sim_event arrival;
     bool arrival_pending;
-    request *reqs;
+    req_pool reqs;           /* the requests in flight */
     bool keep_prompts;       /* prefix caching needs the token ids */
     replica *reps;
     size_t ended;
@@ -50,10 +50,16 @@ static void request_ended(sim *m, request *r, double now)
 {
     rec_ended(m->rc, r);
     drv_on_done(&m->drv, now);
-    free((void *)r->prompt);
-    r->prompt = NULL;
     m->ended++;
     if (m->o->progress && (m->ended & 0xffff) == 0) m->o->progress(m->o->progress_ctx, m->ended, m->w->n);
+}
+
+/* The scheduler no longer refers to R: its slot can serve another request. */
+static void request_released(sim *m, request *r)
+{
+    free((void *)r->prompt);
+    r->prompt = NULL;
+    req_pool_put(&m->reqs, r);
 }
 
 static replica *route(sim *m)
@@ -72,8 +78,9 @@ static int send_due_requests(sim *m, double now)
 {
     wl_request *wr;
     while ((wr = drv_release(&m->drv, now))) {
-        request *r = &m->reqs[wr->id];
+        request *r = req_pool_get(&m->reqs);
         int32_t *prompt = NULL;
+        if (!r) return -1;
         if (m->keep_prompts) {
             prompt = malloc((size_t)wr->prompt_len * sizeof *prompt);
             if (!prompt) return -1;
@@ -81,7 +88,10 @@ static int send_due_requests(sim *m, double now)
         }
         req_from_workload(r, wr, prompt);
         rec_sent(m->rc, r);
-        if (!sched_add(route(m)->s, r, now)) request_ended(m, r, now);
+        if (!sched_add(route(m)->s, r, now)) {
+            request_ended(m, r, now);
+            request_released(m, r);
+        }
     }
     return 0;
 }
@@ -110,6 +120,8 @@ static void finish_step(sim *m, replica *rep, double now)
     rec_step(m->rc, &rep->step);
     m->stats.steps++;
     for (int i = 0; i < nf; i++) request_ended(m, fin[i], now);
+    int nr = sched_released(rep->s, &fin);
+    for (int i = 0; i < nr; i++) request_released(m, fin[i]);
 }
 
 static int handle(sim *m, sim_event *ev, double now)
@@ -161,11 +173,10 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
 {
     *m = (sim){.o = o, .w = w, .rc = rc, .keep_prompts = o->sched.prefix_caching};
     heap_init(&m->events);
-    drv_init(&m->drv, w, cfg);
     m->arrival.kind = EV_ARRIVAL;
-    m->reqs = calloc(w->n ? w->n : 1, sizeof *m->reqs);
+    req_pool_init(&m->reqs);
     m->reps = calloc(o->num_replicas, sizeof *m->reps);
-    if (!m->reqs || !m->reps) return -1;
+    if (drv_init(&m->drv, w, cfg) < 0 || !m->reps) return -1;
     for (int i = 0; i < o->num_replicas; i++) {
         m->reps[i].s = sched_create(&o->sched);
         m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
@@ -177,10 +188,10 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
 
 static void teardown(sim *m)
 {
-    for (size_t i = 0; m->reqs && i < m->w->n; i++) free((void *)m->reqs[i].prompt);
     for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
     free(m->reps);
-    free(m->reqs);
+    req_pool_free(&m->reqs);
+    drv_free(&m->drv);
     heap_free(&m->events);
 }
 

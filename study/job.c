@@ -150,12 +150,8 @@ int job_scenario_json(json_t *obj, const scenario *sc)
     return json_put(obj, "scenario_file", json_text(sc->path)) | json_put(obj, "scenario", scenario_json(sc));
 }
 
-int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const json_t *extra,
-                      char *err, size_t errlen)
+int job_write_results(res_dir *dir, const summary *sum, const json_t *extra, char *err, size_t errlen)
 {
-    size_t n;
-    const req_record *recs = met_requests(met, &n);
-    if (res_write_requests(dir, recs, n, err, errlen) < 0) return -1;
     if (res_write_summary(dir, sum, extra, err, errlen) < 0) return -1;
     return res_commit(dir, err, errlen);
 }

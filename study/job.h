@@ -50,9 +50,8 @@ void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
 int job_scenario_json(json_t *obj, const scenario *sc);
-/* requests.csv and summary.json (the summary, then EXTRA_JSON), then renames the directory
- * into place. -1 with a reason in ERR. */
-int job_write_results(res_dir *dir, met_acc *met, const summary *sum, const json_t *extra,
-                      char *err, size_t errlen);
+/* summary.json (the summary, then EXTRA_JSON) beside the streamed steps.csv and requests.csv,
+ * then renames the directory into place. -1 with a reason in ERR. */
+int job_write_results(res_dir *dir, const summary *sum, const json_t *extra, char *err, size_t errlen);
 
 #endif

@@ -24,7 +24,7 @@ static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_
     return obj;
 }
 
-static int write_results(simjob *j, const job_cost *cost, res_dir *dir, met_acc *met, uint64_t seed, char *err,
+static int write_results(simjob *j, const job_cost *cost, res_dir *dir, uint64_t seed, char *err,
                          size_t errlen)
 {
     json_t *extra = summary_extra_json(j, cost, seed);
@@ -32,7 +32,7 @@ static int write_results(simjob *j, const job_cost *cost, res_dir *dir, met_acc 
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
     }
-    int rc = job_write_results(dir, met, &j->sum, extra, err, errlen);
+    int rc = job_write_results(dir, &j->sum, extra, err, errlen);
     json_decref(extra);
     return rc;
 }
@@ -65,6 +65,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .stop = interrupt_flag(),
     };
     met_acc *met = met_create();
+    if (met && j->keep_records) met_keep_requests(met);
     recorder rc;
     rec_init(&rc, met, dir);
     int status = met ? sim_run(&o, w, &r->workload, &rc, &j->stats, err, errlen) : -1;
@@ -77,7 +78,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
-    if (status == 0 && dir) status = write_results(j, jc, dir, met, r->workload.seed, err, errlen);
+    if (status == 0 && dir) status = write_results(j, jc, dir, r->workload.seed, err, errlen);
     if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);
     return status;
@@ -90,7 +91,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     job_cost cost;
     if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
     workload w;
-    if (wl_build(&r.workload, &w, err, errlen) < 0) {
+    if (wl_open(&r.workload, &w, err, errlen) < 0) {
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }

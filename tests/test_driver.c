@@ -36,6 +36,7 @@ Test(driver, open_loop_without_cap_releases_at_planned_times)
     cr_assert(drv_all_sent(&d));
     cr_assert(isinf(drv_next_time(&d)));
     cr_assert_null(drv_release(&d, 100));
+    drv_free(&d);
 }
 
 Test(driver, closed_loop_of_two_clients)
@@ -64,6 +65,7 @@ Test(driver, closed_loop_of_two_clients)
     drv_on_done(&d, 3.0);
     drv_on_done(&d, 3.5);
     cr_assert_eq(d.in_flight, 0);
+    drv_free(&d);
 }
 
 Test(driver, open_loop_cap_holds_requests_back)
@@ -83,4 +85,5 @@ Test(driver, open_loop_cap_holds_requests_back)
     cr_assert_eq(drv_next_time(&d), 10.0, "a free slot does not pull a request forward");
     cr_assert_null(drv_release(&d, 9.9));
     cr_assert_eq(drv_release(&d, 10)->arrival_time, 10.0);
+    drv_free(&d);
 }

@@ -55,6 +55,7 @@ static met_acc *serve(engine_options *o, wl_config *wc, token_log *log, summary 
     o->on_token = on_token;
     o->on_token_ctx = log;
     met_acc *met = met_create();
+    met_keep_requests(met);
     recorder rc;
     rec_init(&rc, met, NULL);
     engine_stats st;

@@ -2,6 +2,7 @@
  * exclusion, the step window and the step internals. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "metrics/metrics.h"
 
@@ -67,6 +68,7 @@ static met_acc *four_requests(void)
 {
     met_acc *m = met_create();
     cr_assert_not_null(m);
+    met_keep_requests(m);
     req_record w = req(0, 0.0, 50.0, 100.0, 99999, 999, STOP_LENGTH, true);
     req_record a = req(1, 1.0, 1.2, 2.2, 100, 11, STOP_LENGTH, false);
     req_record b = req(2, 1.5, 1.9, 2.9, 200, 6, STOP_LENGTH, false);
@@ -142,9 +144,55 @@ Test(metrics, hand_computed_requests)
 
     size_t n;
     const req_record *r = met_requests(m, &n);
-    cr_assert_eq(n, 5, "warm-up records are kept for requests.csv");
+    cr_assert_eq(n, 5, "warm-up records are kept when asked");
     cr_assert(r[0].warmup && r[0].request_id == 0 && r[4].request_id == 4);
     met_free(m);
+}
+
+static bool same_latency(const latency_stats *x, const latency_stats *y)
+{
+    return x->mean == y->mean && x->median == y->median && x->std == y->std && x->p50 == y->p50 &&
+           x->p90 == y->p90 && x->p99 == y->p99 && x->min == y->min && x->max == y->max;
+}
+
+/* Every field equal, bit for bit (a memcmp would also compare padding). */
+static bool same_summary(const summary *x, const summary *y)
+{
+    bool same = true;
+#define S(name, type, csv, label, what) same = same && x->name == y->name;
+#define L(name, title, abbrev, what) same = same && same_latency(&x->name##_ms, &y->name##_ms);
+    SUMMARY_FIELDS(S, L)
+#undef S
+#undef L
+    return same;
+}
+
+/* Records are kept only on request: a long run's memory grows by its latencies alone. The
+ * summary is the same either way, and does not depend on the order requests end in. */
+Test(metrics, records_kept_only_when_asked_and_summary_independent_of_order)
+{
+    met_acc *kept = four_requests(), *lean = met_create(), *reversed = met_create();
+    size_t n;
+    const req_record *all = met_requests(kept, &n);
+    for (size_t i = 0; i < n; i++) {
+        met_on_request(lean, &all[i]);
+        met_on_request(reversed, &all[n - 1 - i]);
+    }
+    size_t none = 99;
+    met_requests(lean, &none);
+    cr_assert_eq(none, 0, "no records without met_keep_requests");
+    slo_config slo = {.ttft_ms = 300, .tpot_ms = 150};
+    summary a, b, c;
+    cr_assert_eq(met_summarize(kept, &slo, &a), 0);
+    cr_assert_eq(met_summarize(lean, &slo, &b), 0);
+    cr_assert_eq(met_summarize(reversed, &slo, &c), 0);
+    cr_assert(same_summary(&a, &b), "kept and lean summaries differ");
+    cr_assert(same_summary(&a, &c), "the order requests end in changed the summary");
+    cr_assert_float_eq(c.request_goodput, 1.0, EPS);
+    cr_assert_eq(c.rejected, 1);
+    met_free(kept);
+    met_free(lean);
+    met_free(reversed);
 }
 
 Test(metrics, itl_runs_are_merged_and_weighted)

@@ -101,7 +101,7 @@ static void write_run(const char *dir, const json_t *extra)
          .first_token_time = NAN, .finish_time = 0.5, .prompt_len = 99999,
          .stop = STOP_TOO_LONG},
     };
-    cr_assert_eq(res_write_requests(&d, r, 2, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < 2; i++) res_write_request(&d, &r[i]);
     summary s = sample_summary();
     cr_assert_eq(res_write_summary(&d, &s, extra, err, sizeof err), 0, "%s", err);
     cr_assert(exists(d.od.tmp_path));

@@ -1,6 +1,8 @@
 /* Scheduler: every policy over hand-built and randomized workloads, driven with a constant
  * step time. Invariants are checked at every step. */
 #include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -47,12 +49,16 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
     run_stats st = {0};
     double now = 0;
     int next = 0, ended = 0;
+    /* released[i]: the scheduler let go of request i; it must never be seen again */
+    bool *released = calloc((size_t)w->n, sizeof *released);
+    cr_assert_not_null(released);
     while (ended < w->n) {
         cr_assert_lt(st.steps, 1000000, "scheduler does not make progress");
         while (next < w->n && w->reqs[next].arrival_time <= now) {
             if (!sched_add(s, &w->reqs[next], now)) {
                 st.rejected++;
                 ended++;
+                released[next] = true;
             }
             next++;
         }
@@ -73,6 +79,7 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
         st.prefix_hits += b->prefix_hits;
         for (int i = 0; i < k; i++) {
             const sched_item *it = &b->items[i];
+            cr_assert(!released[it->req - w->reqs], "released request %td is in a batch", it->req - w->reqs);
             if (it->req == &w->reqs[0] && it->num_new_tokens > 0) st.chunks_of_req0++;
             if (cfg->policy == POLICY_NAIVE && it->num_new_tokens != req_num_tokens(it->req))
                 st.naive_mismatch++;
@@ -82,11 +89,20 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
         int nf = sched_complete(s, now, &fin);
         st.finished += nf;
         ended += nf;
+        int nr = sched_released(s, &fin);
+        for (int i = 0; i < nr; i++) {
+            ptrdiff_t id = fin[i] - w->reqs;
+            cr_assert(req_is_finished(fin[i]), "request %td released before it finished", id);
+            cr_assert(!released[id], "request %td released twice", id);
+            released[id] = true;
+        }
         bad = sched_check(s);
         cr_assert_null(bad, "after complete: %s", bad);
     }
     cr_assert(sched_idle(s));
     cr_assert_eq(bm_num_free(sched_bm(s)), cfg->num_blocks, "blocks leaked at the end");
+    for (int i = 0; i < w->n; i++) cr_assert(released[i], "request %d never released", i);
+    free(released);
     sched_free(s);
     for (int i = 0; i < w->n; i++) {
         request *r = &w->reqs[i];
@@ -347,12 +363,14 @@ Test(sched, static_batching_pads_prompts_and_finished_slots)
     sched_complete(s, now, &fin);
     int padded_steps = 0, steps = 1;
     while (!sched_idle(s)) {
+        cr_assert_eq(sched_released(s, &fin), 0, "a member is released while the batch runs");
         cr_assert_eq(sched_schedule(s, now, &b), 3, "finished members stay as padding");
         cr_assert_eq(b->num_batched_tokens, 3);
         padded_steps += b->num_padding_tokens;
         sched_complete(s, ++now, &fin);
         steps++;
     }
+    cr_assert_eq(sched_released(s, &fin), 3, "the whole batch is released when it ends");
     cr_assert_eq(steps, 5, "the batch runs until its longest output ends");
     /* request 0 is padding for steps 3..5 (3 steps), request 2 for steps 4..5 (2 steps) */
     cr_assert_eq(padded_steps, 5);

@@ -214,6 +214,7 @@ static void record_run(const sim_options *o, wl_config *wc, recorded *out)
     char err[512];
     cr_assert_eq(wl_build(wc, &w, err, sizeof err), 0, "%s", err);
     out->met = met_create();
+    met_keep_requests(out->met);
     rec_init(&out->rc, out->met, NULL);
     out->rc.keep_steps = true;
     cr_assert_eq(sim_run(o, &w, wc, &out->rc, NULL, err, sizeof err), 0, "%s", err);

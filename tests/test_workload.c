@@ -78,6 +78,48 @@ Test(workload, same_seed_same_list_other_seed_differs)
     wl_free(&d);
 }
 
+/* wl_open keeps no list: its iterator must hand out exactly what wl_build lists, under every
+ * generated arrival pattern, with warm-ups and shared prefixes, however far it is read. */
+Test(workload, a_generated_workload_iterates_to_the_built_list)
+{
+    const wl_arrival kinds[] = {ARRIVAL_ALL_AT_ONCE, ARRIVAL_POISSON, ARRIVAL_GAMMA, ARRIVAL_CONSTANT,
+                                ARRIVAL_CLOSED};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        wl_config c = base_config();
+        c.arrival = kinds[k];
+        c.burstiness = 0.5;
+        c.concurrency = 4;
+        c.warmup_requests = 7;
+        c.shared_prefix_len = 100;
+        c.num_prefixes = 3;
+        c.prefix_fraction = 0.5;
+        workload list = build_ok(&c), gen;
+        char err[256];
+        cr_assert_eq(wl_open(&c, &gen, err, sizeof err), 0, "%s", err);
+        cr_assert_null(gen.reqs, "a generated workload holds no list");
+        cr_assert_eq(gen.n, list.n);
+        cr_assert_eq(gen.prefix_seed, list.prefix_seed);
+        wl_iter *it = wl_iter_open(&gen);
+        cr_assert_not_null(it);
+        wl_request r;
+        size_t i = 0;
+        while (wl_iter_next(it, &r)) {
+            cr_assert_lt(i, list.n);
+            const wl_request *e = &list.reqs[i];
+            cr_assert(r.id == e->id && r.arrival_time == e->arrival_time && r.prompt_len == e->prompt_len &&
+                          r.output_len == e->output_len && r.prefix_id == e->prefix_id &&
+                          r.prefix_len == e->prefix_len && r.token_seed == e->token_seed && r.warmup == e->warmup,
+                      "%s: request %zu differs", wl_arrival_name(kinds[k]), i);
+            i++;
+        }
+        cr_assert_eq(i, list.n, "%s: %zu of %zu requests", wl_arrival_name(kinds[k]), i, list.n);
+        cr_assert_eq(wl_iter_next(it, &r), 0, "the iterator stays at its end");
+        wl_iter_close(it);
+        wl_free(&gen);
+        wl_free(&list);
+    }
+}
+
 Test(workload, streams_are_independent)
 {
     wl_config c = base_config();

@@ -3,21 +3,30 @@
 #include <assert.h>
 #include <math.h>
 
-void drv_init(driver *d, workload *w, const wl_config *cfg)
+int drv_init(driver *d, const workload *w, const wl_config *cfg)
 {
-    d->reqs = w->reqs;
-    d->n = w->n;
-    d->next = 0;
-    d->cap = cfg->arrival == ARRIVAL_CLOSED ? cfg->concurrency : cfg->max_concurrency;
-    d->in_flight = 0;
-    d->free_since = -INFINITY;
+    *d = (driver){
+        .it = wl_iter_open(w),
+        .cap = cfg->arrival == ARRIVAL_CLOSED ? cfg->concurrency : cfg->max_concurrency,
+        .free_since = -INFINITY,
+    };
+    if (!d->it)
+        return -1;
+    d->has_ahead = wl_iter_next(d->it, &d->ahead);
+    return 0;
+}
+
+void drv_free(driver *d)
+{
+    wl_iter_close(d->it);
+    d->it = NULL;
 }
 
 double drv_next_time(const driver *d)
 {
-    if (d->next >= d->n || (d->cap > 0 && d->in_flight >= d->cap))
+    if (!d->has_ahead || (d->cap > 0 && d->in_flight >= d->cap))
         return INFINITY;
-    return fmax(d->reqs[d->next].arrival_time, d->free_since);
+    return fmax(d->ahead.arrival_time, d->free_since);
 }
 
 wl_request *drv_release(driver *d, double now)
@@ -25,10 +34,11 @@ wl_request *drv_release(driver *d, double now)
     double t = drv_next_time(d);
     if (!(t <= now))
         return NULL;
-    wl_request *r = &d->reqs[d->next++];
-    r->arrival_time = t;
+    d->sent = d->ahead;
+    d->sent.arrival_time = t;
+    d->has_ahead = wl_iter_next(d->it, &d->ahead);
     d->in_flight++;
-    return r;
+    return &d->sent;
 }
 
 void drv_on_done(driver *d, double now)
@@ -42,5 +52,5 @@ void drv_on_done(driver *d, double now)
 
 int drv_all_sent(const driver *d)
 {
-    return d->next >= d->n;
+    return !d->has_ahead;
 }

@@ -126,21 +126,6 @@ static int streams_init(streams *s, uint64_t seed)
     return ok ? 0 : -1;
 }
 
-/* Planned send times of requests 0..n-1 for the open-loop patterns. */
-static void plan_arrivals(const wl_config *c, gsl_rng *rng, wl_request *reqs, size_t n)
-{
-    double t = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && c->arrival == ARRIVAL_POISSON)
-            t += gsl_ran_exponential(rng, 1 / c->rate);
-        else if (i > 0 && c->arrival == ARRIVAL_GAMMA)
-            t += gsl_ran_gamma(rng, c->burstiness, 1 / (c->rate * c->burstiness));
-        else if (c->arrival == ARRIVAL_CONSTANT)
-            t = (double)i / c->rate;   /* not a running sum: no drift over long runs */
-        reqs[i].arrival_time = t;
-    }
-}
-
 /* Chooses a request's shared prefix. Two draws per request whatever the settings, so one
  * request's choice never shifts another's. */
 static void choose_prefix(const wl_config *c, gsl_rng *rng, wl_request *r)
@@ -197,47 +182,144 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
     return 0;
 }
 
-int wl_build(const wl_config *cfg, workload *out, char *err, size_t errlen)
+/* A generated workload's state: the streams and the running arrival time. Requests come out
+ * in id order, each taking its draws from each stream in that order, so a request's values
+ * do not depend on how many requests are asked for or how they are consumed. */
+struct wl_iter {
+    const workload *w;
+    streams s;
+    size_t next;
+    double t;              /* arrival time of the last request */
+};
+
+static int iter_start(wl_iter *it, const workload *w)
 {
-    if (check_config(cfg, err, errlen))
-        return -1;
-    int trace = cfg->arrival == ARRIVAL_TRACE;
-    wl_request *reqs;
-    size_t n = (size_t)cfg->warmup_requests + (size_t)cfg->num_requests;
-    if (trace) {
-        if (load_trace(cfg, &reqs, &n, err, errlen))
-            return -1;
-    } else if (!(reqs = calloc(n, sizeof *reqs))) {
-        snprintf(err, errlen, "out of memory for %zu requests", n);
-        return -1;
+    *it = (wl_iter){.w = w};
+    if (streams_init(&it->s, w->cfg.seed)) return -1;
+    draw_u64(it->s.rng[STREAM_TOKENS]);   /* the workload's prefix_seed, drawn first */
+    return 0;
+}
+
+/* Open-loop send time of request I: each a gap after the one before (poisson: exponential
+ * gaps of mean 1/rate; gamma: shape burstiness, scale 1/(rate*burstiness)); constant: I/rate,
+ * not a running sum, so no drift over long runs; 0 for everything at once and closed loops. */
+static double next_arrival(wl_iter *it, size_t i)
+{
+    const wl_config *c = &it->w->cfg;
+    if (i > 0 && c->arrival == ARRIVAL_POISSON)
+        it->t += gsl_ran_exponential(it->s.rng[STREAM_ARRIVAL], 1 / c->rate);
+    else if (i > 0 && c->arrival == ARRIVAL_GAMMA)
+        it->t += gsl_ran_gamma(it->s.rng[STREAM_ARRIVAL], c->burstiness, 1 / (c->rate * c->burstiness));
+    else if (c->arrival == ARRIVAL_CONSTANT)
+        it->t = (double)i / c->rate;
+    return it->t;
+}
+
+int wl_iter_next(wl_iter *it, wl_request *out)
+{
+    const workload *w = it->w;
+    const wl_config *c = &w->cfg;
+    size_t i = it->next;
+    if (i >= w->n) return 0;
+    it->next++;
+    if (w->reqs) {
+        *out = w->reqs[i];
+        return 1;
     }
+    wl_request *r = out;
+    *r = (wl_request){.id = (int64_t)i, .warmup = i < (size_t)c->warmup_requests};
+    r->arrival_time = next_arrival(it, i);
+    choose_prefix(c, it->s.rng[STREAM_PREFIX], r);
+    r->prompt_len = r->prefix_len + dist_sample(&c->prompt_len, it->s.rng[STREAM_PROMPT_LEN]);
+    r->output_len = dist_sample(&c->output_len, it->s.rng[STREAM_OUTPUT_LEN]);
+    r->token_seed = draw_u64(it->s.rng[STREAM_TOKENS]);
+    return 1;
+}
+
+wl_iter *wl_iter_open(const workload *w)
+{
+    wl_iter *it = malloc(sizeof *it);
+    if (it && iter_start(it, w) < 0) {
+        free(it);
+        return NULL;
+    }
+    return it;
+}
+
+void wl_iter_close(wl_iter *it)
+{
+    if (!it) return;
+    streams_free(&it->s);
+    free(it);
+}
+
+/* A trace's rows as a list: its lengths and times from the file, prefixes and token seeds
+ * drawn as for generated requests. */
+static int open_trace(const wl_config *cfg, workload *out, char *err, size_t errlen)
+{
+    wl_request *reqs;
+    size_t n;
+    if (load_trace(cfg, &reqs, &n, err, errlen))
+        return -1;
     streams s;
     if (streams_init(&s, cfg->seed)) {
         free(reqs);
         snprintf(err, errlen, "out of memory for the random generators");
         return -1;
     }
-    if (!trace)
-        plan_arrivals(cfg, s.rng[STREAM_ARRIVAL], reqs, n);
     out->prefix_seed = draw_u64(s.rng[STREAM_TOKENS]);
     for (size_t i = 0; i < n; i++) {
         wl_request *r = &reqs[i];
         r->id = (int64_t)i;
         r->warmup = i < (size_t)cfg->warmup_requests;
         choose_prefix(cfg, s.rng[STREAM_PREFIX], r);
-        if (trace) {
-            if (r->prefix_len > r->prompt_len)
-                r->prefix_len = r->prompt_len;
-        } else {
-            r->prompt_len = r->prefix_len + dist_sample(&cfg->prompt_len, s.rng[STREAM_PROMPT_LEN]);
-            r->output_len = dist_sample(&cfg->output_len, s.rng[STREAM_OUTPUT_LEN]);
-        }
+        if (r->prefix_len > r->prompt_len)
+            r->prefix_len = r->prompt_len;
         r->token_seed = draw_u64(s.rng[STREAM_TOKENS]);
     }
     streams_free(&s);
     out->reqs = reqs;
     out->n = n;
+    return 0;
+}
+
+int wl_open(const wl_config *cfg, workload *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (check_config(cfg, err, errlen))
+        return -1;
+    out->cfg = *cfg;
+    out->cfg.trace_path = NULL;   /* read here, never again */
     out->vocab_size = cfg->vocab_size;
+    if (cfg->arrival == ARRIVAL_TRACE)
+        return open_trace(cfg, out, err, errlen);
+    out->n = (size_t)cfg->warmup_requests + (size_t)cfg->num_requests;
+    streams s;
+    if (streams_init(&s, cfg->seed)) {
+        snprintf(err, errlen, "out of memory for the random generators");
+        return -1;
+    }
+    out->prefix_seed = draw_u64(s.rng[STREAM_TOKENS]);
+    streams_free(&s);
+    return 0;
+}
+
+int wl_build(const wl_config *cfg, workload *out, char *err, size_t errlen)
+{
+    if (wl_open(cfg, out, err, errlen) < 0)
+        return -1;
+    if (out->reqs)
+        return 0;
+    wl_request *reqs = calloc(out->n ? out->n : 1, sizeof *reqs);
+    wl_iter *it = reqs ? wl_iter_open(out) : NULL;
+    if (!it) {
+        free(reqs);
+        snprintf(err, errlen, "out of memory for %zu requests", out->n);
+        return -1;
+    }
+    for (size_t i = 0; wl_iter_next(it, &reqs[i]); i++) {}
+    wl_iter_close(it);
+    out->reqs = reqs;
     return 0;
 }
 

@@ -53,11 +53,15 @@ typedef struct wl_request {
     int warmup;
 } wl_request;
 
+/* A workload is a list (a trace, or wl_build's) or a generator (wl_open of a distribution):
+ * either way wl_iter hands its requests out in id order, and a generated one costs no memory
+ * per request. */
 typedef struct workload {
-    wl_request *reqs;
+    wl_request *reqs;         /* the list; NULL for a generated workload */
     size_t n;                 /* warmup_requests + num_requests */
     int vocab_size;
     uint64_t prefix_seed;
+    wl_config cfg;            /* what generates it (trace_path cleared: read at open) */
 } workload;
 
 /* Builds the request list; on bad input (e.g. a malformed trace row) returns -1 with
@@ -73,7 +77,17 @@ typedef struct workload {
  * chosen for a shared prefix shares the first min(shared_prefix_len, prompt_len) tokens of
  * its trace-given prompt. */
 int wl_build(const wl_config *cfg, workload *out, char *err, size_t errlen);
+/* The same workload without its list: requests are generated as wl_iter asks for them (a
+ * trace is still read, and checked, whole). Same errors as wl_build. */
+int wl_open(const wl_config *cfg, workload *out, char *err, size_t errlen);
 void wl_free(workload *w);
+
+/* Hands out W's requests in id order; W must outlive it. NULL when out of memory. */
+typedef struct wl_iter wl_iter;
+wl_iter *wl_iter_open(const workload *w);
+/* The next request into OUT: 1, or 0 when all W->n are out. */
+int wl_iter_next(wl_iter *it, wl_request *out);
+void wl_iter_close(wl_iter *it);
 
 /* Writes the prompt's token ids into BUF[0..prompt_len). Requests with the same prefix_id
  * share their first prefix_len ids; other ids depend only on token_seed. */
