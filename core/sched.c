@@ -478,6 +478,38 @@ int sched_complete(sched *s, double now, request ***finished)
 
 /* ---- observation ---- */
 
+bool sched_abort(sched *s, request *r, double now)
+{
+    s->num_released = 0;
+    if (req_is_finished(r)) return false;
+    if (r->state == REQ_WAITING) {
+        size_t kept = 0;
+        for (size_t i = 0; i < s->waiting.len; i++) {
+            request *q = s->waiting.buf[(s->waiting.head + i) % s->waiting.cap];
+            if (q != r) s->waiting.buf[(s->waiting.head + kept++) % s->waiting.cap] = q;
+        }
+        s->waiting.len = kept;
+        end_request(r, now, STOP_ABORTED);
+        s->released[s->num_released++] = r;
+        return true;
+    }
+    end_request(r, now, STOP_ABORTED);
+    set_prefilling(s, r, false);
+    if (s->policy->whole_batch) {
+        /* it stays a padding member until the batch ends, like one that finished */
+        if (++s->num_static_done == s->num_running) end_static_batch(s);
+        return true;
+    }
+    int kept = 0;
+    for (int i = 0; i < s->num_running; i++)
+        if (s->running[i] != r) s->running[kept++] = s->running[i];
+    s->num_running = kept;
+    s->computed_tokens -= r->num_computed;
+    bm_release(s->bm, r);
+    s->released[s->num_released++] = r;
+    return true;
+}
+
 int sched_released(const sched *s, request ***released)
 {
     *released = s->released;

@@ -107,6 +107,12 @@ int sched_complete(sched *s, double now, request ***finished);
  * static batch keeps its finished members as padding until the whole batch ends). Their
  * memory may be reused from here on. */
 int sched_released(const sched *s, request ***released);
+/* R's client went away. Between steps (after sched_complete, before the next schedule): R
+ * ends with STOP_ABORTED and gives back its blocks; false when it had already ended. Like
+ * sched_complete, it resets sched_released's list to what it let go of: R, or nothing while
+ * R stays a padding member of a static batch, or the whole batch when R was its last live
+ * member. */
+bool sched_abort(sched *s, request *r, double now);
 
 /* The batch of the last sched_schedule call: the step in flight. */
 const sched_batch *sched_last_batch(const sched *s);

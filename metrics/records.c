@@ -7,6 +7,7 @@ const char *stop_reason_name(stop_reason r)
     case STOP_LENGTH: return "length";
     case STOP_TOO_LONG: return "too_long";
     case STOP_KV_CAPACITY: return "kv_capacity";
+    case STOP_ABORTED: return "aborted";
     }
     return "invalid";
 }

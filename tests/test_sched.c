@@ -541,3 +541,57 @@ Test(sched, randomized_workloads_keep_every_invariant_under_every_policy)
             free_workload(&w);
         }
 }
+
+/* A client that goes away: waiting, running (paged) and static-batch requests end ABORTED,
+ * give back their blocks and are released exactly when the scheduler lets go of them. */
+Test(sched, aborts_free_blocks_and_release_at_the_right_time)
+{
+    int pl[] = {40, 40, 40}, ol[] = {10, 10, 10};
+    workload_t w = make_workload(3, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.max_num_seqs = 2;
+    sched *s = sched_create(&c);
+    for (int i = 0; i < 3; i++) cr_assert(sched_add(s, &w.reqs[i], 0));
+    const sched_batch *b;
+    request **rel;
+    cr_assert_eq(sched_schedule(s, 0, &b), 2, "two run, request 2 waits");
+    sched_complete(s, 1, &rel);
+    cr_assert(sched_abort(s, &w.reqs[2], 1));
+    cr_assert_eq(sched_released(s, &rel), 1);
+    cr_assert_eq(rel[0], &w.reqs[2]);
+    cr_assert_eq(w.reqs[2].stop, STOP_ABORTED);
+    cr_assert_eq(sched_num_waiting(s), 0);
+    cr_assert(sched_abort(s, &w.reqs[0], 1));
+    cr_assert_eq(sched_released(s, &rel), 1);
+    cr_assert_null(sched_check(s));
+    cr_assert_eq(sched_num_running(s), 1);
+    cr_assert(!sched_abort(s, &w.reqs[0], 2), "an ended request cannot be aborted again");
+    while (!sched_idle(s)) {
+        cr_assert_eq(sched_schedule(s, 2, &b), 1);
+        cr_assert_eq(b->items[0].req, &w.reqs[1]);
+        sched_complete(s, 3, &rel);
+    }
+    cr_assert_eq(w.reqs[1].stop, STOP_LENGTH);
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks, "an abort leaked blocks");
+    sched_free(s);
+    free_workload(&w);
+
+    workload_t v = make_workload(2, pl, ol, NULL);
+    c = base_config(POLICY_STATIC);
+    s = sched_create(&c);
+    for (int i = 0; i < 2; i++) sched_add(s, &v.reqs[i], 0);
+    cr_assert_eq(sched_schedule(s, 0, &b), 2);
+    sched_complete(s, 1, &rel);
+    cr_assert(sched_abort(s, &v.reqs[0], 1));
+    cr_assert_eq(sched_released(s, &rel), 0, "a static member stays as padding");
+    cr_assert_eq(sched_schedule(s, 1, &b), 2);
+    cr_assert_eq(b->num_padding_tokens, 1);
+    sched_complete(s, 2, &rel);
+    cr_assert(sched_abort(s, &v.reqs[1], 2));
+    cr_assert_eq(sched_released(s, &rel), 2, "the last live member's abort ends the batch");
+    cr_assert(sched_idle(s));
+    cr_assert_null(sched_check(s));
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks);
+    sched_free(s);
+    free_workload(&v);
+}
