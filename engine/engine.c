@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,9 @@
 
 typedef struct engine {
     const engine_options *o;
-    workload *w;
-    recorder *rc;
+    workload *w;               /* NULL when live: requests come from engine_submit */
+    recorder *rc;              /* NULL when live */
+    struct engine_live *live;
     driver drv;
     sched *s;
     kb_backend *kb;
@@ -22,6 +25,7 @@ typedef struct engine {
     size_t ended;
     struct timespec t0;
     engine_stats stats;
+    step_record last_step;     /* live: the last step, for the gauges */
 } engine;
 
 static double since(const struct timespec *t0)
@@ -43,11 +47,17 @@ void engine_backend_options(const sched_config *s, kb_options *kb)
     kb->max_blocks_per_seq = per_seq < s->num_blocks ? per_seq : s->num_blocks;
 }
 
+static void job_ended(engine *e, request *r);
+
 static void request_ended(engine *e, request *r, double now)
 {
+    e->ended++;
+    if (e->live) {
+        job_ended(e, r);
+        return;
+    }
     rec_ended(e->rc, r);
     drv_on_done(&e->drv, now);
-    e->ended++;
     if (e->o->progress) e->o->progress(e->o->progress_ctx, e->ended, e->w->n);
 }
 
@@ -110,11 +120,12 @@ static int run_step(engine *e, double start)
     sched_fill_step(e->s, b, &st);
     double end = clock_now(e);
     deliver_tokens(e, b, end);
-    rec_tokens(e->rc, b, end);
+    if (e->rc) rec_tokens(e->rc, b, end);
     request **fin;
     int nf = sched_complete(e->s, end, &fin);
     st.end_time = end;
-    rec_step(e->rc, &st);
+    if (e->rc) rec_step(e->rc, &st);
+    else e->last_step = st;
     for (int i = 0; i < nf; i++) request_ended(e, fin[i], end);
     int nr = sched_released(e->s, &fin);
     for (int i = 0; i < nr; i++) request_released(e, fin[i]);
@@ -243,4 +254,334 @@ int engine_run_steps(const engine_options *o, const wl_config *cfg,
     met_free(met);
     wl_free(&w);
     return status;
+}
+
+/* ---- live serving: requests from other threads (the HTTP server) ----
+ *
+ * Who touches a job: the submitting thread until engine_submit; then the engine thread,
+ * which reaches it only through the lists below (under the lock) or as a request's user
+ * pointer while the scheduler holds it; the submitter again once the job is JOB_DONE, a
+ * state the engine sets last, after the job has left every list. engine_abort waits for it. */
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+struct engine_live {
+    engine e;
+    engine_options o;          /* the caller's, with on_token routed to each job */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;       /* the engine thread: work arrived, or stop */
+    pthread_cond_t done;       /* engine_abort's callers: a job ended */
+    engine_job *inbox, *inbox_tail;
+    engine_job *aborts;        /* jobs whose client went away, linked by abort_next */
+    engine_job *live;          /* jobs taken from the inbox and not yet done */
+    bool stopping;
+    int64_t next_id;
+    engine_gauges gauges;
+    char error[256];           /* a backend failure: the engine stopped serving */
+};
+
+static void live_on_token(void *ctx, const request *r, int32_t token, double time)
+{
+    (void)ctx;
+    engine_job *j = r->user;
+    if (j->on_token) j->on_token(j->ctx, token, time);
+}
+
+/* Under the lock. */
+static void unlink_job(engine_live *l, engine_job *j)
+{
+    if (j->prev_live) j->prev_live->next_live = j->next_live;
+    else if (l->live == j) l->live = j->next_live;
+    if (j->next_live) j->next_live->prev_live = j->prev_live;
+    j->prev_live = j->next_live = NULL;
+    for (engine_job **p = &l->aborts; *p; p = &(*p)->abort_next)
+        if (*p == j) {
+            *p = j->abort_next;
+            break;
+        }
+}
+
+/* Under the lock: the job leaves every list and belongs to its submitter again. */
+static void mark_done(engine_live *l, engine_job *j)
+{
+    unlink_job(l, j);
+    j->req = NULL;
+    j->phase = JOB_DONE;
+    pthread_cond_broadcast(&l->done);
+}
+
+/* The engine thread, once R's request has ended: the job's last callback, then done. */
+static void job_ended(engine *e, request *r)
+{
+    engine_live *l = e->live;
+    engine_job *j = r->user;
+    req_record rec;
+    req_to_record(r, &rec);
+    if (j->on_done) j->on_done(j->ctx, &rec);
+    pthread_mutex_lock(&l->lock);
+    l->gauges.finished += rec.stop == STOP_LENGTH;
+    l->gauges.aborted += rec.stop == STOP_ABORTED;
+    l->gauges.prompt_tokens += rec.prompt_len;
+    l->gauges.generation_tokens += rec.output_len;
+    mark_done(l, j);
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void release_all(engine *e)
+{
+    request **rel;
+    int n = sched_released(e->s, &rel);
+    for (int i = 0; i < n; i++) request_released(e, rel[i]);
+}
+
+/* Jobs taken from the inbox join the scheduler (engine thread, lock not held). */
+static void admit_jobs(engine_live *l, engine_job *jobs, double now)
+{
+    engine *e = &l->e;
+    for (engine_job *j = jobs, *next; j; j = next) {
+        next = j->next;
+        request *r = req_pool_get(&e->reqs);
+        int32_t *tokens = r ? malloc((size_t)(j->prompt_len + j->max_tokens) * sizeof *tokens) : NULL;
+        if (!tokens) {
+            /* out of memory: it ends at once, as a request too large for the pool does */
+            request none;
+            req_init(&none, j->id, j->arrival_time, NULL, j->prompt_len, j->max_tokens);
+            none.state = REQ_FINISHED;
+            none.stop = STOP_KV_CAPACITY;
+            none.finish_time = now;
+            none.user = j;
+            job_ended(e, &none);
+            continue;
+        }
+        memcpy(tokens, j->prompt, (size_t)j->prompt_len * sizeof *tokens);
+        req_init(r, j->id, j->arrival_time, tokens, j->prompt_len, j->max_tokens);
+        r->user = j;
+        pthread_mutex_lock(&l->lock);
+        j->req = r;
+        pthread_mutex_unlock(&l->lock);
+        if (!sched_add(e->s, r, now)) {
+            request_ended(e, r, now);
+            request_released(e, r);
+        }
+    }
+}
+
+/* Ends J's request as aborted, if the scheduler still runs it (engine thread). */
+static void abort_request(engine_live *l, engine_job *j, double now)
+{
+    engine *e = &l->e;
+    request *r = j->req;
+    if (r && sched_abort(e->s, r, now)) {
+        request_ended(e, r, now);
+        release_all(e);
+        return;
+    }
+    /* already ended (a static batch's padding member): nothing left to stop */
+    pthread_mutex_lock(&l->lock);
+    if (j->phase != JOB_DONE) mark_done(l, j);
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* Aborts of jobs already in the scheduler; one still queued waits for its admission. */
+static void process_aborts(engine_live *l, double now)
+{
+    for (;;) {
+        pthread_mutex_lock(&l->lock);
+        engine_job **p = &l->aborts;
+        while (*p && (*p)->phase == JOB_QUEUED) p = &(*p)->abort_next;
+        engine_job *j = *p;
+        if (j) *p = j->abort_next;   /* off the abort list, still live */
+        pthread_mutex_unlock(&l->lock);
+        if (!j) return;
+        abort_request(l, j, now);
+    }
+}
+
+/* The server is stopping: every job taken ends aborted. */
+static void abort_everything(engine_live *l, double now)
+{
+    for (;;) {
+        pthread_mutex_lock(&l->lock);
+        engine_job *j = l->live;
+        pthread_mutex_unlock(&l->lock);
+        if (!j) return;
+        abort_request(l, j, now);
+    }
+}
+
+static void update_gauges(engine_live *l)
+{
+    engine *e = &l->e;
+    engine_gauges *g = &l->gauges;
+    g->running = sched_num_running(e->s);
+    g->waiting = sched_num_waiting(e->s);
+    g->kv_usage = 1 - (double)bm_num_free(sched_bm(e->s)) / e->o->sched.num_blocks;
+    g->steps = e->stats.steps;
+    g->prefix_hits += e->last_step.prefix_hits;
+    g->prefix_queries += e->last_step.prefix_queries;
+    e->last_step = (step_record){0};
+}
+
+/* Takes the inbox (under the lock): its jobs go on the live list. */
+static engine_job *take_inbox(engine_live *l)
+{
+    engine_job *jobs = l->inbox;
+    l->inbox = l->inbox_tail = NULL;
+    for (engine_job *j = jobs; j; j = j->next) {
+        j->phase = JOB_RUNNING;
+        j->prev_live = NULL;
+        j->next_live = l->live;
+        if (l->live) l->live->prev_live = j;
+        l->live = j;
+    }
+    return jobs;
+}
+
+static void *live_main(void *arg)
+{
+    engine_live *l = arg;
+    engine *e = &l->e;
+    pthread_mutex_lock(&l->lock);
+    for (;;) {
+        engine_job *jobs = take_inbox(l);
+        bool stopping = l->stopping;
+        if (!jobs && !l->aborts && !stopping && sched_idle(e->s)) {
+            pthread_cond_wait(&l->wake, &l->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&l->lock);
+        double now = clock_now(e);
+        admit_jobs(l, jobs, now);
+        process_aborts(l, now);
+        int ran = stopping ? 0 : run_step(e, now);
+        if (ran < 0) {
+            pthread_mutex_lock(&l->lock);
+            snprintf(l->error, sizeof l->error, "backend: %s", kb_error(e->kb));
+            l->stopping = stopping = true;
+            pthread_mutex_unlock(&l->lock);
+        }
+        if (stopping) {
+            abort_everything(l, clock_now(e));
+            pthread_mutex_lock(&l->lock);
+            break;
+        }
+        pthread_mutex_lock(&l->lock);
+        update_gauges(l);
+    }
+    l->gauges.stopped = true;
+    pthread_cond_broadcast(&l->done);
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+engine_live *engine_start(const engine_options *o, engine_stats *stats, char *err, size_t errlen)
+{
+    engine_live *l = calloc(1, sizeof *l);
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->o = *o;
+    l->o.on_token = live_on_token;
+    l->o.predict = NULL;
+    l->e = (engine){.o = &l->o, .live = l};
+    engine *e = &l->e;
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->wake, NULL);
+    pthread_cond_init(&l->done, NULL);
+    req_pool_init(&e->reqs);
+    e->kb = kb_open(&o->backend, err, errlen);   /* ERR says why when it fails */
+    if (e->kb) {
+        snprintf(e->stats.device, sizeof e->stats.device, "%s", kb_device_name(e->kb));
+        e->s = sched_create(&o->sched);
+        if (!e->s || runner_init(&e->rn, e->kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
+                                 o->backend.max_blocks_per_seq) < 0)
+            snprintf(err, errlen, "out of memory while setting up the engine");
+        else if (warm_up(e) < 0)
+            snprintf(err, errlen, "backend warm-up failed: %s", kb_error(e->kb));
+        else {
+            clock_gettime(CLOCK_MONOTONIC, &e->t0);
+            l->started = pthread_create(&l->thread, NULL, live_main, l) == 0;
+            if (!l->started) snprintf(err, errlen, "cannot start the engine thread");
+        }
+    }
+    if (!l->started) {
+        engine_stop(l);
+        return NULL;
+    }
+    if (stats) *stats = e->stats;
+    return l;
+}
+
+double engine_now(const engine_live *l) { return clock_now(&l->e); }
+
+int engine_submit(engine_live *l, engine_job *j)
+{
+    pthread_mutex_lock(&l->lock);
+    int ok = !l->stopping;
+    if (ok) {
+        j->id = l->next_id++;
+        j->arrival_time = clock_now(&l->e);
+        j->phase = JOB_QUEUED;
+        j->req = NULL;
+        j->next = j->abort_next = j->prev_live = j->next_live = NULL;
+        j->aborting = false;
+        if (l->inbox_tail) l->inbox_tail->next = j;
+        else l->inbox = j;
+        l->inbox_tail = j;
+        pthread_cond_signal(&l->wake);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return ok ? 0 : -1;
+}
+
+void engine_abort(engine_live *l, engine_job *j)
+{
+    pthread_mutex_lock(&l->lock);
+    if (j->phase != JOB_DONE && !j->aborting && !l->gauges.stopped) {
+        j->aborting = true;
+        j->abort_next = l->aborts;
+        l->aborts = j;
+        pthread_cond_signal(&l->wake);
+    }
+    while (j->phase != JOB_DONE && !l->gauges.stopped) pthread_cond_wait(&l->done, &l->lock);
+    pthread_mutex_unlock(&l->lock);
+}
+
+void engine_gauges_get(engine_live *l, engine_gauges *out)
+{
+    pthread_mutex_lock(&l->lock);
+    *out = l->gauges;
+    pthread_mutex_unlock(&l->lock);
+}
+
+const char *engine_live_error(engine_live *l)
+{
+    pthread_mutex_lock(&l->lock);
+    const char *e = l->error[0] ? l->error : NULL;
+    pthread_mutex_unlock(&l->lock);
+    return e;
+}
+
+void engine_stop(engine_live *l)
+{
+    if (!l) return;
+    if (l->started) {
+        pthread_mutex_lock(&l->lock);
+        l->stopping = true;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->lock);
+        pthread_join(l->thread, NULL);
+    }
+    engine *e = &l->e;
+    req_pool_free(&e->reqs);
+    if (e->kb) runner_free(&e->rn);
+    sched_free(e->s);
+    kb_close(e->kb);
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->wake);
+    pthread_cond_destroy(&l->done);
+    free(l);
 }

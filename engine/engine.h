@@ -4,6 +4,7 @@
 #define SERVESIM_ENGINE_ENGINE_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include "workload/workload.h"
 #include "core/recorder.h"
@@ -45,5 +46,56 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
 int engine_run_steps(const engine_options *o, const wl_config *cfg,
                      int (*each)(void *ctx, const recorder *rc, char *err, size_t errlen), void *ctx,
                      char *err, size_t errlen);
+
+/* ---- Live serving: requests submitted from other threads while the engine runs. ---- */
+
+/* A request from outside. The submitter fills the first block and keeps the job (and its
+ * prompt) alive until it is done: on_done was called, or engine_abort returned. */
+typedef struct engine_job {
+    const int32_t *prompt;
+    int prompt_len;
+    int max_tokens;            /* generation runs to exactly this many tokens */
+    /* Called on the engine thread: each token as the step that made it ends, then once, the
+     * request's record (stop = length, too_long, kv_capacity or aborted). Keep them short. */
+    void (*on_token)(void *ctx, int32_t token, double time);
+    void (*on_done)(void *ctx, const req_record *rec);
+    void *ctx;
+
+    /* Set by the engine. */
+    int64_t id;
+    double arrival_time;       /* engine_now() when submitted */
+    int phase;
+    bool aborting;
+    request *req;
+    struct engine_job *next, *abort_next, *prev_live, *next_live;
+} engine_job;
+
+/* What /metrics shows; a consistent snapshot. */
+typedef struct engine_gauges {
+    int running, waiting;
+    double kv_usage;           /* fraction of KV blocks in use */
+    int64_t steps, finished, aborted;
+    int64_t prompt_tokens, generation_tokens;
+    int64_t prefix_hits, prefix_queries;   /* prompt tokens */
+    bool stopped;              /* the engine thread has ended (engine_stop, or a backend failure) */
+} engine_gauges;
+
+typedef struct engine_live engine_live;
+
+/* Opens the backend, warms it up and starts the engine thread. NULL with a reason in ERR.
+ * O's on_token and predict are not used (each job has its own callbacks). */
+engine_live *engine_start(const engine_options *o, engine_stats *stats, char *err, size_t errlen);
+/* Seconds on the engine's clock (the clock of every time it reports). */
+double engine_now(const engine_live *l);
+/* Queues J (thread-safe). -1 when the engine is stopping. */
+int engine_submit(engine_live *l, engine_job *j);
+/* J's client went away (thread-safe): its request ends aborted and frees its blocks. Returns
+ * once J is done; a no-op for a job already done. */
+void engine_abort(engine_live *l, engine_job *j);
+void engine_gauges_get(engine_live *l, engine_gauges *out);
+/* Why the engine stopped by itself (a backend failure), or NULL. */
+const char *engine_live_error(engine_live *l);
+/* Aborts every job still running, ends the thread, frees everything. */
+void engine_stop(engine_live *l);
 
 #endif

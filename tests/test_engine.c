@@ -1,6 +1,9 @@
 /* The real engine on the CPU backend: a short real-time run of the tiny model. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "engine/engine.h"
@@ -137,4 +140,128 @@ Test(engine, a_model_too_large_for_memory_is_refused_with_sizes)
     cr_assert(strstr(err, "GiB"), "%s", err);
     met_free(met);
     wl_free(&w);
+}
+
+/* ---- live serving ---- */
+
+typedef struct live_job {
+    engine_job job;
+    int32_t prompt[200];
+    int tokens;
+    double last_time;
+    int out_of_order, done_calls;
+    req_record rec;
+    pthread_mutex_t *lock;
+    pthread_cond_t *cond;
+} live_job;
+
+static void live_token(void *ctx, int32_t token, double t)
+{
+    live_job *lj = ctx;
+    pthread_mutex_lock(lj->lock);
+    lj->out_of_order += t < lj->last_time || token < 0 || token >= 2048;
+    lj->last_time = t;
+    lj->tokens++;
+    pthread_cond_broadcast(lj->cond);
+    pthread_mutex_unlock(lj->lock);
+}
+
+static void live_done(void *ctx, const req_record *rec)
+{
+    live_job *lj = ctx;
+    pthread_mutex_lock(lj->lock);
+    lj->rec = *rec;
+    lj->done_calls++;
+    pthread_cond_broadcast(lj->cond);
+    pthread_mutex_unlock(lj->lock);
+}
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cond = PTHREAD_COND_INITIALIZER;
+
+static void live_submit(engine_live *l, live_job *lj, int prompt_len, int max_tokens, int seed)
+{
+    *lj = (live_job){.lock = &live_lock, .cond = &live_cond};
+    for (int i = 0; i < prompt_len; i++) lj->prompt[i] = (seed * 131 + i * 17) % 2048;
+    lj->job = (engine_job){.prompt = lj->prompt, .prompt_len = prompt_len, .max_tokens = max_tokens,
+                           .on_token = live_token, .on_done = live_done, .ctx = lj};
+    cr_assert_eq(engine_submit(l, &lj->job), 0);
+}
+
+/* Waits until COND(lj) holds for LJ (the engine thread signals every change). */
+#define WAIT_FOR(lj, cond)                                                  \
+    do {                                                                    \
+        pthread_mutex_lock(&live_lock);                                     \
+        while (!(cond)) pthread_cond_wait(&live_cond, &live_lock);          \
+        pthread_mutex_unlock(&live_lock);                                   \
+    } while (0)
+
+static void wait_idle(engine_live *l, int64_t ended)
+{
+    engine_gauges g;
+    for (;;) {
+        engine_gauges_get(l, &g);
+        if (g.finished + g.aborted == ended && g.running == 0 && g.waiting == 0) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+Test(engine, live_jobs_get_every_token_and_one_end)
+{
+    engine_options o = tiny_options(POLICY_PAGED, true, true);
+    char err[512];
+    engine_live *l = engine_start(&o, NULL, err, sizeof err);
+    cr_assert_not_null(l, "%s", err);
+    enum { N = 12 };
+    live_job *jobs = calloc(N, sizeof *jobs);
+    for (int i = 0; i < N; i++) live_submit(l, &jobs[i], 20 + 10 * i, 1 + 3 * i, i % 3);
+    for (int i = 0; i < N; i++) WAIT_FOR(&jobs[i], jobs[i].done_calls > 0);
+    wait_idle(l, N);
+    engine_gauges g;
+    engine_gauges_get(l, &g);
+    cr_assert_eq(g.finished, N);
+    cr_assert_eq(g.kv_usage, 0, "blocks held after every job ended");
+    cr_assert_gt(g.prefix_hits, 0, "the shared prompt starts hit the cache");
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(jobs[i].done_calls, 1);
+        cr_assert_eq(jobs[i].rec.stop, STOP_LENGTH);
+        cr_assert_eq(jobs[i].tokens, 1 + 3 * i, "job %d", i);
+        cr_assert_eq(jobs[i].rec.output_len, 1 + 3 * i);
+        cr_assert_eq(jobs[i].out_of_order, 0);
+        cr_assert(jobs[i].rec.arrival_time <= jobs[i].rec.first_token_time);
+    }
+    engine_stop(l);
+    free(jobs);
+}
+
+Test(engine, aborted_and_stopped_live_jobs_end_once_and_free_their_blocks)
+{
+    engine_options o = tiny_options(POLICY_PAGED, true, false);
+    char err[512];
+    engine_live *l = engine_start(&o, NULL, err, sizeof err);
+    cr_assert_not_null(l, "%s", err);
+    enum { N = 6 };
+    live_job *jobs = calloc(N, sizeof *jobs);
+    for (int i = 0; i < N; i++) live_submit(l, &jobs[i], 30, 500, i);
+    /* abort the even ones once they stream */
+    for (int i = 0; i < N; i += 2) {
+        WAIT_FOR(&jobs[i], jobs[i].tokens >= 2);
+        engine_abort(l, &jobs[i].job);
+        cr_assert_eq(jobs[i].done_calls, 1, "engine_abort returns once the job is done");
+        cr_assert_eq(jobs[i].rec.stop, STOP_ABORTED);
+        cr_assert_lt(jobs[i].rec.output_len, 500);
+    }
+    engine_abort(l, &jobs[0].job);   /* again: a no-op */
+    cr_assert_eq(jobs[0].done_calls, 1);
+    engine_gauges g;
+    engine_gauges_get(l, &g);
+    cr_assert_eq(g.aborted, N / 2);
+    cr_assert_lt(g.kv_usage, 0.5);
+    /* stopping ends the others, aborted */
+    engine_stop(l);
+    for (int i = 1; i < N; i += 2) {
+        cr_assert_eq(jobs[i].done_calls, 1, "job %d", i);
+        cr_assert_eq(jobs[i].rec.stop, STOP_ABORTED);
+    }
+    free(jobs);
 }
