@@ -21,6 +21,7 @@ typedef struct scenario_opt {
 static const scenario_opt scenario_opts[] = {
     {{"--out", true}, 0},        {{"--quiet", false}, 0}, {{"--backend", true}, 0},
     {{"--repeat", true}, SA_REPEAT}, {{"--jobs", true}, SA_REPEAT}, {{"--cost-table", true}, SA_COST_TABLE},
+    {{"--host", true}, SA_SERVE}, {{"--port", true}, SA_SERVE}, {{"--served-model-name", true}, SA_SERVE},
 };
 enum { NUM_SCENARIO_OPTS = sizeof scenario_opts / sizeof scenario_opts[0] };
 
@@ -55,6 +56,17 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         return cli_parse_long(flag, value, 1, 1024, &a->jobs);
     } else if (strcmp(flag, "--cost-table") == 0) {
         a->cost_table = value;
+    } else if (strcmp(flag, "--host") == 0) {
+        a->host = value;
+    } else if (strcmp(flag, "--port") == 0) {
+        return cli_parse_long(flag, value, 0, 65535, &a->port);
+    } else if (strcmp(flag, "--served-model-name") == 0) {
+        /* it appears in JSON and as a Prometheus label value: keep it to name characters */
+        if (!value[0] || strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:") != strlen(value)) {
+            fprintf(stderr, "servesim: --served-model-name %s: use letters, digits and . _ - / : only\n%s", value, p->usage);
+            return -1;
+        }
+        a->model_name = value;
     }
     return 0;
 }
@@ -62,7 +74,7 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
 int parse_scenario_args(int argc, char **argv, const char *usage, int extras, scenario *sc, scenario_args *a)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1};
+    *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1, .host = "127.0.0.1", .port = 8000};
     cli_opt opts[NUM_SCENARIO_OPTS];
     int n = 0;
     for (int i = 0; i < NUM_SCENARIO_OPTS; i++)

@@ -8,6 +8,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_engine(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
@@ -20,13 +21,17 @@ int cmd_capacity(int argc, char **argv);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
- * validate's --cost-table (SA_COST_TABLE). "--flag=value" works as "--flag value". */
-enum { SA_REPEAT = 1, SA_COST_TABLE = 2 };
+ * validate's --cost-table (SA_COST_TABLE), serve's --host, --port and --served-model-name
+ * (SA_SERVE). "--flag=value" works as "--flag value". */
+enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4 };
 typedef struct scenario_args {
     const char *out_dir;
     bool quiet;
     long repeat, jobs;      /* 1 and one per CPU unless given */
     const char *cost_table; /* NULL unless given */
+    const char *host;       /* serve: --host, 127.0.0.1 unless given */
+    long port;              /* serve: --port, 8000 unless given */
+    const char *model_name; /* serve: --served-model-name, NULL = the model preset's name */
 } scenario_args;
 
 /* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.

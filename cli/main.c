@@ -13,6 +13,8 @@
     X("run", "[SCENARIO.ini]", false, cmd_run, "simulate a scenario (a built-in default without one)") \
     X("engine", "[SCENARIO.ini]", true, cmd_engine,                                                 \
       "serve a scenario in real time on the real engine (CPU backend)")                             \
+    X("serve", "[SCENARIO.ini]", true, cmd_serve,                                                   \
+      "the real engine behind an OpenAI-compatible HTTP API (/v1/completions, /metrics)")           \
     X("calibrate", "", true, cmd_calibrate, "time the real backend's kernels into a cost table")     \
     X("validate", "SCENARIO.ini", true, cmd_validate,                                               \
       "run the same requests on the engine and the simulator, compare")                             \

@@ -5,5 +5,5 @@ sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 export DEBIAN_FRONTEND=noninteractive
 sudo_if_needed apt-get update -qq
 sudo_if_needed apt-get install -y -qq --no-install-recommends \
-    build-essential cmake pkg-config libgsl-dev libinih-dev libjansson-dev libcriterion-dev \
+    build-essential cmake pkg-config libgsl-dev libinih-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libcriterion-dev \
     libopenblas-dev gnuplot-nox python3 >/dev/null
