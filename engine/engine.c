@@ -312,6 +312,15 @@ static void mark_done(engine_live *l, engine_job *j)
     pthread_cond_broadcast(&l->done);
 }
 
+/* Under the lock, on the engine thread (the only one that changes the scheduler). */
+static void update_counts(engine_live *l)
+{
+    engine *e = &l->e;
+    l->gauges.running = sched_num_running(e->s);
+    l->gauges.waiting = sched_num_waiting(e->s);
+    l->gauges.kv_usage = 1 - (double)bm_num_free(sched_bm(e->s)) / e->o->sched.num_blocks;
+}
+
 /* The engine thread, once R's request has ended: the job's last callback, then done. */
 static void job_ended(engine *e, request *r)
 {
@@ -325,6 +334,7 @@ static void job_ended(engine *e, request *r)
     l->gauges.aborted += rec.stop == STOP_ABORTED;
     l->gauges.prompt_tokens += rec.prompt_len;
     l->gauges.generation_tokens += rec.output_len;
+    update_counts(l);
     mark_done(l, j);
     pthread_mutex_unlock(&l->lock);
 }
@@ -415,9 +425,7 @@ static void update_gauges(engine_live *l)
 {
     engine *e = &l->e;
     engine_gauges *g = &l->gauges;
-    g->running = sched_num_running(e->s);
-    g->waiting = sched_num_waiting(e->s);
-    g->kv_usage = 1 - (double)bm_num_free(sched_bm(e->s)) / e->o->sched.num_blocks;
+    update_counts(l);
     g->steps = e->stats.steps;
     g->prefix_hits += e->last_step.prefix_hits;
     g->prefix_queries += e->last_step.prefix_queries;

@@ -253,6 +253,7 @@ size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, char *bu
                            (int)tl, text, finish)
                 : snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"text\":%.*s,\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}]}\n\n",
                            (int)tl, text, finish);
+    if (n < 0 || (size_t)n >= sizeof tail) return 0;
     size_t total = f->head_len + (size_t)n;
     if (total > cap) return 0;
     memcpy(buf, f->head, f->head_len);
@@ -277,6 +278,7 @@ size_t oai_stream_usage(const oai_stream_fmt *f, int prompt_tokens, int completi
     int n = snprintf(tail, sizeof tail,
                      "\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n",
                      prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
+    if (n < 0 || (size_t)n >= sizeof tail) return 0;
     size_t total = f->head_len + (size_t)n;
     if (total > cap) return 0;
     memcpy(buf, f->head, f->head_len);
