@@ -21,6 +21,8 @@ typedef struct scenario_opt {
 static const scenario_opt scenario_opts[] = {
     {{"--out", true}, 0},        {{"--quiet", false}, 0}, {{"--backend", true}, 0},
     {{"--repeat", true}, SA_REPEAT}, {{"--jobs", true}, SA_REPEAT}, {{"--cost-table", true}, SA_COST_TABLE},
+    {{"--url", true}, SA_LOAD}, {{"--model", true}, SA_LOAD}, {{"--endpoint", true}, SA_LOAD},
+    {{"--timeout", true}, SA_LOAD}, {{"--vllm-json", false}, SA_LOAD},
     {{"--host", true}, SA_SERVE}, {{"--port", true}, SA_SERVE}, {{"--served-model-name", true}, SA_SERVE},
 };
 enum { NUM_SCENARIO_OPTS = sizeof scenario_opts / sizeof scenario_opts[0] };
@@ -56,6 +58,20 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         return cli_parse_long(flag, value, 1, 1024, &a->jobs);
     } else if (strcmp(flag, "--cost-table") == 0) {
         a->cost_table = value;
+    } else if (strcmp(flag, "--url") == 0) {
+        a->url = value;
+    } else if (strcmp(flag, "--model") == 0) {
+        a->model = value;
+    } else if (strcmp(flag, "--endpoint") == 0) {
+        if (strcmp(value, "completions") != 0 && strcmp(value, "chat") != 0) {
+            fprintf(stderr, "servesim: --endpoint %s: expected completions or chat\n%s", value, p->usage);
+            return -1;
+        }
+        a->endpoint = value;
+    } else if (strcmp(flag, "--timeout") == 0) {
+        return cli_parse_long(flag, value, 0, 86400, &a->timeout_s);
+    } else if (strcmp(flag, "--vllm-json") == 0) {
+        a->vllm_json = true;
     } else if (strcmp(flag, "--host") == 0) {
         a->host = value;
     } else if (strcmp(flag, "--port") == 0) {
@@ -74,7 +90,8 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
 int parse_scenario_args(int argc, char **argv, const char *usage, int extras, scenario *sc, scenario_args *a)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1, .host = "127.0.0.1", .port = 8000};
+    *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1, .host = "127.0.0.1", .port = 8000,
+                         .endpoint = "completions"};
     cli_opt opts[NUM_SCENARIO_OPTS];
     int n = 0;
     for (int i = 0; i < NUM_SCENARIO_OPTS; i++)

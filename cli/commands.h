@@ -9,6 +9,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_engine(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
@@ -22,8 +23,8 @@ int cmd_capacity(int argc, char **argv);
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
  * validate's --cost-table (SA_COST_TABLE), serve's --host, --port and --served-model-name
- * (SA_SERVE). "--flag=value" works as "--flag value". */
-enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4 };
+ * (SA_SERVE), load's --url, --model, --endpoint, --timeout and --vllm-json (SA_LOAD). "--flag=value" works as "--flag value". */
+enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4, SA_LOAD = 8 };
 typedef struct scenario_args {
     const char *out_dir;
     bool quiet;
@@ -32,6 +33,11 @@ typedef struct scenario_args {
     const char *host;       /* serve: --host, 127.0.0.1 unless given */
     long port;              /* serve: --port, 8000 unless given */
     const char *model_name; /* serve: --served-model-name, NULL = the model preset's name */
+    const char *url;        /* load: --url (required) */
+    const char *model;      /* load: --model, NULL = ask the server */
+    const char *endpoint;   /* load: --endpoint, "completions" unless given */
+    long timeout_s;         /* load: --timeout, 0 = none */
+    bool vllm_json;         /* load: --vllm-json */
 } scenario_args;
 
 /* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.

@@ -15,6 +15,8 @@
       "serve a scenario in real time on the real engine (CPU backend)")                             \
     X("serve", "[SCENARIO.ini]", true, cmd_serve,                                                   \
       "the real engine behind an OpenAI-compatible HTTP API (/v1/completions, /metrics)")           \
+    X("load", "[SCENARIO.ini] --url URL", false, cmd_load,                                          \
+      "send a scenario's workload to any OpenAI-compatible server, measure it like a run")         \
     X("calibrate", "", true, cmd_calibrate, "time the real backend's kernels into a cost table")     \
     X("validate", "SCENARIO.ini", true, cmd_validate,                                               \
       "run the same requests on the engine and the simulator, compare")                             \

@@ -8,6 +8,7 @@ const char *stop_reason_name(stop_reason r)
     case STOP_TOO_LONG: return "too_long";
     case STOP_KV_CAPACITY: return "kv_capacity";
     case STOP_ABORTED: return "aborted";
+    case STOP_ERROR: return "error";
     }
     return "invalid";
 }

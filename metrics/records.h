@@ -12,6 +12,7 @@ typedef enum stop_reason {
     STOP_TOO_LONG,      /* prompt + output longer than max_model_len */
     STOP_KV_CAPACITY,   /* needs more KV slots than the whole pool holds */
     STOP_ABORTED,       /* its client went away (a server's request) */
+    STOP_ERROR,         /* the server answered with an error or not at all (a load client's request) */
 } stop_reason;
 
 const char *stop_reason_name(stop_reason r);

@@ -9,7 +9,7 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FORBIDDEN = {("sim", "engine"), ("sim", "kernels"), ("sim", "serve"), ("core", "kernels"), ("core", "sim")}
+FORBIDDEN = {("sim", "engine"), ("sim", "kernels"), ("sim", "serve"), ("load", "core"), ("load", "engine"), ("load", "serve"), ("load", "sim"), ("core", "kernels"), ("core", "sim")}
 
 
 def build_order(root):
