@@ -1,0 +1,209 @@
+/* The load client against the real server on loopback: every request accounted for, token
+ * counts exact, times in order, the server's own counters agreeing with the client's records,
+ * the in-flight cap kept, and failures (refused requests, a server that is not there or goes
+ * away mid-run) recorded, never dropped. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "load/client.h"
+#include "serve/server.h"
+
+typedef struct seen {
+    req_record recs[400];
+    int tokens[400];
+    int bad_order;
+    char errors[400][160];
+    int n;
+    srv *stop_after;           /* stop this server once STOP_AT requests ended */
+    int stop_at;
+} seen;
+
+static void on_request(void *ctx, const req_record *rec, const double *times, int n, const char *error)
+{
+    seen *s = ctx;
+    cr_assert_lt(s->n, 400);
+    s->recs[s->n] = *rec;
+    s->tokens[s->n] = n;
+    for (int i = 1; i < n; i++) s->bad_order += times[i] < times[i - 1];
+    if (n) s->bad_order += times[0] < rec->arrival_time || rec->finish_time < times[n - 1];
+    snprintf(s->errors[s->n], sizeof s->errors[s->n], "%s", error ? error : "");
+    s->n++;
+    if (s->stop_after && s->n == s->stop_at) {
+        srv_stop(s->stop_after);
+        s->stop_after = NULL;
+    }
+}
+
+typedef struct live {
+    engine_live *eng;
+    srv *s;
+    char url[64];
+} live;
+
+static live start(void)
+{
+    const model_shape *m = model_preset("tiny");
+    engine_options o = {0};
+    o.sched = (sched_config){.policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true,
+                             .max_num_seqs = 32, .max_num_batched_tokens = 256, .block_size = 16,
+                             .num_blocks = 512, .max_model_len = 512};
+    o.backend = (kb_options){.kind = KB_CPU, .weight_seed = 5, .sample_seed = 9, .threads = 1,
+                             .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
+                                       m->intermediate, m->vocab, m->rope_theta, m->rms_eps}};
+    engine_backend_options(&o.sched, &o.backend);
+    o.sampling = (kb_sampling){.temperature = 0, .top_k = 0, .top_p = 1};
+    live l = {0};
+    char err[512];
+    l.eng = engine_start(&o, NULL, err, sizeof err);
+    cr_assert_not_null(l.eng, "%s", err);
+    srv_options so = {.host = "127.0.0.1", .port = 0, .model = "tiny", .vocab_size = m->vocab, .max_model_len = 512,
+                      .kv_block_size = 16, .kv_tokens = 512 * 16, .max_body = 1 << 20, .max_connections = 512};
+    l.s = srv_start(&so, l.eng, err, sizeof err);
+    cr_assert_not_null(l.s, "%s", err);
+    snprintf(l.url, sizeof l.url, "http://127.0.0.1:%d/v1", srv_port(l.s));
+    return l;
+}
+
+static wl_config workload_config(int n, wl_arrival arrival)
+{
+    wl_config c = {.num_requests = n, .arrival = arrival, .rate = 80, .burstiness = 1, .concurrency = 4,
+                   .num_prefixes = 2, .shared_prefix_len = 32, .prefix_fraction = 0.5, .trace_time_scale = 1,
+                   .vocab_size = model_preset("tiny")->vocab, .seed = 11};
+    char err[200];
+    dist_parse("uniform:8:120", &c.prompt_len, err, sizeof err);
+    dist_parse("uniform:1:40", &c.output_len, err, sizeof err);
+    return c;
+}
+
+static int run_load(const char *url, const char *model, wl_config *c, seen *s, met_acc *met, load_stats *st, char *err)
+{
+    workload w;
+    cr_assert_eq(wl_build(c, &w, err, 512), 0, "%s", err);
+    load_options o = {.url = url, .model = model, .timeout_s = 60};
+    load_sink sink = {.met = met, .on_request = on_request, .ctx = s};
+    int rc = load_run(&o, &w, c, &sink, st, err, 512);
+    wl_free(&w);
+    return rc;
+}
+
+Test(load, every_request_and_token_is_measured_and_the_server_agrees)
+{
+    live l = start();
+    wl_config c = workload_config(60, ARRIVAL_POISSON);
+    seen *s = calloc(1, sizeof *s);
+    met_acc *met = met_create();
+    load_stats st;
+    char err[512];
+    cr_assert_eq(run_load(l.url, NULL, &c, s, met, &st, err), 0, "%s", err);
+    cr_assert_str_eq(st.model, "tiny", "the model named by GET /models");
+    cr_assert_eq(st.sent, 60);
+    cr_assert_eq(st.failed, 0, "%s", s->errors[0]);
+    cr_assert_eq(s->n, 60, "every request ends once");
+    workload w;
+    cr_assert_eq(wl_build(&c, &w, err, sizeof err), 0);
+    int64_t prompt = 0, output = 0;
+    bool ended[60] = {0};
+    for (int i = 0; i < s->n; i++) {
+        const req_record *r = &s->recs[i];
+        cr_assert(!ended[r->request_id], "request %lld twice", (long long)r->request_id);
+        ended[r->request_id] = true;
+        cr_assert_eq(r->stop, STOP_LENGTH);
+        cr_assert_eq(r->output_len, w.reqs[r->request_id].output_len, "request %lld", (long long)r->request_id);
+        cr_assert_eq(s->tokens[i], r->output_len, "one streamed event per token");
+        cr_assert_eq(r->prompt_len, w.reqs[r->request_id].prompt_len);
+        prompt += r->prompt_len;
+        output += r->output_len;
+    }
+    cr_assert_eq(s->bad_order, 0, "token times out of order");
+    summary sum;
+    cr_assert_eq(met_summarize(met, NULL, &sum), 0);
+    cr_assert_eq(sum.completed, 60);
+    cr_assert_eq(sum.total_output_tokens, output);
+    cr_assert_gt(sum.itl_ms.mean, 0);
+    engine_gauges g;
+    engine_gauges_get(l.eng, &g);
+    cr_assert_eq(g.finished, 60);
+    cr_assert_eq(g.prompt_tokens, prompt, "the server counted the prompts the client sent");
+    cr_assert_eq(g.generation_tokens, output);
+    cr_assert_gt(g.prefix_hits, 0, "shared prefixes were sent as the same ids");
+    srv_stop(l.s);
+    engine_stop(l.eng);
+    met_free(met);
+    wl_free(&w);
+    free(s);
+}
+
+/* A closed loop of 4 clients: never more than 4 requests at the server at once. */
+Test(load, a_closed_loop_keeps_its_clients)
+{
+    live l = start();
+    wl_config c = workload_config(30, ARRIVAL_CLOSED);
+    seen *s = calloc(1, sizeof *s);
+    load_stats st;
+    char err[512];
+    cr_assert_eq(run_load(l.url, "tiny", &c, s, NULL, &st, err), 0, "%s", err);
+    cr_assert_eq(s->n, 30);
+    for (int i = 0; i < s->n; i++) {
+        int overlapping = 0;
+        double t = s->recs[i].arrival_time;
+        for (int k = 0; k < s->n; k++) overlapping += s->recs[k].arrival_time <= t && t < s->recs[k].finish_time;
+        cr_assert_leq(overlapping, 4, "at %.6f s %d requests were in flight", t, overlapping);
+    }
+    srv_stop(l.s);
+    engine_stop(l.eng);
+    free(s);
+}
+
+Test(load, refused_requests_and_missing_servers_are_recorded_not_dropped)
+{
+    live l = start();
+    wl_config c = workload_config(20, ARRIVAL_ALL_AT_ONCE);
+    char err[200];
+    dist_parse("fixed:600", &c.prompt_len, err, sizeof err);   /* past max_model_len = 512 */
+    seen *s = calloc(1, sizeof *s);
+    load_stats st;
+    char e[512];
+    cr_assert_eq(run_load(l.url, "tiny", &c, s, NULL, &st, e), 0, "%s", e);
+    cr_assert_eq(s->n, 20);
+    cr_assert_eq(st.failed, 20);
+    cr_assert_eq(s->recs[0].stop, STOP_ERROR);
+    cr_assert(strstr(s->errors[0], "HTTP 400: This model's maximum context length is 512"), "%s", s->errors[0]);
+    memset(s, 0, sizeof *s);
+    wl_config three = workload_config(3, ARRIVAL_ALL_AT_ONCE);
+    cr_assert_eq(run_load(l.url, "gpt-9", &three, s, NULL, &st, e), 0);
+    cr_assert(strstr(s->errors[0], "HTTP 404"), "%s", s->errors[0]);
+    srv_stop(l.s);
+    engine_stop(l.eng);
+
+    memset(s, 0, sizeof *s);
+    wl_config one = workload_config(2, ARRIVAL_ALL_AT_ONCE);
+    cr_assert_eq(run_load("http://127.0.0.1:1/v1", NULL, &one, s, NULL, &st, e), 2);
+    cr_assert(strstr(e, "--url http://127.0.0.1:1/v1: Couldn't connect"), "%s", e);
+    cr_assert_eq(s->n, 0, "nothing sent before the server answered");
+    free(s);
+}
+
+/* The server goes away mid-run: the requests it was serving end as errors, the rest fail to
+ * connect; all are recorded and the run ends. */
+Test(load, a_server_that_dies_mid_run_leaves_every_request_recorded)
+{
+    live l = start();
+    wl_config c = workload_config(80, ARRIVAL_POISSON);
+    seen *s = calloc(1, sizeof *s);
+    s->stop_after = l.s;
+    s->stop_at = 10;
+    load_stats st;
+    char err[512];
+    cr_assert_eq(run_load(l.url, "tiny", &c, s, NULL, &st, err), 0, "%s", err);
+    cr_assert_eq(s->n, 80, "every request recorded");
+    cr_assert_geq(st.failed, 1);
+    int ok = 0;
+    for (int i = 0; i < s->n; i++) ok += s->recs[i].stop == STOP_LENGTH;
+    cr_assert_eq(ok + (int)st.failed, 80);
+    engine_stop(l.eng);
+    free(s);
+}
