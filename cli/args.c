@@ -21,7 +21,7 @@ typedef struct scenario_opt {
 static const scenario_opt scenario_opts[] = {
     {{"--out", true}, 0},        {{"--quiet", false}, 0}, {{"--backend", true}, 0},
     {{"--repeat", true}, SA_REPEAT}, {{"--jobs", true}, SA_REPEAT}, {{"--cost-table", true}, SA_COST_TABLE},
-    {{"--url", true}, SA_LOAD}, {{"--model", true}, SA_LOAD}, {{"--endpoint", true}, SA_LOAD},
+    {{"--measured", true}, SA_MEASURED}, {{"--url", true}, SA_LOAD}, {{"--model", true}, SA_LOAD}, {{"--endpoint", true}, SA_LOAD},
     {{"--timeout", true}, SA_LOAD}, {{"--vllm-json", false}, SA_LOAD},
     {{"--host", true}, SA_SERVE}, {{"--port", true}, SA_SERVE}, {{"--served-model-name", true}, SA_SERVE},
 };
@@ -58,6 +58,8 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         return cli_parse_long(flag, value, 1, 1024, &a->jobs);
     } else if (strcmp(flag, "--cost-table") == 0) {
         a->cost_table = value;
+    } else if (strcmp(flag, "--measured") == 0) {
+        a->measured = value;
     } else if (strcmp(flag, "--url") == 0) {
         a->url = value;
     } else if (strcmp(flag, "--model") == 0) {

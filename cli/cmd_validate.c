@@ -19,7 +19,7 @@
 
 static const char validate_usage[] =
     "usage: servesim validate SCENARIO.ini [--backend cpu|cuda] [--cost-table FILE] [--out DIR]\n"
-    "                         [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "                         [--measured DIR_OR_JSON] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  For each point of the [validate] section (rates x policies), builds the request list\n"
     "  once, serves it on the real engine ([validate] engine_runs times), replays exactly the\n"
     "  same requests through the simulator with the cost table, and compares TTFT/TPOT/ITL/\n"
@@ -31,7 +31,13 @@ static const char validate_usage[] =
     "  the rounds. Writes validation.json, report.md, latency plots, each run's files\n"
     "  (pointN-engine-runK/, pointN-sim/, pointN-replay-runK/: summary.json, requests.csv,\n"
     "  steps.csv) and the tables it calibrated to DIR (default results/runs/NAME-validate);\n"
-    "  exits 1 when an error exceeds the [validate] thresholds.\n";
+    "  exits 1 when an error exceeds the [validate] thresholds.\n"
+    "  With --measured, no engine runs: the requests a real server served -- a `servesim load`\n"
+    "  (or `servesim engine`) directory, or vLLM's `bench serve --save-result --save-detailed`\n"
+    "  JSON -- are simulated at their send times with their lengths and the scenario's cost\n"
+    "  model, and compared (report.md, validation.json, sim/; default DIR\n"
+    "  results/runs/NAME-validate-measured). Without send times (vLLM's own JSON has none)\n"
+    "  the scenario's arrivals are used.\n";
 
 /* Splits a comma list into ITEMS; an empty list gives FALLBACK alone. */
 static int split_list(const char *list, const char *fallback, char items[][32], int cap)
@@ -463,12 +469,13 @@ int cmd_validate(int argc, char **argv)
     }
     scenario sc;
     scenario_args a;
-    if (parse_scenario_args(argc, argv, validate_usage, SA_COST_TABLE, &sc, &a) < 0) return EXIT_BAD_INPUT;
+    if (parse_scenario_args(argc, argv, validate_usage, SA_COST_TABLE | SA_MEASURED, &sc, &a) < 0) return EXIT_BAD_INPUT;
     if (!sc.path[0]) {
         fprintf(stderr, "servesim: validate needs a scenario file\n%s", validate_usage);
         return EXIT_BAD_INPUT;
     }
     char out[1200];
-    scenario_out_dir(&sc, a.out_dir, "validate", out, sizeof out);
+    scenario_out_dir(&sc, a.out_dir, a.measured ? "validate-measured" : "validate", out, sizeof out);
+    if (a.measured) return validate_measured(&sc, &a, out);
     return validate(&sc, &a, a.cost_table, out);
 }

@@ -10,6 +10,7 @@ int cmd_run(int argc, char **argv);
 int cmd_engine(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+
 int cmd_calibrate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
@@ -24,7 +25,7 @@ int cmd_capacity(int argc, char **argv);
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
  * validate's --cost-table (SA_COST_TABLE), serve's --host, --port and --served-model-name
  * (SA_SERVE), load's --url, --model, --endpoint, --timeout and --vllm-json (SA_LOAD). "--flag=value" works as "--flag value". */
-enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4, SA_LOAD = 8 };
+enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4, SA_LOAD = 8, SA_MEASURED = 16 };
 typedef struct scenario_args {
     const char *out_dir;
     bool quiet;
@@ -38,11 +39,14 @@ typedef struct scenario_args {
     const char *endpoint;   /* load: --endpoint, "completions" unless given */
     long timeout_s;         /* load: --timeout, 0 = none */
     bool vllm_json;         /* load: --vllm-json */
+    const char *measured;   /* validate: --measured DIR_OR_JSON */
 } scenario_args;
 
 /* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.
  * Returns -1 after printing the problem and USAGE to stderr. */
 int parse_scenario_args(int argc, char **argv, const char *usage, int extras, scenario *sc, scenario_args *a);
 bool wants_help(int argc, char **argv);
+/* validate --measured: A->measured simulated at its send times and compared; into OUT. */
+int validate_measured(const scenario *sc, const scenario_args *a, const char *out);
 
 #endif

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/model.h"
 #include "load/client.h"
+#include "load/measured.h"
 #include "serve/server.h"
 
 typedef struct seen {
@@ -206,4 +208,94 @@ Test(load, a_server_that_dies_mid_run_leaves_every_request_recorded)
     cr_assert_eq(ok + (int)st.failed, 80);
     engine_stop(l.eng);
     free(s);
+}
+
+/* ---- measured runs read back ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
+{
+    char dir[] = "/tmp/servesim-measured-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/requests.csv", dir);
+    /* out of order, a failed request, a warm-up, a quoted field and a column we do not read */
+    write_file(path,
+               "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,prompt_len,cached_prompt_len,"
+               "output_len,num_preemptions,stop_reason,warmup,extra\n"
+               "2,10.5,,10.7,11.0,30,0,4,0,length,0,\"a,b\"\n"
+               "0,10.0,,10.1,10.4,20,0,3,0,length,1,x\n"
+               "1,10.2,,,10.3,25,0,0,0,error,0,x\n");
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n0,2,10.4\n2,0,10.7\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
+    measured_run m;
+    char err[512];
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(m.n, 3);
+    cr_assert_str_eq(m.kind, "servesim");
+    cr_assert(m.have_arrivals && m.have_itl);
+    cr_assert_eq(m.reqs[0].request_id, 0);
+    cr_assert_eq(m.reqs[1].request_id, 1);
+    cr_assert_eq(m.reqs[1].stop, STOP_ERROR);
+    cr_assert_float_eq(m.reqs[0].arrival_time, 0, 1e-12, "times start at the first send");
+    cr_assert_float_eq(m.reqs[2].arrival_time, 0.5, 1e-12);
+    cr_assert_float_eq(m.reqs[2].finish_time, 1.0, 1e-12);
+    cr_assert(isnan(m.reqs[1].first_token_time));
+    cr_assert(m.reqs[0].warmup);
+    /* only request 2's gaps: 0 is a warm-up */
+    cr_assert_eq(m.num_itl, 3);
+    cr_assert_float_eq(m.itl[0], 0.05, 1e-9);
+    cr_assert_float_eq(m.itl[2], 0.15, 1e-9);
+    measured_free(&m);
+
+    snprintf(path, sizeof path, "%s/requests.csv", dir);
+    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+                     "0,1.0,1.1,1.2,20,3,finished,0\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
+    write_file(path, "request_id,arrival_time\n0,1\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "requests.csv:1: no column first_token_time"), "%s", err);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    cr_assert_eq(system(path), 0);
+}
+
+Test(load, a_vllm_benchmark_json_reads_back)
+{
+    char path[] = "/tmp/servesim-vllm-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    write_file(path, "{\"input_lens\": [10, 20, 30], \"output_lens\": [3, 0, 2], \"ttfts\": [0.1, 0, 0.2],"
+                     " \"itls\": [[0.01, 0.02], [], [0.05]], \"errors\": [\"\", \"timeout\", \"\"],"
+                     " \"start_times\": [5.0, 5.1, 5.3], \"extra\": 1}");
+    measured_run m;
+    char err[512];
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(m.kind, "vllm");
+    cr_assert_eq(m.n, 3);
+    cr_assert_eq(m.reqs[1].stop, STOP_ERROR);
+    cr_assert_float_eq(m.reqs[2].arrival_time, 0.3, 1e-12);
+    cr_assert_float_eq(m.reqs[0].finish_time, 0.1 + 0.03, 1e-12, "end = TTFT + the sum of the gaps");
+    cr_assert_float_eq(m.reqs[2].first_token_time, 0.5, 1e-12);
+    cr_assert_eq(m.num_itl, 3, "a failed request's gaps are not measured ones");
+    measured_free(&m);
+    write_file(path, "{\"input_lens\": [10, 20], \"output_lens\": [3], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], \"errors\": [\"\", \"\"]}");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "\"output_lens\" must be a list of 2 entries"), "%s", err);
+    write_file(path, "{\"input_lens\": [10], \"output_lens\": [3], \"ttfts\": [0.1], \"itls\": [[0.1]], \"errors\": [\"\"]}");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
+    cr_assert(!m.have_arrivals, "vLLM's own file has no send times");
+    measured_free(&m);
+    write_file(path, "{\"input_lens\": [1");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, path) && strstr(err, ":1:"), "%s", err);
+    unlink(path);
 }

@@ -1,0 +1,264 @@
+/* `servesim validate --measured`: the requests a real server served (from `servesim load`,
+ * `servesim engine`, or vLLM's saved benchmark), simulated with the scenario's cost model at
+ * the times they were sent, and compared metric by metric. This is how a user with a GPU
+ * checks servesim against their own vLLM. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "io/outdir.h"
+#include "io/results.h"
+#include "load/measured.h"
+#include "metrics/compare.h"
+#include "sim/sim.h"
+#include "study/job.h"
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* The measured requests (failed ones left out) as a list workload. A request the scenario's
+ * own workload also generated (same id and lengths: the run was `servesim load` of this
+ * scenario) keeps its prompt, so shared prefixes hit the cache as they did on the server. */
+static int measured_workload(const measured_run *m, const scenario_resolved *r, workload *w, size_t *excluded,
+                             char *err, size_t errlen)
+{
+    workload base = {0};
+    char why[512];
+    bool have_base = wl_build(&r->workload, &base, why, sizeof why) == 0;
+    *w = (workload){.vocab_size = r->workload.vocab_size, .prefix_seed = have_base ? base.prefix_seed : 0,
+                    .cfg = r->workload};
+    w->reqs = calloc(m->n ? m->n : 1, sizeof *w->reqs);
+    if (!w->reqs) {
+        wl_free(&base);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *excluded = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const req_record *q = &m->reqs[i];
+        if (q->stop != STOP_LENGTH) {
+            (*excluded)++;
+            continue;
+        }
+        wl_request *x = &w->reqs[w->n++];
+        *x = (wl_request){.id = q->request_id, .arrival_time = q->arrival_time, .prompt_len = q->prompt_len,
+                          .output_len = q->output_len, .prefix_id = -1, .token_seed = mix((uint64_t)q->request_id),
+                          .warmup = q->warmup};
+        const wl_request *b = have_base && q->request_id >= 0 && (size_t)q->request_id < base.n ? &base.reqs[q->request_id] : NULL;
+        if (b && b->prompt_len == q->prompt_len && b->output_len == q->output_len) {
+            x->prefix_id = b->prefix_id;
+            x->prefix_len = b->prefix_len;
+            x->token_seed = b->token_seed;
+        }
+        if (!m->have_arrivals) {
+            if (!have_base || i >= base.n) {
+                wl_free(&base);
+                snprintf(err, errlen, "the measured file has no send times (start_times), and the scenario's workload "
+                                      "has fewer requests (%zu) than it (%zu) to take them from", base.n, m->n);
+                return -1;
+            }
+            x->arrival_time = base.reqs[i].arrival_time;
+        }
+    }
+    wl_free(&base);
+    if (w->n == 0) {
+        snprintf(err, errlen, "no request of the measured run finished");
+        return -1;
+    }
+    if (m->have_arrivals) {
+        /* replay the send times as they were: they already hold any closed loop or cap */
+        w->cfg.arrival = ARRIVAL_TRACE;
+        w->cfg.max_concurrency = 0;
+    }
+    return 0;
+}
+
+/* The measured side's summary, from its records and token gaps. */
+static int measured_summary(const measured_run *m, const slo_config *slo, met_acc **met, summary *s)
+{
+    *met = met_create();
+    if (!*met) return -1;
+    met_keep_requests(*met);
+    bool window = false;
+    for (size_t i = 0; i < m->n; i++) {
+        const req_record *q = &m->reqs[i];
+        if (q->stop != STOP_LENGTH) continue;
+        if (!window && !q->warmup) {
+            met_set_window_start(*met, q->arrival_time);
+            window = true;
+        }
+        met_on_request(*met, q);
+    }
+    for (size_t i = 0; i < m->num_itl; i++) met_on_itl(*met, m->itl[i]);
+    return met_summarize(*met, slo, s);
+}
+
+static const char *const shown[] = {
+    "mean_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p90_tpot_ms",
+    "p99_tpot_ms", "mean_itl_ms", "p50_itl_ms", "p90_itl_ms", "p99_itl_ms", "mean_e2el_ms", "p50_e2el_ms",
+    "p90_e2el_ms", "p99_e2el_ms", "request_throughput", "output_throughput",
+};
+enum { NUM_SHOWN = sizeof shown / sizeof *shown };
+
+static double limit_for(const scenario *sc, const char *metric)
+{
+    if (strstr(metric, "throughput")) return sc->v[K_validate_max_throughput_error].d;
+    if (strncmp(metric, "p99", 3) == 0) return sc->v[K_validate_max_p99_error].d;
+    if (strncmp(metric, "p50", 3) == 0) return sc->v[K_validate_max_median_error].d;
+    return INFINITY;   /* means and P90s are reported, not judged */
+}
+
+static bool skipped(const measured_run *m, const char *metric)
+{
+    return !m->have_itl && strstr(metric, "_itl_");
+}
+
+static int write_report(const outdir *od, const scenario *sc, const char *path, const measured_run *m, size_t excluded,
+                        const char *cost, const cmp_result *c, bool passed, char *err, size_t errlen)
+{
+    FILE *f = od_fopen(od, "report.md", err, errlen);
+    if (!f) return -1;
+    fprintf(f, "# Validation against a measured run: %s\n\nMeasured: `%s` (%s), %zu requests. Simulated with %s, "
+               "each request sent at its measured send time with its measured lengths.%s\n\n",
+            scenario_name(sc), path, m->kind, m->n, cost,
+            m->have_arrivals ? "" : " The file has no send times: arrivals are the scenario's own.");
+    if (excluded) fprintf(f, "%zu requests that failed on the server are left out of both sides.\n\n", excluded);
+    fprintf(f, "| metric | simulated | measured | error | limit |\n|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < NUM_SHOWN; i++) {
+        const cmp_row *row = cmp_find(c, shown[i]);
+        if (!row || skipped(m, shown[i])) continue;
+        double lim = limit_for(sc, shown[i]);
+        char limit[16] = "-";
+        if (!isinf(lim)) snprintf(limit, sizeof limit, "%.0f%%", 100 * lim);
+        fprintf(f, "| %s | %.3f | %.3f | %+.1f%% | %s |\n", row->metric, row->simulated, row->measured,
+                100 * row->rel_error, limit);
+    }
+    fprintf(f, "\n%s\n", passed ? "Every judged metric is within its limit." : "**Some metric is past its limit.**");
+    return od_fclose(f, "report.md", err, errlen);
+}
+
+static int write_json(const outdir *od, const char *path, const measured_run *m, size_t excluded, const char *cost,
+                      const cmp_result *c, bool passed, char *err, size_t errlen)
+{
+    json_t *doc = json_object(), *rows = doc ? json_put_array(doc, "metrics") : NULL;
+    int bad = !rows || json_put(doc, "measured", json_text(path)) | json_put(doc, "kind", json_string(m->kind)) |
+                           json_put(doc, "requests", json_integer((json_int_t)m->n)) |
+                           json_put(doc, "excluded_failed", json_integer((json_int_t)excluded)) |
+                           json_put(doc, "cost_model", json_text(cost)) | json_put(doc, "passed", json_boolean(passed));
+    for (int i = 0; !bad && i < NUM_SHOWN; i++) {
+        const cmp_row *row = cmp_find(c, shown[i]);
+        if (!row || skipped(m, shown[i])) continue;
+        json_t *o = json_object();
+        bad = !o || json_array_append_new(rows, o) || json_put(o, "metric", json_string(row->metric)) |
+                                                           json_put(o, "simulated", json_num(row->simulated)) |
+                                                           json_put(o, "measured", json_num(row->measured)) |
+                                                           json_put(o, "rel_error", json_num(row->rel_error));
+    }
+    FILE *f = bad ? NULL : od_fopen(od, "validation.json", err, errlen);
+    if (bad) snprintf(err, errlen, "out of memory");
+    if (f) json_write(f, doc);
+    json_decref(doc);
+    return f ? od_fclose(f, "validation.json", err, errlen) : -1;
+}
+
+int validate_measured(const scenario *base, const scenario_args *a, const char *out)
+{
+    char err[1300];
+    scenario sc = *base;
+    if (a->cost_table) {
+        char set[1200];
+        snprintf(set, sizeof set, "hardware.cost_table=%s", a->cost_table);
+        if (scenario_set(&sc, set, err, sizeof err) < 0) {
+            fprintf(stderr, "servesim: --cost-table: %s\n", err);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    scenario_resolved r;
+    job_cost cost;
+    measured_run m;
+    if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || job_cost_init(&cost, &r, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    if (measured_read(a->measured, &m, err, sizeof err) < 0) {
+        job_cost_free(&cost);
+        fprintf(stderr, "servesim: --measured %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    workload w;
+    size_t excluded = 0;
+    int status = measured_workload(&m, &r, &w, &excluded, err, sizeof err) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
+    outdir od;
+    bool opened = false;
+    if (status == EXIT_OK) status = od_open(&od, out, err, sizeof err) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
+    opened = status == EXIT_OK;
+    met_acc *sim_met = NULL, *real_met = NULL;
+    summary ssum, rsum;
+    cmp_result c;
+    bool passed = true;
+    char costdesc[1100];
+    snprintf(costdesc, sizeof costdesc, "%s", cost.source);
+    if (status == EXIT_OK) {
+        char simdir[1300];
+        snprintf(simdir, sizeof simdir, "%s/sim", od.tmp_path);
+        res_dir dir;
+        sim_met = met_create();
+        if (!sim_met || res_open(&dir, simdir, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+        else {
+            met_keep_requests(sim_met);
+            recorder rc;
+            rec_init(&rc, sim_met, &dir);
+            sim_options so = {.sched = r.sched, .cost = job_cost_fn(&cost), .num_replicas = 1};
+            sim_stats st;
+            if (sim_run(&so, &w, &w.cfg, &rc, &st, err, sizeof err) < 0 || met_summarize(sim_met, &r.slo, &ssum) < 0 ||
+                job_write_results(&dir, &ssum, NULL, err, sizeof err) < 0) {
+                res_abort(&dir);
+                status = EXIT_FAILURE_OTHER;
+            }
+        }
+    }
+    if (status == EXIT_OK && measured_summary(&m, &r.slo, &real_met, &rsum) < 0) {
+        snprintf(err, sizeof err, "no measured request finished");
+        status = EXIT_BAD_INPUT;
+    }
+    if (status == EXIT_OK) {
+        size_t ns, nr;
+        const req_record *rs = met_requests(sim_met, &ns), *rr = met_requests(real_met, &nr);
+        cmp_side sa = {&ssum, rs, ns, NULL, 0}, sb = {&rsum, rr, nr, NULL, 0};
+        if (cmp_runs(&sa, &sb, &c, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+    }
+    if (status == EXIT_OK) {
+        for (int i = 0; i < NUM_SHOWN; i++) {
+            const cmp_row *row = cmp_find(&c, shown[i]);
+            if (row && !skipped(&m, shown[i]) && !(fabs(row->rel_error) <= limit_for(&sc, shown[i]))) passed = false;
+        }
+        if (write_json(&od, a->measured, &m, excluded, costdesc, &c, passed, err, sizeof err) < 0 ||
+            write_report(&od, &sc, a->measured, &m, excluded, costdesc, &c, passed, err, sizeof err) < 0 ||
+            od_commit(&od, err, sizeof err) < 0)
+            status = EXIT_FAILURE_OTHER;
+    }
+    if (status != EXIT_OK && opened) od_abort(&od);
+    if (status != EXIT_OK) fprintf(stderr, "servesim: %s\n", err);
+    if (status == EXIT_OK && !a->quiet) {
+        printf("%-20s %12s %12s %8s\n", "metric", "simulated", "measured", "error");
+        for (int i = 0; i < NUM_SHOWN; i++) {
+            const cmp_row *row = cmp_find(&c, shown[i]);
+            if (row && !skipped(&m, shown[i]))
+                printf("%-20s %12.3f %12.3f %+7.1f%%\n", row->metric, row->simulated, row->measured, 100 * row->rel_error);
+        }
+        printf("Validation %s (%s); report in %s/report.md\n", passed ? "passed" : "FAILED", costdesc, out);
+    }
+    met_free(sim_met);
+    met_free(real_met);
+    wl_free(&w);
+    measured_free(&m);
+    job_cost_free(&cost);
+    return status != EXIT_OK ? status : passed ? EXIT_OK : EXIT_FAILURE_OTHER;
+}

@@ -1,0 +1,274 @@
+/* Measured runs read back. A servesim directory gives every time; vLLM's JSON gives lengths,
+ * TTFTs and per-request ITL lists, and its end is taken as TTFT plus the sum of the gaps
+ * (vLLM measures its latency as the time of the last chunk, which is that sum). */
+#include "load/measured.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <jansson.h>
+
+#include "io/csv.h"
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void measured_free(measured_run *m)
+{
+    free(m->reqs);
+    free(m->itl);
+    memset(m, 0, sizeof *m);
+}
+
+static int push_itl(measured_run *m, size_t *cap, double gap)
+{
+    if (m->num_itl == *cap) {
+        size_t c = *cap ? 2 * *cap : 1024;
+        double *p = realloc(m->itl, c * sizeof *p);
+        if (!p) return -1;
+        m->itl = p;
+        *cap = c;
+    }
+    m->itl[m->num_itl++] = gap;
+    return 0;
+}
+
+static int by_arrival(const void *a, const void *b)
+{
+    const req_record *x = a, *y = b;
+    if (x->arrival_time != y->arrival_time) return x->arrival_time < y->arrival_time ? -1 : 1;
+    return (x->request_id > y->request_id) - (x->request_id < y->request_id);
+}
+
+/* Times from the first send; requests in send order. */
+static void normalize(measured_run *m)
+{
+    if (m->n == 0 || !m->have_arrivals) return;
+    qsort(m->reqs, m->n, sizeof *m->reqs, by_arrival);
+    double t0 = m->reqs[0].arrival_time;
+    for (size_t i = 0; i < m->n; i++) {
+        m->reqs[i].arrival_time -= t0;
+        m->reqs[i].first_token_time -= t0;
+        m->reqs[i].finish_time -= t0;
+    }
+}
+
+static double number(const char *s, bool *ok)
+{
+    if (!*s) return NAN;   /* an empty field: a time that does not exist */
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno) *ok = false;
+    return v;
+}
+
+static stop_reason parse_stop(const char *s)
+{
+    for (int r = STOP_NONE; r <= STOP_ERROR; r++)
+        if (strcmp(s, stop_reason_name((stop_reason)r)) == 0) return (stop_reason)r;
+    return STOP_NONE;
+}
+
+static int read_requests(const char *path, measured_run *m, char *err, size_t errlen)
+{
+    csv_reader r;
+    if (csv_open(&r, path, 0, err, errlen) < 0) return -1;
+    static const char *const cols[] = {"request_id", "arrival_time", "first_token_time", "finish_time",
+                                       "prompt_len", "output_len", "stop_reason", "warmup"};
+    int idx[8];
+    int rc = csv_next(&r, err, errlen);
+    if (rc == 0) fail(err, errlen, "%s: empty, expected a requests.csv header", path);
+    for (int k = 0; rc == 1 && k < 8; k++)
+        if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = fail(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
+    size_t cap = 0;
+    while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
+        int need = 0;
+        for (int k = 0; k < 8; k++) need = idx[k] > need ? idx[k] : need;
+        if (r.nfields <= need) {
+            rc = fail(err, errlen, "%s:%ld: %d fields, expected at least %d", path, r.lineno, r.nfields, need + 1);
+            break;
+        }
+        bool ok = true;
+        req_record q = {
+            .request_id = (int64_t)number(r.field[idx[0]], &ok), .arrival_time = number(r.field[idx[1]], &ok),
+            .scheduled_prefill_time = NAN, .first_token_time = number(r.field[idx[2]], &ok),
+            .finish_time = number(r.field[idx[3]], &ok), .prompt_len = (int)number(r.field[idx[4]], &ok),
+            .output_len = (int)number(r.field[idx[5]], &ok), .stop = parse_stop(r.field[idx[6]]),
+            .warmup = strcmp(r.field[idx[7]], "1") == 0,
+        };
+        if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
+            rc = fail(err, errlen, "%s:%ld: not a request record (a number or the stop reason is wrong)", path, r.lineno);
+            break;
+        }
+        if (m->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            req_record *p = realloc(m->reqs, cap * sizeof *p);
+            if (!p) {
+                rc = fail(err, errlen, "%s: out of memory", path);
+                break;
+            }
+            m->reqs = p;
+        }
+        m->reqs[m->n++] = q;
+    }
+    csv_close(&r);
+    if (rc == 0 && m->n == 0) rc = fail(err, errlen, "%s: no requests", path);
+    return rc < 0 ? -1 : 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const req_record *)a)->request_id, y = ((const req_record *)b)->request_id;
+    return (x > y) - (x < y);
+}
+
+/* tokens.csv (request_id, token_index, time): the gaps of finished measured requests. */
+static int read_tokens(const char *path, measured_run *m, char *err, size_t errlen)
+{
+    csv_reader r;
+    if (csv_open(&r, path, 0, err, errlen) < 0) return -1;
+    int rc = csv_next(&r, err, errlen), id_col = -1, time_col = -1;
+    if (rc == 1) {
+        id_col = csv_index(&r, "request_id");
+        time_col = csv_index(&r, "time");
+        if (id_col < 0 || time_col < 0) rc = fail(err, errlen, "%s:1: expected columns request_id and time", path);
+    }
+    /* records by id, to know which requests count */
+    req_record *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+    if (!sorted) rc = fail(err, errlen, "out of memory");
+    else {
+        memcpy(sorted, m->reqs, m->n * sizeof *sorted);
+        qsort(sorted, m->n, sizeof *sorted, by_id);
+    }
+    size_t cap = 0;
+    int64_t prev_id = -1;
+    double prev_t = NAN;
+    while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
+        bool ok = true;
+        if (r.nfields <= (id_col > time_col ? id_col : time_col)) {
+            rc = fail(err, errlen, "%s:%ld: too few fields", path, r.lineno);
+            break;
+        }
+        int64_t id = (int64_t)number(r.field[id_col], &ok);
+        double t = number(r.field[time_col], &ok);
+        if (!ok || isnan(t)) {
+            rc = fail(err, errlen, "%s:%ld: not a token record", path, r.lineno);
+            break;
+        }
+        req_record key = {.request_id = id};
+        const req_record *q = bsearch(&key, sorted, m->n, sizeof *sorted, by_id);
+        bool counts = q && q->stop == STOP_LENGTH && !q->warmup;
+        if (id == prev_id && counts && push_itl(m, &cap, t - prev_t) < 0) {
+            rc = fail(err, errlen, "out of memory");
+            break;
+        }
+        prev_id = id;
+        prev_t = t;
+    }
+    free(sorted);
+    csv_close(&r);
+    m->have_itl = rc == 0;
+    return rc < 0 ? -1 : 0;
+}
+
+static int read_dir(const char *dir, measured_run *m, char *err, size_t errlen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/requests.csv", dir);
+    if (read_requests(path, m, err, errlen) < 0) return -1;
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    struct stat st;
+    if (stat(path, &st) == 0 && read_tokens(path, m, err, errlen) < 0) return -1;
+    m->have_arrivals = true;
+    snprintf(m->kind, sizeof m->kind, "servesim");
+    return 0;
+}
+
+static json_t *array_of(json_t *doc, const char *key, size_t n, const char *path, char *err, size_t errlen)
+{
+    json_t *a = json_object_get(doc, key);
+    if (!json_is_array(a) || json_array_size(a) != n) {
+        fail(err, errlen, "%s: \"%s\" must be a list of %zu entries (save the result with --save-detailed)", path, key, n);
+        return NULL;
+    }
+    return a;
+}
+
+static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) return fail(err, errlen, "%s:%d: %s", path, je.line, je.text);
+    json_t *in = json_object_get(doc, "input_lens");
+    size_t n = json_is_array(in) ? json_array_size(in) : 0;
+    json_t *out = NULL, *ttfts = NULL, *itls = NULL, *errs = NULL, *starts = json_object_get(doc, "start_times");
+    int rc = 0;
+    if (n == 0) rc = fail(err, errlen, "%s: no \"input_lens\" list: not a `vllm bench serve --save-result --save-detailed` file", path);
+    else if (!(out = array_of(doc, "output_lens", n, path, err, errlen)) || !(ttfts = array_of(doc, "ttfts", n, path, err, errlen)) ||
+             !(itls = array_of(doc, "itls", n, path, err, errlen)) || !(errs = array_of(doc, "errors", n, path, err, errlen)))
+        rc = -1;
+    else if (starts && (!json_is_array(starts) || json_array_size(starts) != n))
+        rc = fail(err, errlen, "%s: \"start_times\" must list %zu send times", path, n);
+    m->have_arrivals = starts != NULL;
+    m->reqs = rc == 0 ? calloc(n, sizeof *m->reqs) : NULL;
+    if (rc == 0 && !m->reqs) rc = fail(err, errlen, "out of memory");
+    size_t cap = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *e = json_array_get(errs, i), *g = json_array_get(itls, i);
+        double ttft = json_number_value(json_array_get(ttfts, i));
+        double start = starts ? json_number_value(json_array_get(starts, i)) : NAN;
+        bool failed = json_is_string(e) && json_string_length(e) > 0;
+        if (!json_is_integer(json_array_get(in, i)) || !json_is_integer(json_array_get(out, i)) || !json_is_array(g) ||
+            !json_is_number(json_array_get(ttfts, i)) || (starts && !json_is_number(json_array_get(starts, i)))) {
+            rc = fail(err, errlen, "%s: request %zu: lengths must be integers, ttfts and start_times numbers, itls lists", path, i);
+            break;
+        }
+        double sum = 0;
+        size_t k;
+        json_t *gap;
+        json_array_foreach(g, k, gap) {
+            sum += json_number_value(gap);
+            if (!failed && push_itl(m, &cap, json_number_value(gap)) < 0) rc = fail(err, errlen, "out of memory");
+        }
+        m->reqs[i] = (req_record){
+            .request_id = (int64_t)i, .arrival_time = starts ? start : 0, .scheduled_prefill_time = NAN,
+            .first_token_time = (starts ? start : 0) + ttft, .finish_time = (starts ? start : 0) + ttft + sum,
+            .prompt_len = (int)json_integer_value(json_array_get(in, i)),
+            .output_len = (int)json_integer_value(json_array_get(out, i)), .stop = failed ? STOP_ERROR : STOP_LENGTH,
+        };
+        if (m->reqs[i].prompt_len < 1 && !failed)
+            rc = fail(err, errlen, "%s: request %zu: input length %d", path, i, m->reqs[i].prompt_len);
+    }
+    json_decref(doc);
+    if (rc < 0) return -1;
+    m->n = n;
+    m->have_itl = true;
+    snprintf(m->kind, sizeof m->kind, "vllm");
+    return 0;
+}
+
+int measured_read(const char *path, measured_run *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(path, &st) != 0) return fail(err, errlen, "%s: %s", path, strerror(errno));
+    int rc = S_ISDIR(st.st_mode) ? read_dir(path, out, err, errlen) : read_vllm(path, out, err, errlen);
+    if (rc < 0) {
+        measured_free(out);
+        return -1;
+    }
+    normalize(out);
+    return 0;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""servesim serve, servesim load and servesim validate --measured end to end on loopback, as
+a user runs them: the client's records agree with the server's /metrics, and validate reads
+the run back to exactly the client's numbers (from its directory and from the vLLM-format
+JSON). Also the errors a user can cause: no server at --url, a port already taken.
+
+usage: tests/test_http.py SERVESIM"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SERVESIM = sys.argv[1]
+SCENARIO = """[model]
+preset = tiny
+[engine]
+threads = 1
+[scheduler]
+policy = paged
+prefix_caching = on
+[run]
+warmup_requests = 2
+[workload]
+num_requests = 40
+arrival = poisson
+rate = 40
+prompt_len = uniform:16:160
+output_len = uniform:4:48
+shared_prefix_len = 32
+num_prefixes = 2
+prefix_fraction = 0.5
+"""
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def metrics(port):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^([a-z_:]+)\{model_name="tiny"\} (\S+)$', line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    ini = os.path.join(tmp, "tiny.ini")
+    open(ini, "w").write(SCENARIO)
+    server = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    line = ""
+    for _ in range(3):
+        line = server.stdout.readline()
+        if "Listening" in line:
+            break
+    port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+    url = f"http://127.0.0.1:{port}/v1"
+    out = os.path.join(tmp, "load")
+    r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", out, "--vllm-json", "--quiet"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"load exit {r.returncode}: {r.stderr}")
+    summ = json.load(open(os.path.join(out, "summary.json")))
+    check(summ["completed"] == 40 and summ["rejected"] == 0, f"40 measured requests completed: {summ['completed']}")
+    rows = open(os.path.join(out, "requests.csv")).read().splitlines()
+    check(len(rows) == 43, f"42 requests (2 warm-up) in requests.csv, got {len(rows) - 1}")
+    m = metrics(port)
+    check(m["vllm:request_success_total"] == 42, f"the server finished 42: {m['vllm:request_success_total']}")
+    out_tokens = sum(int(x.split(",")[7]) for x in rows[1:])
+    in_tokens = sum(int(x.split(",")[5]) for x in rows[1:])
+    check(m["vllm:generation_tokens_total"] == out_tokens, f"generated tokens: server {m['vllm:generation_tokens_total']}, client {out_tokens}")
+    check(m["vllm:prompt_tokens_total"] == in_tokens, f"prompt tokens: server {m['vllm:prompt_tokens_total']}, client {in_tokens}")
+    check(m["vllm:prefix_cache_hits_total"] > 0, "shared prefixes hit the server's cache")
+    check(m["vllm:kv_cache_usage_perc"] == 0, "no KV block held after the run")
+    # the client's clock starts before the server's events: its TTFT is the server's plus the request path
+    server_ttft = m["vllm:time_to_first_token_seconds_sum"] / m["vllm:time_to_first_token_seconds_count"] * 1000
+    check(server_ttft > 0, "server TTFT")
+    tokens = open(os.path.join(out, "tokens.csv")).read().splitlines()
+    check(len(tokens) - 1 == out_tokens, f"tokens.csv has every token: {len(tokens) - 1} vs {out_tokens}")
+
+    for source in (out, os.path.join(out, "vllm-bench.json")):
+        vdir = os.path.join(tmp, "v-" + os.path.basename(source))
+        r = subprocess.run([SERVESIM, "validate", ini, "--measured", source, "--out", vdir, "--quiet"],
+                           capture_output=True, text=True)
+        check(r.returncode in (0, 1), f"validate --measured {source}: exit {r.returncode}: {r.stderr}")
+        if r.returncode not in (0, 1):
+            continue
+        v = json.load(open(os.path.join(vdir, "validation.json")))
+        measured = {row["metric"]: row["measured"] for row in v["metrics"]}
+        keys = ["mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "p99_itl_ms"]
+        if source == out:   # the directory has every time; the JSON's ends are its last token's
+            keys += ["mean_tpot_ms", "mean_e2el_ms", "p99_e2el_ms", "request_throughput"]
+        for k in keys:
+            check(abs(measured[k] - summ[k]) <= 1e-6 * max(1, abs(summ[k])),
+                  f"{source}: measured {k} {measured[k]} is the client's {summ[k]}")
+        check(os.path.exists(os.path.join(vdir, "sim", "requests.csv")), "the simulated run is kept")
+
+    r = subprocess.run([SERVESIM, "serve", ini, "--port", str(port)], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and f"port {port}" in r.stderr, f"a taken port: exit {r.returncode}: {r.stderr}")
+    server.send_signal(signal.SIGINT)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        check(False, "serve did not stop on Ctrl-C")
+    check(server.returncode == 128 + signal.SIGINT, f"serve exit {server.returncode} after Ctrl-C (128 + SIGINT)")
+    r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", os.path.join(tmp, "none"), "--quiet"],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "Couldn't connect" in r.stderr and not os.path.exists(os.path.join(tmp, "none")),
+          f"no server: exit {r.returncode}: {r.stderr}")
+
+print("http: ok" if not failures else f"http: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
