@@ -1,12 +1,16 @@
 /* The HTTP server. libmicrohttpd runs one thread per connection: a streaming response's
- * reader blocks on its request's tokens (pushed by the engine thread) and looks every 20 ms
- * whether the client hung up, so a client that goes away aborts its request and frees its
- * blocks even while it waits in the queue. */
+ * reader sleeps in poll() on two descriptors, an eventfd the engine thread bumps at each token
+ * and the client's socket (for a hang-up), so it wakes exactly when there is something to
+ * send or nobody to send it to: a client that goes away aborts its request and frees its
+ * blocks at once, even while it waits in the queue, and an idle stream costs no CPU. (A
+ * 20 ms timed wait instead woke 1,000 idle streams 50,000 times a second.) */
 #define _GNU_SOURCE   /* POLLRDHUP */
 #include "serve/server.h"
 
 #include <netdb.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,7 @@
 #include "serve/openai.h"
 #include "serve/prom.h"
 
-enum { POLL_MS = 20 };
+enum { STOP_CHECK_MS = 250 /* how soon a sleeping stream notices srv_stop */ };
 
 struct srv {
     struct MHD_Daemon *d;
@@ -41,8 +45,8 @@ typedef struct stream {
     oai_stream_fmt fmt;
     char id[48];
     int fd;                    /* the client's socket, to notice a hang-up */
+    int wake;                  /* eventfd: the engine thread's news */
     pthread_mutex_t lock;
-    pthread_cond_t cond;
     int32_t *tokens;           /* produced so far (capacity rq.max_tokens) */
     int num_tokens;
     bool done;
@@ -61,10 +65,11 @@ typedef struct upload {
 
 static bool stopping(const srv *s) { return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE); }
 
-static bool peer_closed(int fd)
+static void notify(stream *st)
 {
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    uint64_t one = 1;
+    ssize_t n = write(st->wake, &one, sizeof one);
+    (void)n;   /* a full counter (2^64 - 2 bumps) has news pending anyway */
 }
 
 /* ---- engine callbacks (engine thread) ---- */
@@ -76,8 +81,8 @@ static void on_token(void *ctx, int32_t token, double time)
     pthread_mutex_lock(&st->lock);
     bool first = st->num_tokens == 0;
     if (st->num_tokens < st->rq.max_tokens) st->tokens[st->num_tokens++] = token;
-    pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
+    notify(st);
     pthread_mutex_lock(&s->mlock);
     if (first) prom_observe(&s->ttft, time - st->job.arrival_time);
     else prom_observe(&s->itl, time - st->last_time);
@@ -97,25 +102,27 @@ static void on_done(void *ctx, const req_record *rec)
     pthread_mutex_lock(&st->lock);
     st->rec = *rec;
     st->done = true;
-    pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
+    notify(st);
 }
 
 static stream *stream_new(srv *s, oai_request *rq, int fd)
 {
     stream *st = calloc(1, sizeof *st);
     int32_t *tokens = malloc((size_t)rq->max_tokens * sizeof *tokens);
-    if (!st || !tokens) {
+    int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!st || !tokens || wake < 0) {
         free(st);
         free(tokens);
+        if (wake >= 0) close(wake);
         return NULL;
     }
+    st->wake = wake;
     st->s = s;
     st->rq = *rq;
     st->tokens = tokens;
     st->fd = fd;
     pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->cond, NULL);
     long long id = __atomic_fetch_add(&s->next_id, 1, __ATOMIC_RELAXED);
     snprintf(st->id, sizeof st->id, "%s-%lld", rq->endpoint == OAI_CHAT ? "chatcmpl" : "cmpl", id);
     st->job = (engine_job){.prompt = rq->prompt, .prompt_len = rq->prompt_len, .max_tokens = rq->max_tokens,
@@ -130,23 +137,30 @@ static void stream_free(void *cls)
     engine_abort(st->s->eng, &st->job);
     oai_request_free(&st->rq);
     free(st->tokens);
+    close(st->wake);
     pthread_mutex_destroy(&st->lock);
-    pthread_cond_destroy(&st->cond);
     free(st);
 }
 
-/* Waits (ST's lock held) up to POLL_MS for news; false when the client or the server went. */
+/* Sleeps (ST's lock released meanwhile) until the engine has news for ST; false when the
+ * client hung up or the server is stopping. */
 static bool wait_news(stream *st)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += POLL_MS * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
+    pthread_mutex_unlock(&st->lock);
+    struct pollfd p[2] = {{.fd = st->wake, .events = POLLIN}, {.fd = st->fd, .events = POLLRDHUP}};
+    bool here = true;
+    for (;;) {
+        int n = poll(p, st->fd >= 0 ? 2 : 1, STOP_CHECK_MS);
+        if (stopping(st->s)) here = false;
+        else if (n > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) here = false;
+        else if (n <= 0 || !(p[0].revents & POLLIN)) continue;
+        break;
     }
-    pthread_cond_timedwait(&st->cond, &st->lock, &t);
-    return !stopping(st->s) && !peer_closed(st->fd);
+    uint64_t count;
+    ssize_t r = read(st->wake, &count, sizeof count);   /* reset: what it counted is read below */
+    (void)r;
+    pthread_mutex_lock(&st->lock);
+    return here;
 }
 
 /* Server-sent events: every token produced since the last call, then usage and [DONE]. */
