@@ -104,6 +104,20 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{source}: measured {k} {measured[k]} is the client's {summ[k]}")
         check(os.path.exists(os.path.join(vdir, "sim", "requests.csv")), "the simulated run is kept")
 
+    # 1,000 connections at once: every one served, nothing held after
+    many = os.path.join(tmp, "many")
+    r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", many, "--quiet", "--set", "workload.arrival=closed",
+                        "--set", "workload.concurrency=1000", "--set", "workload.num_requests=1000",
+                        "--set", "run.warmup_requests=0", "--set", "workload.output_len=fixed:3",
+                        "--set", "workload.prompt_len=fixed:8"], capture_output=True, text=True, timeout=250)
+    check(r.returncode == 0, f"1,000 connections: exit {r.returncode}: {r.stderr}")
+    if r.returncode == 0:
+        s2 = json.load(open(os.path.join(many, "summary.json")))
+        check(s2["completed"] == 1000, f"1,000 connections: {s2['completed']} completed, {s2['rejected']} failed")
+        m2 = metrics(port)
+        check(m2["vllm:request_success_total"] == 1042 and m2["vllm:kv_cache_usage_perc"] == 0,
+              f"the server after 1,000 connections: {m2['vllm:request_success_total']} finished, KV {m2['vllm:kv_cache_usage_perc']}")
+
     r = subprocess.run([SERVESIM, "serve", ini, "--port", str(port)], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and f"port {port}" in r.stderr, f"a taken port: exit {r.returncode}: {r.stderr}")
     server.send_signal(signal.SIGINT)
