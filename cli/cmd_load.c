@@ -120,6 +120,19 @@ static int write_vllm_json(res_dir *dir, recorder_files *rf, const summary *s, c
     return f ? od_fclose(f, path, err, errlen) : -1;
 }
 
+/* servesim serve --event-times: each event's time from the server's write to our clock. */
+static json_t *delay_json(const load_stats *st)
+{
+    json_t *o = json_object();
+    if (o && (json_put(o, "count", json_integer((json_int_t)st->delay_count)) | json_put(o, "mean", json_num(st->delay_mean_ms)) |
+              json_put(o, "p50", json_num(st->delay_p50_ms)) | json_put(o, "p99", json_num(st->delay_p99_ms)) |
+              json_put(o, "max", json_num(st->delay_max_ms)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *extra_json(const scenario *sc, const scenario_args *a, const load_stats *st)
 {
     json_t *obj = json_object();
@@ -128,6 +141,7 @@ static json_t *extra_json(const scenario *sc, const scenario_args *a, const load
                     json_put(obj, "sent", json_integer((json_int_t)st->sent)) |
                     json_put(obj, "failed", json_integer((json_int_t)st->failed)) |
                     json_put(obj, "interrupted", json_boolean(st->interrupted)) |
+                    (st->delay_count ? json_put(obj, "event_delay_ms", delay_json(st)) : 0) |
                     json_put(obj, "seed", json_integer(sc->v[K_run_seed].i)) | env_json(obj, "client", "", 1) |
                     job_scenario_json(obj, sc)) {
         json_decref(obj);
@@ -247,6 +261,9 @@ int cmd_load(int argc, char **argv)
         if (have) res_print_summary(stdout, &sum);
         printf("%zu requests sent to %s (model %s), %zu failed%s\n", st.sent, a.url, st.model, st.failed,
                st.interrupted ? ", interrupted" : "");
+        if (st.delay_count)
+            printf("Event delay, server write to client clock (%zu events): mean %.3f ms, P50 %.3f, P99 %.3f, max %.3f\n",
+                   st.delay_count, st.delay_mean_ms, st.delay_p50_ms, st.delay_p99_ms, st.delay_max_ms);
         printf("Results in %s/\n", out);
     }
     return st.interrupted ? EXIT_FAILURE_OTHER : EXIT_OK;

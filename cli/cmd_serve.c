@@ -12,7 +12,8 @@
 
 static const char serve_usage[] =
     "usage: servesim serve [SCENARIO.ini] [--host ADDR] [--port N] [--served-model-name NAME]\n"
-    "                      [--backend cpu|cuda] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "                      [--event-times] [--backend cpu|cuda] [--seed N] [--set SECTION.KEY=VALUE]...\n"
+    "                      [--quiet]\n"
     "  Serves the scenario's model (weights drawn from engine.weight_seed) on the real engine\n"
     "  behind an OpenAI-compatible API, as `vllm serve` does, until Ctrl-C:\n"
     "    POST /v1/completions        prompt as text (one token per byte) or token ids;\n"
@@ -22,7 +23,9 @@ static const char serve_usage[] =
     "  Generation always runs to max_tokens (as with ignore_eos); every request is sampled\n"
     "  with engine.temperature. --host defaults to 127.0.0.1, --port to 8000 (0: any free\n"
     "  port, printed). The scenario's [scheduler] and [kv] settings apply; its workload does\n"
-    "  not (send one with `servesim load`).\n";
+    "  not (send one with `servesim load`). --event-times adds \"servesim_sent\" (the moment of\n"
+    "  writing, CLOCK_MONOTONIC s) to each token's event, from which `servesim load` on the same\n"
+    "  machine measures its own delay.\n";
 
 /* 1,000 concurrent streams need more descriptors than the usual soft limit of 1,024. */
 static void raise_fd_limit(void)
@@ -65,7 +68,7 @@ int cmd_serve(int argc, char **argv)
         .host = a.host, .port = (int)a.port, .model = a.model_name ? a.model_name : sc.v[K_model_preset].s,
         .vocab_size = o.backend.shape.vocab, .max_model_len = r.sched.max_model_len,
         .kv_block_size = r.sched.block_size, .kv_tokens = (int64_t)r.sched.num_blocks * r.sched.block_size,
-        .max_body = 64u << 20, .max_connections = 4096,
+        .max_body = 64u << 20, .max_connections = 4096, .event_times = a.event_times,
     };
     srv *s = srv_start(&so, eng, err, sizeof err);
     if (!s) {

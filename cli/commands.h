@@ -23,7 +23,7 @@ int cmd_capacity(int argc, char **argv);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
- * validate's --cost-table (SA_COST_TABLE), serve's --host, --port and --served-model-name
+ * validate's --cost-table (SA_COST_TABLE), serve's --host, --port, --served-model-name and --event-times
  * (SA_SERVE), load's --url, --model, --endpoint, --timeout and --vllm-json (SA_LOAD). "--flag=value" works as "--flag value". */
 enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4, SA_LOAD = 8, SA_MEASURED = 16 };
 typedef struct scenario_args {
@@ -34,6 +34,7 @@ typedef struct scenario_args {
     const char *host;       /* serve: --host, 127.0.0.1 unless given */
     long port;              /* serve: --port, 8000 unless given */
     const char *model_name; /* serve: --served-model-name, NULL = the model preset's name */
+    bool event_times;       /* serve: --event-times */
     const char *url;        /* load: --url (required) */
     const char *model;      /* load: --model, NULL = ask the server */
     const char *endpoint;   /* load: --endpoint, "completions" unless given */

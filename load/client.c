@@ -40,6 +40,9 @@ typedef struct client {
     CURLM *multi;
     size_t in_flight;
     flight *flights;
+    double t0_abs;             /* CLOCK_MONOTONIC at the start, s */
+    double *delays;            /* servesim_sent stamps' delays, s */
+    size_t num_delays, cap_delays;
 } client;
 
 static double elapsed(const client *c)
@@ -173,6 +176,16 @@ static void on_data(flight *f, const char *data, size_t len, double now)
     json_t *choice;
     json_array_foreach(json_object_get(doc, "choices"), i, choice)
         if (has_content(choice)) add_token_time(f, now);
+    json_t *stamp = json_object_get(doc, "servesim_sent");
+    client *c = f->c;
+    if (json_is_number(stamp)) {
+        if (c->num_delays == c->cap_delays) {
+            size_t cap = c->cap_delays ? 2 * c->cap_delays : 4096;
+            double *p = realloc(c->delays, cap * sizeof *p);
+            if (p) c->delays = p, c->cap_delays = cap;
+        }
+        if (c->num_delays < c->cap_delays) c->delays[c->num_delays++] = c->t0_abs + now - json_number_value(stamp);
+    }
     json_t *usage = json_object_get(doc, "usage");
     json_t *ct = json_object_get(usage, "completion_tokens");
     if (json_is_integer(ct)) f->usage_tokens = (int)json_integer_value(ct);
@@ -434,6 +447,7 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    c->t0_abs = (double)c->t0.tv_sec + c->t0.tv_nsec * 1e-9;
     int status = 0;
     while (r.ended < r.total) {
         if (o->stop && *o->stop) {
@@ -465,6 +479,17 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     }
     abort_all(&r);   /* interrupted, or out of memory: what is in flight ends as an error */
     stats->end_time = elapsed(c);
+    if (c->num_delays > 0) {
+        double sum = 0;
+        for (size_t i = 0; i < c->num_delays; i++) sum += c->delays[i];
+        qsort(c->delays, c->num_delays, sizeof *c->delays, met_cmp_double);
+        stats->delay_count = c->num_delays;
+        stats->delay_mean_ms = sum / (double)c->num_delays * 1000;
+        stats->delay_p50_ms = met_percentile_sorted(c->delays, c->num_delays, 50) * 1000;
+        stats->delay_p99_ms = met_percentile_sorted(c->delays, c->num_delays, 99) * 1000;
+        stats->delay_max_ms = c->delays[c->num_delays - 1] * 1000;
+    }
+    free(c->delays);
     drv_free(&r.drv);
     curl_multi_cleanup(c->multi);
     return status ? status : stats->interrupted ? 1 : 0;

@@ -36,6 +36,11 @@ typedef struct load_stats {
     double end_time;           /* seconds from the first send */
     char model[256];           /* the model the requests named */
     bool interrupted;
+    /* When the server stamps its events with their send time (servesim serve --event-times,
+     * same machine): how long each token's event took from the server's write to the
+     * client's clock, in ms. delay_count 0 when it does not. */
+    size_t delay_count;
+    double delay_mean_ms, delay_p50_ms, delay_p99_ms, delay_max_ms;
 } load_stats;
 
 /* Sends W's requests to O->url. 0 when every request was sent and ended (failed ones are

@@ -242,17 +242,18 @@ int oai_stream_init(oai_stream_fmt *f, oai_endpoint ep, const char *id, long cre
     return 0;
 }
 
-size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, char *buf, size_t cap)
+size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, double sent, char *buf, size_t cap)
 {
-    char text[8];
+    char text[8], stamp[48] = "";
     size_t tl = token_literal(t, text);
     const char *finish = final ? "\"length\"" : "null";
-    char tail[160];
+    if (!isnan(sent)) snprintf(stamp, sizeof stamp, ",\"servesim_sent\":%.9f", sent);
+    char tail[200];
     int n = f->endpoint == OAI_CHAT
-                ? snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"delta\":{\"content\":%.*s},\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
-                           (int)tl, text, finish)
-                : snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"text\":%.*s,\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}]}\n\n",
-                           (int)tl, text, finish);
+                ? snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"delta\":{\"content\":%.*s},\"logprobs\":null,\"finish_reason\":%s}]%s}\n\n",
+                           (int)tl, text, finish, stamp)
+                : snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"text\":%.*s,\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}]%s}\n\n",
+                           (int)tl, text, finish, stamp);
     if (n < 0 || (size_t)n >= sizeof tail) return 0;
     size_t total = f->head_len + (size_t)n;
     if (total > cap) return 0;

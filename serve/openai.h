@@ -53,8 +53,10 @@ typedef struct oai_stream_fmt {
 
 int oai_stream_init(oai_stream_fmt *f, oai_endpoint ep, const char *id, long created, const char *model);
 /* Writes the event for token T (FINAL: the last one, finish_reason "length") into BUF; returns
- * its length, or 0 when it does not fit in CAP. */
-size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, char *buf, size_t cap);
+ * its length, or 0 when it does not fit in CAP. SENT, when not NAN, is added as
+ * "servesim_sent" (seconds of CLOCK_MONOTONIC as the event is written): a client on the same
+ * machine can then measure its own delay (servesim serve --event-times). */
+size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, double sent, char *buf, size_t cap);
 /* The chat stream's first event (the assistant role, no content). */
 size_t oai_stream_role(const oai_stream_fmt *f, char *buf, size_t cap);
 /* The usage event (choices empty), for stream_options.include_usage. */

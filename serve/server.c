@@ -7,6 +7,7 @@
 #define _GNU_SOURCE   /* POLLRDHUP */
 #include "serve/server.h"
 
+#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -177,9 +178,15 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
             n += k;
             st->role_sent = true;
         }
+        double stamp = NAN;
+        if (st->s->o.event_times) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            stamp = (double)t.tv_sec + t.tv_nsec * 1e-9;
+        }
         while (st->sent < st->num_tokens) {
             bool final = st->sent + 1 == st->rq.max_tokens;
-            if (!(k = oai_stream_token(&st->fmt, st->tokens[st->sent], final, buf + n, max - n))) break;
+            if (!(k = oai_stream_token(&st->fmt, st->tokens[st->sent], final, stamp, buf + n, max - n))) break;
             n += k;
             st->sent++;
         }

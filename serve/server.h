@@ -14,6 +14,7 @@ typedef struct srv_options {
     int64_t kv_tokens;
     size_t max_body;           /* request bodies past this get 413 */
     unsigned max_connections;
+    bool event_times;          /* stamp each token's event with its send time (servesim_sent) */
 } srv_options;
 
 typedef struct srv srv;

@@ -57,7 +57,7 @@ def metrics(port):
 with tempfile.TemporaryDirectory() as tmp:
     ini = os.path.join(tmp, "tiny.ini")
     open(ini, "w").write(SCENARIO)
-    server = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0", "--event-times"], stdout=subprocess.PIPE, text=True)
     line = ""
     for _ in range(3):
         line = server.stdout.readline()
@@ -84,6 +84,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # the client's clock starts before the server's events: its TTFT is the server's plus the request path
     server_ttft = m["vllm:time_to_first_token_seconds_sum"] / m["vllm:time_to_first_token_seconds_count"] * 1000
     check(server_ttft > 0, "server TTFT")
+    delay = summ.get("event_delay_ms", {})
+    check(delay.get("count") == out_tokens and 0 <= delay.get("p50", -1) <= delay.get("max", -1),
+          f"--event-times: a delay for every token: {delay}")
     tokens = open(os.path.join(out, "tokens.csv")).read().splitlines()
     check(len(tokens) - 1 == out_tokens, f"tokens.csv has every token: {len(tokens) - 1} vs {out_tokens}")
 

@@ -102,7 +102,7 @@ Test(serve, streamed_events_and_whole_responses_are_valid_json)
     cr_assert_eq(oai_stream_init(&f, OAI_COMPLETIONS, "cmpl-7", 1700000000, "m\"x"), 0);
     char buf[1024];
     /* token 2 is '"' (32 + 2), which must be escaped */
-    size_t n = oai_stream_token(&f, 2, true, buf, sizeof buf);
+    size_t n = oai_stream_token(&f, 2, true, NAN, buf, sizeof buf);
     cr_assert_gt(n, 0);
     buf[n] = '\0';
     cr_assert(strncmp(buf, "data: ", 6) == 0 && strcmp(buf + n - 2, "\n\n") == 0);
@@ -114,7 +114,13 @@ Test(serve, streamed_events_and_whole_responses_are_valid_json)
     cr_assert_str_eq(json_string_value(json_object_get(choice, "text")), "\"");
     cr_assert_str_eq(json_string_value(json_object_get(choice, "finish_reason")), "length");
     json_decref(doc);
-    cr_assert_eq(oai_stream_token(&f, 2, false, buf, 40), 0, "an event that does not fit is not written");
+    cr_assert_eq(oai_stream_token(&f, 2, false, NAN, buf, 40), 0, "an event that does not fit is not written");
+    n = oai_stream_token(&f, 3, false, 12345.25, buf, sizeof buf);
+    buf[n] = '\0';
+    doc = json_loads(buf + 6, 0, &je);
+    cr_assert_not_null(doc, "%s: %s", buf, je.text);
+    cr_assert_float_eq(json_number_value(json_object_get(doc, "servesim_sent")), 12345.25, 1e-9, "%s", buf);
+    json_decref(doc);
     n = oai_stream_usage(&f, 5, 3, buf, sizeof buf);
     buf[n] = '\0';
     doc = json_loads(buf + 6, 0, &je);
