@@ -63,6 +63,10 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
     } else if (strcmp(flag, "--url") == 0) {
         a->url = value;
     } else if (strcmp(flag, "--model") == 0) {
+        if (!value[0] || strlen(value) > 255) {
+            fprintf(stderr, "servesim: --model: a name of 1 to 255 bytes, got %zu\n%s", strlen(value), p->usage);
+            return -1;
+        }
         a->model = value;
     } else if (strcmp(flag, "--endpoint") == 0) {
         if (strcmp(value, "completions") != 0 && strcmp(value, "chat") != 0) {
@@ -82,8 +86,10 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         return cli_parse_long(flag, value, 0, 65535, &a->port);
     } else if (strcmp(flag, "--served-model-name") == 0) {
         /* it appears in JSON and as a Prometheus label value: keep it to name characters */
-        if (!value[0] || strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:") != strlen(value)) {
-            fprintf(stderr, "servesim: --served-model-name %s: use letters, digits and . _ - / : only\n%s", value, p->usage);
+        if (!value[0] || strlen(value) > 200 ||
+            strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:") != strlen(value)) {
+            fprintf(stderr, "servesim: --served-model-name %s: use up to 200 letters, digits and . _ - / : only\n%s", value,
+                    p->usage);
             return -1;
         }
         a->model_name = value;

@@ -263,7 +263,8 @@ int engine_run_steps(const engine_options *o, const wl_config *cfg,
  * pointer while the scheduler holds it; the submitter again once the job is JOB_DONE, a
  * state the engine sets last, after the job has left every list. engine_abort waits for it. */
 
-enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+/* JOB_NEW (0, a zeroed job) until engine_submit: engine_abort leaves such a job alone. */
+enum { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
 struct engine_live {
     engine e;
@@ -355,6 +356,7 @@ static void admit_jobs(engine_live *l, engine_job *jobs, double now)
         request *r = req_pool_get(&e->reqs);
         int32_t *tokens = r ? malloc((size_t)(j->prompt_len + j->max_tokens) * sizeof *tokens) : NULL;
         if (!tokens) {
+            if (r) req_pool_put(&e->reqs, r);
             /* out of memory: it ends at once, as a request too large for the pool does */
             request none;
             req_init(&none, j->id, j->arrival_time, NULL, j->prompt_len, j->max_tokens);
@@ -465,10 +467,13 @@ static void *live_main(void *arg)
         process_aborts(l, now);
         int ran = stopping ? 0 : run_step(e, now);
         if (ran < 0) {
+            /* the engine stops: jobs submitted during the failed step end too, aborted */
             pthread_mutex_lock(&l->lock);
             snprintf(l->error, sizeof l->error, "backend: %s", kb_error(e->kb));
             l->stopping = stopping = true;
+            engine_job *late = take_inbox(l);
             pthread_mutex_unlock(&l->lock);
+            admit_jobs(l, late, clock_now(e));
         }
         if (stopping) {
             abort_everything(l, clock_now(e));
@@ -548,6 +553,10 @@ int engine_submit(engine_live *l, engine_job *j)
 void engine_abort(engine_live *l, engine_job *j)
 {
     pthread_mutex_lock(&l->lock);
+    if (j->phase == JOB_NEW) {   /* never submitted: nothing of it is the engine's */
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
     if (j->phase != JOB_DONE && !j->aborting && !l->gauges.stopped) {
         j->aborting = true;
         j->abort_next = l->aborts;

@@ -49,8 +49,9 @@ int engine_run_steps(const engine_options *o, const wl_config *cfg,
 
 /* ---- Live serving: requests submitted from other threads while the engine runs. ---- */
 
-/* A request from outside. The submitter fills the first block and keeps the job (and its
- * prompt) alive until it is done: on_done was called, or engine_abort returned. */
+/* A request from outside. The submitter zeroes the job, fills the first block, and keeps the
+ * job (and its prompt) alive until it is done: on_done was called, or engine_abort returned
+ * (a no-op for a job never submitted). */
 typedef struct engine_job {
     const int32_t *prompt;
     int prompt_len;

@@ -287,6 +287,8 @@ static void end_flight(run *r, flight *f, CURLcode result, double now)
     else if (status != 200) http_error(f, status);
     else if (!f->saw_done && f->num_times == 0) set_error(f, "the stream ended without a token");
     int out = f->usage_tokens >= 0 ? f->usage_tokens : f->num_times;
+    /* asked with ignore_eos and min_tokens: fewer tokens is a failure, not a short success */
+    if (out < f->wr.output_len) set_error(f, "the server sent %d of the %d tokens asked for", out, f->wr.output_len);
     bool ok = !f->error[0];
     req_record rec = {
         .request_id = f->wr.id, .arrival_time = f->sent, .scheduled_prefill_time = NAN,
@@ -385,7 +387,8 @@ static size_t discard(char *p, size_t s, size_t n, void *u)
     return s * n;
 }
 
-/* The first model GET {url}/models lists, as a JSON string into c->model_json. */
+/* GET {url}/models: with a name in NAME, it must be listed (-1 naming the ones that are);
+ * without one, NAME becomes the first listed. */
 static int find_model(client *c, char *name, size_t namelen, char *err, size_t errlen)
 {
     char url[2100];
@@ -406,13 +409,24 @@ static int find_model(client *c, char *name, size_t namelen, char *err, size_t e
     if (rc != CURLE_OK) snprintf(err, errlen, "--url %s: %s", c->o->url, curl_easy_strerror(rc));
     else if (status != 200) snprintf(err, errlen, "--url %s: GET /models answered HTTP %ld (is this an OpenAI-compatible API's base, ending in /v1?)", c->o->url, status);
     else {
-        json_t *doc = b.s ? json_loads(b.s, 0, NULL) : NULL;
-        json_t *id = json_object_get(json_array_get(json_object_get(doc, "data"), 0), "id");
-        if (json_is_string(id)) {
-            snprintf(name, namelen, "%s", json_string_value(id));
+        json_t *doc = b.s ? json_loads(b.s, 0, NULL) : NULL, *m;
+        json_t *first = json_object_get(json_array_get(json_object_get(doc, "data"), 0), "id");
+        size_t i;
+        char listed[600] = "";
+        json_array_foreach(json_object_get(doc, "data"), i, m) {
+            json_t *id = json_object_get(m, "id");
+            if (!json_is_string(id)) continue;
+            if (name[0] && strcmp(json_string_value(id), name) == 0) ok = 0;
+            size_t len = strlen(listed);
+            snprintf(listed + len, sizeof listed - len, "%s%s", len ? ", " : "", json_string_value(id));
+        }
+        if (!name[0] && json_is_string(first)) {
+            snprintf(name, namelen, "%s", json_string_value(first));
             ok = 0;
-        } else {
+        } else if (!name[0]) {
             snprintf(err, errlen, "--url %s: GET /models lists no model; name one with --model", c->o->url);
+        } else if (ok != 0) {
+            snprintf(err, errlen, "--model %s: the server at %s serves %s", name, c->o->url, listed[0] ? listed : "no model it lists");
         }
         json_decref(doc);
     }
@@ -428,8 +442,9 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     client *c = &r.c;
     snprintf(c->endpoint_url, sizeof c->endpoint_url, "%s/%s", o->url,
              o->endpoint == LOAD_CHAT ? "chat/completions" : "completions");
-    if (o->model) snprintf(stats->model, sizeof stats->model, "%s", o->model);
-    else if (find_model(c, stats->model, sizeof stats->model, err, errlen) < 0) return 2;
+    /* the server must answer, and serve the model asked for, before anything is sent */
+    snprintf(stats->model, sizeof stats->model, "%s", o->model ? o->model : "");
+    if (find_model(c, stats->model, sizeof stats->model, err, errlen) < 0) return 2;
     json_t *m = json_string(stats->model);
     char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
     json_decref(m);

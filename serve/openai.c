@@ -24,8 +24,12 @@ void oai_request_free(oai_request *r)
     r->prompt = NULL;
 }
 
-static int append_bytes(oai_request *r, int *cap, const char *s, size_t n)
+/* Appends the bytes of S as token ids; -1 when out of memory or too long, -2 when a byte is
+ * outside a vocabulary smaller than 256 (VOCAB). */
+static int append_bytes(oai_request *r, int *cap, const char *s, size_t n, int vocab)
 {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= vocab) return -2;
     if (r->prompt_len + (int64_t)n > *cap) {
         int64_t want = (int64_t)*cap * 2 + (int64_t)n;
         if (want > (1 << 26)) return -1;
@@ -38,13 +42,20 @@ static int append_bytes(oai_request *r, int *cap, const char *s, size_t n)
     return 0;
 }
 
+static int bytes_error(int rc, int vocab, char *err, size_t errlen)
+{
+    if (rc == -2)
+        return bad(err, errlen, "the text has a byte outside this model's vocabulary [0, %d): send token ids", vocab);
+    return bad(err, errlen, "the prompt is too long");
+}
+
 /* A completion's prompt: a string (its bytes), or a list of token ids. */
 static int parse_prompt(json_t *p, const oai_limits *lim, oai_request *r, char *err, size_t errlen)
 {
-    int cap = 0;
+    int cap = 0, rc;
     if (json_is_string(p)) {
-        if (append_bytes(r, &cap, json_string_value(p), json_string_length(p)) < 0)
-            return bad(err, errlen, "prompt is too long");
+        if ((rc = append_bytes(r, &cap, json_string_value(p), json_string_length(p), lim->vocab_size)) < 0)
+            return bytes_error(rc, lim->vocab_size, err, errlen);
     } else if (json_is_array(p)) {
         size_t n = json_array_size(p);
         if (n > (1u << 24)) return bad(err, errlen, "prompt is too long");
@@ -67,11 +78,11 @@ static int parse_prompt(json_t *p, const oai_limits *lim, oai_request *r, char *
 }
 
 /* A chat's messages as one text: "role: content\n" each, then "assistant: ". */
-static int parse_messages(json_t *m, oai_request *r, char *err, size_t errlen)
+static int parse_messages(json_t *m, int vocab, oai_request *r, char *err, size_t errlen)
 {
     if (!json_is_array(m) || json_array_size(m) == 0)
         return bad(err, errlen, "messages: a non-empty list of {\"role\", \"content\"} objects is required");
-    int cap = 0;
+    int cap = 0, rc = 0;
     size_t i;
     json_t *msg;
     json_array_foreach(m, i, msg) {
@@ -80,12 +91,12 @@ static int parse_messages(json_t *m, oai_request *r, char *err, size_t errlen)
             return bad(err, errlen, "messages[%zu]: an object with a string \"role\" and a string \"content\"", i);
         const char *c = json_is_string(content) ? json_string_value(content) : "";
         size_t clen = json_is_string(content) ? json_string_length(content) : 0;
-        if (append_bytes(r, &cap, json_string_value(role), json_string_length(role)) < 0 ||
-            append_bytes(r, &cap, ": ", 2) < 0 || append_bytes(r, &cap, c, clen) < 0 ||
-            append_bytes(r, &cap, "\n", 1) < 0)
-            return bad(err, errlen, "messages are too long");
+        if ((rc = append_bytes(r, &cap, json_string_value(role), json_string_length(role), vocab)) < 0 ||
+            (rc = append_bytes(r, &cap, ": ", 2, vocab)) < 0 || (rc = append_bytes(r, &cap, c, clen, vocab)) < 0 ||
+            (rc = append_bytes(r, &cap, "\n", 1, vocab)) < 0)
+            return bytes_error(rc, vocab, err, errlen);
     }
-    if (append_bytes(r, &cap, "assistant: ", 11) < 0) return bad(err, errlen, "messages are too long");
+    if ((rc = append_bytes(r, &cap, "assistant: ", 11, vocab)) < 0) return bytes_error(rc, vocab, err, errlen);
     return 0;
 }
 
@@ -123,9 +134,10 @@ static int check_fields(json_t *doc, oai_request *r, const oai_limits *lim, char
     }
     int min_tokens = 0, n = 1;
     r->max_tokens = 16;   /* OpenAI's default for completions */
-    if ((status = int_field(doc, r->endpoint == OAI_CHAT ? "max_completion_tokens" : "max_tokens", 1, 1 << 24,
-                            &r->max_tokens, err, errlen)) ||
-        (r->endpoint == OAI_CHAT && (status = int_field(doc, "max_tokens", 1, 1 << 24, &r->max_tokens, err, errlen))) ||
+    /* chat: max_completion_tokens, OpenAI's current name, wins over the older max_tokens */
+    if ((status = int_field(doc, "max_tokens", 1, 1 << 24, &r->max_tokens, err, errlen)) ||
+        (r->endpoint == OAI_CHAT &&
+         (status = int_field(doc, "max_completion_tokens", 1, 1 << 24, &r->max_tokens, err, errlen))) ||
         (status = int_field(doc, "min_tokens", 0, 1 << 24, &min_tokens, err, errlen)) ||
         (status = int_field(doc, "n", 1, 1, &n, err, errlen)))
         return status;
@@ -176,7 +188,7 @@ int oai_parse(const char *body, size_t len, oai_endpoint ep, const oai_limits *l
         json_t *p = json_object_get(doc, "prompt");
         status = p ? parse_prompt(p, lim, out, err, errlen) : bad(err, errlen, "prompt is required");
     } else {
-        status = parse_messages(json_object_get(doc, "messages"), out, err, errlen);
+        status = parse_messages(json_object_get(doc, "messages"), lim->vocab_size, out, err, errlen);
     }
     if (!status) status = check_length(out, lim, err, errlen);
     json_decref(doc);

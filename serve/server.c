@@ -171,6 +171,7 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
     stream *st = cls;
     static const char done_event[] = "data: [DONE]\n\n";
     size_t n = 0, k;
+    if (max < 2048) return MHD_CONTENT_READER_END_WITH_ERROR;   /* an event must fit (MHD gives 64 KiB) */
     pthread_mutex_lock(&st->lock);
     for (;;) {
         if (st->rq.endpoint == OAI_CHAT && !st->role_sent) {
@@ -191,6 +192,17 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
             st->sent++;
         }
         if (n > 0) break;
+        if (st->done && st->sent == st->num_tokens && st->rec.stop != STOP_LENGTH && !st->usage_sent) {
+            /* the engine ended it short (stopping, or a backend failure): say so, not [DONE] */
+            static const char aborted[] =
+                "data: {\"error\":{\"message\":\"the server ended this request before its last token "
+                "(it is stopping, or its engine failed)\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n";
+            if (max < sizeof aborted - 1) break;
+            memcpy(buf, aborted, sizeof aborted - 1);
+            n = sizeof aborted - 1;
+            st->usage_sent = st->done_sent = true;
+            break;
+        }
         if (st->done && st->sent == st->num_tokens) {
             if (st->rq.include_usage && !st->usage_sent) {
                 n = oai_stream_usage(&st->fmt, st->rec.prompt_len, st->num_tokens, buf, max);
@@ -263,7 +275,11 @@ static enum MHD_Result complete(srv *s, struct MHD_Connection *c, oai_endpoint e
         oai_request_free(&rq);
         return send_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     }
-    if (oai_stream_init(&st->fmt, ep, st->id, time(NULL), s->o.model) < 0 || engine_submit(s->eng, &st->job) < 0) {
+    if (oai_stream_init(&st->fmt, ep, st->id, time(NULL), s->o.model) < 0) {
+        stream_free(st);   /* never submitted: nothing to abort */
+        return send_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the response header does not fit (model name too long)");
+    }
+    if (engine_submit(s->eng, &st->job) < 0) {
         stream_free(st);
         return send_error(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
     }
@@ -287,9 +303,13 @@ static enum MHD_Result complete(srv *s, struct MHD_Connection *c, oai_endpoint e
         stream_free(st);   /* aborts the request */
         return MHD_NO;
     }
-    const char *finish = st->rec.stop == STOP_LENGTH ? "length" : "abort";
+    if (st->rec.stop != STOP_LENGTH) {
+        stream_free(st);
+        return send_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "the server ended this request before its last token (it is stopping, or its engine failed)");
+    }
     char *body = oai_response(ep, st->id, (long)time(NULL), s->o.model, st->tokens, st->num_tokens,
-                              st->rec.prompt_len, finish);
+                              st->rec.prompt_len, "length");
     stream_free(st);
     return send_text(c, MHD_HTTP_OK, body, "application/json");
 }

@@ -253,6 +253,8 @@ Test(engine, aborted_and_stopped_live_jobs_end_once_and_free_their_blocks)
     }
     engine_abort(l, &jobs[0].job);   /* again: a no-op */
     cr_assert_eq(jobs[0].done_calls, 1);
+    engine_job never = {0};
+    engine_abort(l, &never);         /* never submitted: returns at once */
     engine_gauges g;
     engine_gauges_get(l, &g);
     cr_assert_eq(g.aborted, N / 2);

@@ -5,8 +5,10 @@ the run back to exactly the client's numbers (from its directory and from the vL
 JSON). Also the errors a user can cause: no server at --url, a port already taken.
 
 usage: tests/test_http.py SERVESIM"""
+import http.server
 import json
 import os
+import threading
 import re
 import signal
 import subprocess
@@ -36,6 +38,42 @@ num_prefixes = 2
 prefix_fraction = 0.5
 """
 failures = []
+
+
+class FakeServer(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-style server that misbehaves as real ones can: CRLF event ends, comment
+    lines, several events in one write, and (by prompt length) too few tokens or an error
+    event mid-stream."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        n, plen = req["max_tokens"], len(req["prompt"])
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = [": keep-alive\r\n"]
+        short = plen % 3 == 1          # a third of the requests get one token too few
+        broken = plen % 3 == 2         # another third an error event after one token
+        for i in range(n - 1 if short else 1 if broken else n):
+            events.append("data: " + json.dumps({"choices": [{"index": 0, "text": "x"}]}) + "\r\n\r\n")
+        if broken:
+            events.append("data: " + json.dumps({"error": {"message": "boom", "code": 500}}) + "\r\n\r\n")
+        events.append("data: [DONE]\r\n\r\n")
+        self.wfile.write("".join(events).encode())
+        self.wfile.flush()
 
 
 def check(cond, what):
@@ -121,6 +159,20 @@ with tempfile.TemporaryDirectory() as tmp:
         check(m2["vllm:request_success_total"] == 1042 and m2["vllm:kv_cache_usage_perc"] == 0,
               f"the server after 1,000 connections: {m2['vllm:request_success_total']} finished, KV {m2['vllm:kv_cache_usage_perc']}")
 
+    # vLLM's own JSON has no send times: throughput is then not compared
+    vj = json.load(open(os.path.join(out, "vllm-bench.json")))
+    del vj["start_times"]
+    nostart = os.path.join(tmp, "nostart.json")
+    json.dump(vj, open(nostart, "w"))
+    vdir = os.path.join(tmp, "v-nostart")
+    r = subprocess.run([SERVESIM, "validate", ini, "--measured", nostart, "--out", vdir, "--quiet"],
+                       capture_output=True, text=True)
+    check(r.returncode in (0, 1), f"validate without start_times: exit {r.returncode}: {r.stderr}")
+    if r.returncode in (0, 1):
+        names = [row["metric"] for row in json.load(open(os.path.join(vdir, "validation.json")))["metrics"]]
+        check("p50_ttft_ms" in names and not any("throughput" in n for n in names),
+              f"without send times, latencies but no throughput: {names}")
+
     r = subprocess.run([SERVESIM, "serve", ini, "--port", str(port)], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and f"port {port}" in r.stderr, f"a taken port: exit {r.returncode}: {r.stderr}")
     server.send_signal(signal.SIGINT)
@@ -134,6 +186,24 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True, text=True)
     check(r.returncode == 2 and "Couldn't connect" in r.stderr and not os.path.exists(os.path.join(tmp, "none")),
           f"no server: exit {r.returncode}: {r.stderr}")
+
+    # a server nobody here wrote the client for: short outputs and error events are failures
+    fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
+    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    fout = os.path.join(tmp, "fake")
+    r = subprocess.run([SERVESIM, "load", ini, "--url", f"http://127.0.0.1:{fake.server_port}/v1", "--out", fout,
+                        "--quiet", "--set", "run.warmup_requests=0", "--set", "workload.num_requests=30",
+                        "--set", "workload.output_len=fixed:5"], capture_output=True, text=True, timeout=120)
+    fake.shutdown()
+    check(r.returncode == 0, f"load against the fake server: exit {r.returncode}: {r.stderr}")
+    if r.returncode == 0:
+        rows = [x.split(",") for x in open(os.path.join(fout, "requests.csv")).read().splitlines()[1:]]
+        errs = open(os.path.join(fout, "errors.csv")).read()
+        ok = [x for x in rows if x[9] == "length"]
+        check(len(rows) == 30, f"every request recorded: {len(rows)}")
+        check(all(int(x[5]) % 3 == 0 for x in ok) and len(ok) > 0, "only the full-length answers count as successes")
+        check(all(x[7] == "5" for x in ok), "5 tokens each, from events with CRLF ends and comments")
+        check("sent 4 of the 5 tokens" in errs and "the server: boom" in errs, f"errors.csv names both failures: {errs[:300]}")
 
 print("http: ok" if not failures else f"http: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

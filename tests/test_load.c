@@ -176,8 +176,9 @@ Test(load, refused_requests_and_missing_servers_are_recorded_not_dropped)
     cr_assert(strstr(s->errors[0], "HTTP 400: This model's maximum context length is 512"), "%s", s->errors[0]);
     memset(s, 0, sizeof *s);
     wl_config three = workload_config(3, ARRIVAL_ALL_AT_ONCE);
-    cr_assert_eq(run_load(l.url, "gpt-9", &three, s, NULL, &st, e), 0);
-    cr_assert(strstr(s->errors[0], "HTTP 404"), "%s", s->errors[0]);
+    cr_assert_eq(run_load(l.url, "gpt-9", &three, s, NULL, &st, e), 2, "a model the server does not list");
+    cr_assert(strstr(e, "--model gpt-9: the server at") && strstr(e, "serves tiny"), "%s", e);
+    cr_assert_eq(s->n, 0, "nothing sent");
     srv_stop(l.s);
     engine_stop(l.eng);
 

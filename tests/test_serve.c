@@ -56,12 +56,24 @@ Test(serve, a_completion_request_by_hand)
     cr_assert(!r.stream);
     oai_request_free(&r);
 
-    cr_assert_eq(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":2}",
+    cr_assert_eq(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":2,"
+                       "\"max_tokens\":9}",
                        OAI_CHAT, &r, err), 0, "%s", err);
     /* "user: hi\n" + "assistant: " */
     cr_assert_eq(r.prompt_len, 9 + 11);
-    cr_assert_eq(r.max_tokens, 2);
+    cr_assert_eq(r.max_tokens, 2, "max_completion_tokens wins over max_tokens, as OpenAI's API has it");
     oai_request_free(&r);
+
+    /* a vocabulary smaller than a byte: text that does not fit is refused, not sent on to
+     * the backend (which stopped the whole engine) */
+    oai_limits small = lim;
+    small.vocab_size = 100;
+    cr_assert_eq(oai_parse("{\"prompt\":\"AB\"}", 15, OAI_COMPLETIONS, &small, &r, err, sizeof err), 0, "%s", err);
+    oai_request_free(&r);
+    cr_assert_eq(oai_parse("{\"prompt\":\"hi\"}", 15, OAI_COMPLETIONS, &small, &r, err, sizeof err), 400);
+    cr_assert(strstr(err, "outside this model's vocabulary [0, 100)"), "%s", err);
+    const char *chat = "{\"messages\":[{\"role\":\"x\",\"content\":\"\"}]}";
+    cr_assert_eq(oai_parse(chat, strlen(chat), OAI_CHAT, &small, &r, err, sizeof err), 400, "\"assistant: \" has bytes >= 100");
 }
 
 Test(serve, bad_requests_name_their_problem)
@@ -174,7 +186,11 @@ typedef struct live {
     int port;
 } live;
 
-static live start(int num_blocks)
+static live start_named(int num_blocks, const char *model);
+
+static live start(int num_blocks) { return start_named(num_blocks, "tiny"); }
+
+static live start_named(int num_blocks, const char *model)
 {
     const model_shape *m = model_preset("tiny");
     engine_options o = {0};
@@ -190,7 +206,7 @@ static live start(int num_blocks)
     char err[512];
     l.eng = engine_start(&o, NULL, err, sizeof err);
     cr_assert_not_null(l.eng, "%s", err);
-    srv_options so = {.host = "127.0.0.1", .port = 0, .model = "tiny", .vocab_size = m->vocab, .max_model_len = 1024,
+    srv_options so = {.host = "127.0.0.1", .port = 0, .model = model, .vocab_size = m->vocab, .max_model_len = 1024,
                       .kv_block_size = 16, .kv_tokens = (int64_t)num_blocks * 16, .max_body = 4096,
                       .max_connections = 256};
     l.s = srv_start(&so, l.eng, err, sizeof err);
@@ -342,4 +358,21 @@ Test(serve, stopping_with_open_streams_ends_them)
     cr_assert_eq(g.running + g.waiting, 0);
     engine_stop(l.eng);
     for (int i = 0; i < 4; i++) close(fds[i]);
+}
+
+/* A response whose header cannot be formatted (a 330-character model name, past what the CLI
+ * allows) is a 500, and the server still stops: the job was never submitted, so freeing it
+ * must not wait for the engine (it deadlocked). */
+Test(serve, a_request_never_submitted_is_freed_without_waiting_for_the_engine)
+{
+    char name[331];
+    memset(name, 'm', 330);
+    name[330] = '\0';
+    live l = start_named(64, name);
+    char body[600];
+    snprintf(body, sizeof body, "{\"model\":\"%s\",\"prompt\":[1,2],\"max_tokens\":2}", name);
+    char *r = http(l.port, "POST", "/v1/completions", body);
+    cr_assert(strstr(r, "HTTP/1.1 500") && strstr(r, "model name too long"), "%s", r);
+    free(r);
+    stop(&l);
 }
