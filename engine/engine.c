@@ -329,13 +329,16 @@ static void job_ended(engine *e, request *r)
     engine_job *j = r->user;
     req_record rec;
     req_to_record(r, &rec);
-    if (j->on_done) j->on_done(j->ctx, &rec);
+    /* the counters first: a client that has its last token may read /metrics at once */
     pthread_mutex_lock(&l->lock);
     l->gauges.finished += rec.stop == STOP_LENGTH;
     l->gauges.aborted += rec.stop == STOP_ABORTED;
     l->gauges.prompt_tokens += rec.prompt_len;
     l->gauges.generation_tokens += rec.output_len;
     update_counts(l);
+    pthread_mutex_unlock(&l->lock);
+    if (j->on_done) j->on_done(j->ctx, &rec);
+    pthread_mutex_lock(&l->lock);
     mark_done(l, j);
     pthread_mutex_unlock(&l->lock);
 }
