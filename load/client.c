@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include <jansson.h>
 
@@ -41,6 +43,9 @@ typedef struct client {
     size_t in_flight;
     flight *flights;
     double t0_abs;             /* CLOCK_MONOTONIC at the start, s */
+    int epfd;                  /* epoll over the sockets curl asks us to watch */
+    double timer;              /* when curl wants socket_action(TIMEOUT): elapsed s; INFINITY none */
+    double ready_time;         /* when epoll last returned: the time of what it found ready */
     double *delays;            /* servesim_sent stamps' delays, s */
     size_t num_delays, cap_delays;
 } client;
@@ -229,7 +234,7 @@ static size_t on_bytes(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     flight *f = userdata;
     size_t n = size * nmemb;
-    double now = elapsed(f->c);
+    double now = f->c->ready_time;
     if (f->len + n + 1 > f->cap) {
         size_t cap = f->cap ? f->cap : 4096;
         while (cap < f->len + n + 1) cap *= 2;
@@ -387,6 +392,58 @@ static size_t discard(char *p, size_t s, size_t n, void *u)
     return s * n;
 }
 
+/* curl's socket interface: curl says which sockets to watch for what, and we tell it which
+ * are ready, so each wake-up costs the sockets that have news, not all the transfers
+ * (curl_multi_perform walks every handle: at 1,000 streams that was most of the client's
+ * time, and events waited for it). */
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    (void)socketp;
+    client *c = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0),
+                             .data.fd = fd};
+    if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    client *c = userp;
+    c->timer = timeout_ms < 0 ? INFINITY : elapsed(c) + timeout_ms * 1e-3;
+    return 0;
+}
+
+/* Waits up to WAIT seconds for sockets or curl's timer, and hands curl what is ready. */
+static void pump(client *c, double wait)
+{
+    int running;
+    double now = elapsed(c);
+    if (c->timer - now < wait) wait = c->timer - now;
+    int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000);
+    struct epoll_event ev[256];
+    int n = epoll_wait(c->epfd, ev, 256, ms);
+    /* Bytes found ready together arrived by now: stamping each at this moment, not when its
+     * turn to be parsed comes, keeps a burst of events (a step's token for every stream) from
+     * timing the last one late by the time spent on the others. */
+    c->ready_time = elapsed(c);
+    for (int i = 0; i < n; i++) {
+        int flags = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(c->multi, ev[i].data.fd, flags, &running);
+    }
+    if (elapsed(c) >= c->timer) {
+        c->timer = INFINITY;
+        c->ready_time = elapsed(c);
+        curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+}
+
 /* GET {url}/models: with a name in NAME, it must be listed (-1 naming the ones that are);
  * without one, NAME becomes the first listed. */
 static int find_model(client *c, char *name, size_t namelen, char *err, size_t errlen)
@@ -456,11 +513,18 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     snprintf(c->model_json, sizeof c->model_json, "%s", mj);
     free(mj);
     c->multi = curl_multi_init();
-    if (!c->multi || drv_init(&r.drv, w, cfg) < 0) {
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    c->timer = INFINITY;
+    if (!c->multi || c->epfd < 0 || drv_init(&r.drv, w, cfg) < 0) {
         if (c->multi) curl_multi_cleanup(c->multi);
+        if (c->epfd >= 0) close(c->epfd);
         snprintf(err, errlen, "out of memory");
         return 1;
     }
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     clock_gettime(CLOCK_MONOTONIC, &c->t0);
     c->t0_abs = (double)c->t0.tv_sec + c->t0.tv_nsec * 1e-9;
     int status = 0;
@@ -479,17 +543,13 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
             }
         }
         if (status) break;
-        int running;
-        curl_multi_perform(c->multi, &running);
-        collect(&r);
         double next = drv_next_time(&r.drv);
         now = elapsed(c);
-        if (next <= now) continue;
-        /* wake for the next send; a millisecond early, then spin, so sends keep their time */
+        /* wake for the next send a millisecond early, then spin, so sends keep their time;
+         * at least every 0.1 s, to notice Ctrl-C */
         double wait = isinf(next) ? 0.1 : next - now - 1e-3;
         if (wait > 0.1) wait = 0.1;
-        if (wait > 0) curl_multi_poll(c->multi, NULL, 0, (int)(wait * 1000), NULL);
-        curl_multi_perform(c->multi, &running);
+        pump(c, wait > 0 ? wait : 0);
         collect(&r);
     }
     abort_all(&r);   /* interrupted, or out of memory: what is in flight ends as an error */
@@ -507,5 +567,6 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     free(c->delays);
     drv_free(&r.drv);
     curl_multi_cleanup(c->multi);
+    close(c->epfd);
     return status ? status : stats->interrupted ? 1 : 0;
 }

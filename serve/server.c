@@ -179,8 +179,9 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
             n += k;
             st->role_sent = true;
         }
+        /* stamped as formatted, after any wait: what the client can be late against */
         double stamp = NAN;
-        if (st->s->o.event_times) {
+        if (st->s->o.event_times && st->sent < st->num_tokens) {
             struct timespec t;
             clock_gettime(CLOCK_MONOTONIC, &t);
             stamp = (double)t.tv_sec + t.tv_nsec * 1e-9;
