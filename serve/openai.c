@@ -254,6 +254,18 @@ int oai_stream_init(oai_stream_fmt *f, oai_endpoint ep, const char *id, long cre
     return 0;
 }
 
+/* The response's head, then TAIL[0..N) (N from snprintf: negative or past LIMIT is an
+ * error), into BUF; its length, or 0 when it does not fit in CAP. */
+static size_t put_event(const oai_stream_fmt *f, const char *tail, int n, size_t limit, char *buf, size_t cap)
+{
+    if (n < 0 || (size_t)n >= limit) return 0;
+    size_t total = f->head_len + (size_t)n;
+    if (total > cap) return 0;
+    memcpy(buf, f->head, f->head_len);
+    memcpy(buf + f->head_len, tail, (size_t)n);
+    return total;
+}
+
 size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, double sent, char *buf, size_t cap)
 {
     char text[8], stamp[48] = "";
@@ -266,23 +278,14 @@ size_t oai_stream_token(const oai_stream_fmt *f, int32_t t, bool final, double s
                            (int)tl, text, finish, stamp)
                 : snprintf(tail, sizeof tail, "\"choices\":[{\"index\":0,\"text\":%.*s,\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}]%s}\n\n",
                            (int)tl, text, finish, stamp);
-    if (n < 0 || (size_t)n >= sizeof tail) return 0;
-    size_t total = f->head_len + (size_t)n;
-    if (total > cap) return 0;
-    memcpy(buf, f->head, f->head_len);
-    memcpy(buf + f->head_len, tail, (size_t)n);
-    return total;
+    return put_event(f, tail, n, sizeof tail, buf, cap);
 }
 
 size_t oai_stream_role(const oai_stream_fmt *f, char *buf, size_t cap)
 {
     static const char tail[] =
         "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
-    size_t total = f->head_len + sizeof tail - 1;
-    if (total > cap) return 0;
-    memcpy(buf, f->head, f->head_len);
-    memcpy(buf + f->head_len, tail, sizeof tail - 1);
-    return total;
+    return put_event(f, tail, (int)sizeof tail - 1, sizeof tail, buf, cap);
 }
 
 size_t oai_stream_usage(const oai_stream_fmt *f, int prompt_tokens, int completion_tokens, char *buf, size_t cap)
@@ -291,12 +294,7 @@ size_t oai_stream_usage(const oai_stream_fmt *f, int prompt_tokens, int completi
     int n = snprintf(tail, sizeof tail,
                      "\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n",
                      prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
-    if (n < 0 || (size_t)n >= sizeof tail) return 0;
-    size_t total = f->head_len + (size_t)n;
-    if (total > cap) return 0;
-    memcpy(buf, f->head, f->head_len);
-    memcpy(buf + f->head_len, tail, (size_t)n);
-    return total;
+    return put_event(f, tail, n, sizeof tail, buf, cap);
 }
 
 static json_t *usage_json(int prompt_tokens, int completion_tokens)

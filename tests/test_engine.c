@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "engine/engine.h"
-#include "core/model.h"
+#include "tiny_engine.h"
 
 typedef struct token_log {
     int32_t tokens[64][64];
@@ -26,17 +26,9 @@ static void on_token(void *ctx, const request *r, int32_t token, double t)
 
 static engine_options tiny_options(sched_policy policy, bool chunked, bool prefix)
 {
-    const model_shape *m = model_preset("tiny");
-    engine_options o = {0};
-    o.sched = (sched_config){.policy = policy, .chunked_prefill = chunked, .prefix_caching = prefix,
-                             .max_num_seqs = 16, .max_num_batched_tokens = chunked ? 128 : 1024,
-                             .block_size = 16, .num_blocks = 256, .max_model_len = 1024};
-    o.backend = (kb_options){.kind = KB_CPU, .weight_seed = 5, .sample_seed = 9, .threads = 1,
-                             .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads,
-                                       m->head_dim, m->intermediate, m->vocab, m->rope_theta, m->rms_eps}};
-    engine_backend_options(&o.sched, &o.backend);
-    o.sampling = (kb_sampling){.temperature = 0, .top_k = 0, .top_p = 1};
-    return o;
+    return tiny_engine_options((sched_config){.policy = policy, .chunked_prefill = chunked, .prefix_caching = prefix,
+                                              .max_num_seqs = 16, .max_num_batched_tokens = chunked ? 128 : 1024,
+                                              .block_size = 16, .num_blocks = 256, .max_model_len = 1024});
 }
 
 static wl_config tiny_workload(int n)

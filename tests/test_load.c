@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/model.h"
+#include "tiny_engine.h"
 #include "load/client.h"
 #include "load/measured.h"
 #include "serve/server.h"
@@ -49,15 +49,9 @@ typedef struct live {
 static live start(void)
 {
     const model_shape *m = model_preset("tiny");
-    engine_options o = {0};
-    o.sched = (sched_config){.policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true,
-                             .max_num_seqs = 32, .max_num_batched_tokens = 256, .block_size = 16,
-                             .num_blocks = 512, .max_model_len = 512};
-    o.backend = (kb_options){.kind = KB_CPU, .weight_seed = 5, .sample_seed = 9, .threads = 1,
-                             .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
-                                       m->intermediate, m->vocab, m->rope_theta, m->rms_eps}};
-    engine_backend_options(&o.sched, &o.backend);
-    o.sampling = (kb_sampling){.temperature = 0, .top_k = 0, .top_p = 1};
+    engine_options o = tiny_engine_options((sched_config){
+        .policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true, .max_num_seqs = 32,
+        .max_num_batched_tokens = 256, .block_size = 16, .num_blocks = 512, .max_model_len = 512});
     live l = {0};
     char err[512];
     l.eng = engine_start(&o, NULL, err, sizeof err);

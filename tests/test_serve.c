@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/model.h"
+#include "tiny_engine.h"
 #include "serve/openai.h"
 #include "serve/prom.h"
 #include "serve/server.h"
@@ -193,15 +193,9 @@ static live start(int num_blocks) { return start_named(num_blocks, "tiny"); }
 static live start_named(int num_blocks, const char *model)
 {
     const model_shape *m = model_preset("tiny");
-    engine_options o = {0};
-    o.sched = (sched_config){.policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true,
-                             .max_num_seqs = 16, .max_num_batched_tokens = 256, .block_size = 16,
-                             .num_blocks = num_blocks, .max_model_len = 1024};
-    o.backend = (kb_options){.kind = KB_CPU, .weight_seed = 5, .sample_seed = 9, .threads = 1,
-                             .shape = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
-                                       m->intermediate, m->vocab, m->rope_theta, m->rms_eps}};
-    engine_backend_options(&o.sched, &o.backend);
-    o.sampling = (kb_sampling){.temperature = 0, .top_k = 0, .top_p = 1};
+    engine_options o = tiny_engine_options((sched_config){
+        .policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true, .max_num_seqs = 16,
+        .max_num_batched_tokens = 256, .block_size = 16, .num_blocks = num_blocks, .max_model_len = 1024});
     live l = {0};
     char err[512];
     l.eng = engine_start(&o, NULL, err, sizeof err);
