@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,18 @@ static double number(const char *s, bool *ok)
     return v;
 }
 
+/* An integer field in [LO, HI]: empty, fractional or out of range clears OK (a NaN or a huge
+ * value cast to an integer would be undefined behaviour). */
+static int64_t integer(const char *s, int64_t lo, int64_t hi, bool *ok)
+{
+    double v = number(s, ok);
+    if (!(v >= (double)lo && v <= (double)hi) || v != floor(v)) {
+        *ok = false;
+        return 0;
+    }
+    return (int64_t)v;
+}
+
 static stop_reason parse_stop(const char *s)
 {
     for (int r = STOP_NONE; r <= STOP_ERROR; r++)
@@ -89,7 +102,7 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
                                        "prompt_len", "output_len", "stop_reason", "warmup"};
     int idx[8];
     int rc = csv_next(&r, err, errlen);
-    if (rc == 0) fail(err, errlen, "%s: empty, expected a requests.csv header", path);
+    if (rc == 0) rc = fail(err, errlen, "%s: empty, expected a requests.csv header", path);
     for (int k = 0; rc == 1 && k < 8; k++)
         if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = fail(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
     size_t cap = 0;
@@ -102,10 +115,10 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
         }
         bool ok = true;
         req_record q = {
-            .request_id = (int64_t)number(r.field[idx[0]], &ok), .arrival_time = number(r.field[idx[1]], &ok),
+            .request_id = integer(r.field[idx[0]], 0, INT64_C(1) << 53, &ok), .arrival_time = number(r.field[idx[1]], &ok),
             .scheduled_prefill_time = NAN, .first_token_time = number(r.field[idx[2]], &ok),
-            .finish_time = number(r.field[idx[3]], &ok), .prompt_len = (int)number(r.field[idx[4]], &ok),
-            .output_len = (int)number(r.field[idx[5]], &ok), .stop = parse_stop(r.field[idx[6]]),
+            .finish_time = number(r.field[idx[3]], &ok), .prompt_len = (int)integer(r.field[idx[4]], 1, 1 << 24, &ok),
+            .output_len = (int)integer(r.field[idx[5]], 0, 1 << 24, &ok), .stop = parse_stop(r.field[idx[6]]),
             .warmup = strcmp(r.field[idx[7]], "1") == 0,
         };
         if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
@@ -161,7 +174,7 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
             rc = fail(err, errlen, "%s:%ld: too few fields", path, r.lineno);
             break;
         }
-        int64_t id = (int64_t)number(r.field[id_col], &ok);
+        int64_t id = integer(r.field[id_col], 0, INT64_C(1) << 53, &ok);
         double t = number(r.field[time_col], &ok);
         if (!ok || isnan(t)) {
             rc = fail(err, errlen, "%s:%ld: not a token record", path, r.lineno);

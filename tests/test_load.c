@@ -255,6 +255,13 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
                      "0,1.0,1.1,1.2,20,3,finished,0\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
+    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+                     ",1.0,1.1,1.2,20,3,length,0\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1, "an empty id is not a request (it was cast from NaN)");
+    cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
+    write_file(path, "");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "requests.csv: empty, expected a requests.csv header"), "%s", err);
     write_file(path, "request_id,arrival_time\n0,1\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv:1: no column first_token_time"), "%s", err);
