@@ -484,6 +484,8 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
 static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     sched_config *c = &out->sched;
+    out->replicas = (int)V(deployment, replicas).i;
+    router_parse(V(deployment, router).s, &out->router);
     sched_policy_parse(V(scheduler, policy).s, &c->policy);
     c->prefix_caching = V(scheduler, prefix_caching).b;
     c->chunked_prefill = V(scheduler, chunked_prefill).b;

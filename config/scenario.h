@@ -12,6 +12,7 @@
 #include "config/scenario_keys.h"
 #include "core/model.h"
 #include "core/sched.h"
+#include "sim/router.h"
 #include "kernels/backend.h"
 #include "sim/cost.h"
 
@@ -45,6 +46,8 @@ typedef struct scenario_resolved {
     sched_config sched;
     wl_config workload;
     slo_config slo;
+    int replicas;               /* deployment.replicas */
+    router_kind router;         /* deployment.router */
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */

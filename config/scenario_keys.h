@@ -33,6 +33,8 @@
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = max_model_len, or 2048 with chunked prefill)") \
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
+    X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \
+    X(deployment, router, CHOICE, "least_outstanding", ROUTER_CHOICES, "", "which replica a request goes to (sim/router.h: least_outstanding, round_robin, least_kv, prefix_aware)") \
     X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \
     X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \
     X(workload, rate, NUM, "10", "0.000001", "10000000", "requests/s for poisson, gamma, constant") \

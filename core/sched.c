@@ -510,6 +510,19 @@ bool sched_abort(sched *s, request *r, double now)
     return true;
 }
 
+int sched_cached_prefix_blocks(sched *s, const request *r)
+{
+    return s->cfg.prefix_caching && r->prompt ? bm_count_hits(s->bm, r) : 0;
+}
+
+int64_t sched_waiting_blocks(const sched *s)
+{
+    int64_t blocks = 0;
+    for (size_t i = 0; i < s->waiting.len; i++)
+        blocks += bm_blocks_for(req_num_tokens(s->waiting.buf[(s->waiting.head + i) % s->waiting.cap]), s->cfg.block_size);
+    return blocks;
+}
+
 int sched_released(const sched *s, request ***released)
 {
     *released = s->released;

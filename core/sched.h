@@ -120,6 +120,12 @@ int sched_num_waiting(const sched *s);
 int sched_num_running(const sched *s);
 bool sched_idle(const sched *s);      /* nothing waiting, nothing running */
 const bm *sched_bm(const sched *s);
+/* How many leading full prompt blocks of R (not yet added) this scheduler's prefix cache
+ * holds; 0 without prefix caching. Changes nothing (a router's question). */
+int sched_cached_prefix_blocks(sched *s, const request *r);
+/* KV blocks the waiting requests will need for what they hold now (prompt, and output so far
+ * when preempted): what a KV-aware router adds to the blocks in use. */
+int64_t sched_waiting_blocks(const sched *s);
 /* Recounts every incrementally kept total and checks the block manager; NULL when all agree. */
 const char *sched_check(const sched *s);
 /* Fills the scheduling fields of a step record (times are the caller's). */

@@ -34,6 +34,8 @@ typedef struct sim {
     req_pool reqs;           /* the requests in flight */
     bool keep_prompts;       /* prefix caching needs the token ids */
     replica *reps;
+    sched **scheds;          /* the replicas' schedulers, for the router */
+    router_state router;
     size_t ended;
     sim_stats stats;
 } sim;
@@ -62,16 +64,11 @@ static void request_released(sim *m, request *r)
     req_pool_put(&m->reqs, r);
 }
 
-static replica *route(sim *m)
+static replica *route(sim *m, const request *r)
 {
-    replica *best = &m->reps[0];
-    for (int i = 1; i < m->o->num_replicas; i++) {
-        replica *r = &m->reps[i];
-        if (sched_num_waiting(r->s) + sched_num_running(r->s) <
-            sched_num_waiting(best->s) + sched_num_running(best->s))
-            best = r;
-    }
-    return best;
+    int i = router_pick(m->o->router, &m->router, m->scheds, m->o->num_replicas, r);
+    if (m->o->replica_requests) m->o->replica_requests[i]++;
+    return &m->reps[i];
 }
 
 static int send_due_requests(sim *m, double now)
@@ -88,7 +85,7 @@ static int send_due_requests(sim *m, double now)
         }
         req_from_workload(r, wr, prompt);
         rec_sent(m->rc, r);
-        if (!sched_add(route(m)->s, r, now)) {
+        if (!sched_add(route(m, r)->s, r, now)) {
             request_ended(m, r, now);
             request_released(m, r);
         }
@@ -176,9 +173,10 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
     m->arrival.kind = EV_ARRIVAL;
     req_pool_init(&m->reqs);
     m->reps = calloc(o->num_replicas, sizeof *m->reps);
-    if (drv_init(&m->drv, w, cfg) < 0 || !m->reps) return -1;
+    m->scheds = calloc(o->num_replicas, sizeof *m->scheds);
+    if (drv_init(&m->drv, w, cfg) < 0 || !m->reps || !m->scheds) return -1;
     for (int i = 0; i < o->num_replicas; i++) {
-        m->reps[i].s = sched_create(&o->sched);
+        m->reps[i].s = m->scheds[i] = sched_create(&o->sched);
         m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
         m->reps[i].wake = (sim_event){.kind = EV_WAKE, .replica = i};
         if (!m->reps[i].s) return -1;
@@ -190,6 +188,7 @@ static void teardown(sim *m)
 {
     for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
     free(m->reps);
+    free(m->scheds);
     req_pool_free(&m->reqs);
     drv_free(&m->drv);
     heap_free(&m->events);

@@ -9,6 +9,7 @@
 #include "workload/workload.h"
 #include "core/recorder.h"
 #include "core/sched.h"
+#include "sim/router.h"
 
 /* How long a batch takes, in seconds: a roofline, or a calibrated table. */
 typedef struct step_cost {
@@ -26,7 +27,11 @@ typedef struct step_cost {
 typedef struct sim_options {
     sched_config sched;
     step_cost cost;
-    int num_replicas;          /* requests go to the least-loaded replica */
+    int num_replicas;          /* instances, each its own scheduler and KV pool, one arrival stream */
+    router_kind router;        /* which replica a request goes to (0: least outstanding) */
+    /* Requests routed to each replica (NULL: not wanted; else num_replicas counters, zeroed
+     * by the caller). */
+    int64_t *replica_requests;
     /* Called now and then with the requests ended so far; may be NULL. */
     void (*progress)(void *ctx, size_t ended, size_t total);
     void *progress_ctx;

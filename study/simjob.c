@@ -10,6 +10,25 @@
 #include "io/interrupt.h"
 #include "study/job.h"
 
+/* Several replicas: how many, the router, and the requests each was sent. */
+static json_t *deployment_json(const simjob *j)
+{
+    scenario_resolved r;
+    char err[256];
+    json_t *o = json_object(), *counts = o ? json_put_array(o, "requests_per_replica") : NULL;
+    if (!counts || scenario_resolve(j->sc, &r, err, sizeof err) < 0 ||
+        json_put(o, "replicas", json_integer(r.replicas)) | json_put(o, "router", json_string(router_name(r.router)))) {
+        json_decref(o);
+        return NULL;
+    }
+    for (int i = 0; i < r.replicas; i++)
+        if (json_array_append_new(counts, json_integer(j->replica_requests[i])) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
 /* What summary.json says besides the summary: what ran, on which cost model, the scenario. */
 static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
 {
@@ -17,6 +36,7 @@ static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
+                    (j->replica_requests ? json_put(obj, "deployment", deployment_json(j)) : 0) |
                     job_scenario_json(obj, j->sc)) {
         json_decref(obj);
         return NULL;
@@ -59,7 +79,9 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     sim_options o = {
         .sched = r->sched,
         .cost = job_cost_fn(jc),
-        .num_replicas = 1,
+        .num_replicas = r->replicas,
+        .router = r->router,
+        .replica_requests = j->replica_requests,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
         .stop = interrupt_flag(),
@@ -98,7 +120,14 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     res_dir dir;
     int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
     bool opened = j->out_dir && status == 0;
+    j->replica_requests = r.replicas > 1 ? calloc((size_t)r.replicas, sizeof *j->replica_requests) : NULL;
+    if (status == 0 && r.replicas > 1 && !j->replica_requests) {
+        snprintf(err, errlen, "out of memory");
+        status = -1;
+    }
     if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, err, errlen);
+    free(j->replica_requests);
+    j->replica_requests = NULL;
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     if (status < 0 && opened) res_abort(&dir);

@@ -21,6 +21,7 @@ typedef struct simjob {
     req_record *records;     /* malloc'd when keep_records and the run succeeded; caller frees */
     size_t num_records;
     char cost_kind[16];      /* after the run: "measured", "table" or "roofline" */
+    int64_t *replica_requests; /* during the run: requests per replica (deployment.replicas > 1) */
     char cost_source[1024];  /* which table or roofline priced the steps */
 } simjob;
 

@@ -335,3 +335,87 @@ Test(sim, a_set_stop_flag_ends_the_run_as_interrupted)
     job_cost_free(&cost);
     wl_free(&w);
 }
+
+/* ---- replicas and routers ---- */
+
+/* A list workload by hand: request i at ARRIVAL[i] with prefix PREFIX[i] (-1: none), 100
+ * prompt tokens of which the first 64 are the prefix, 2 output tokens. */
+static workload hand_workload(int n, const double *arrival, const int *prefix)
+{
+    workload w = {.reqs = calloc((size_t)n, sizeof(wl_request)), .n = (size_t)n, .vocab_size = 1000,
+                  .prefix_seed = 99, .cfg = {.arrival = ARRIVAL_TRACE, .vocab_size = 1000}};
+    for (int i = 0; i < n; i++)
+        w.reqs[i] = (wl_request){.id = i, .arrival_time = arrival[i], .prompt_len = 100, .output_len = 2,
+                                 .prefix_id = prefix[i], .prefix_len = prefix[i] >= 0 ? 64 : 0,
+                                 .token_seed = 1000 + (uint64_t)i};
+    return w;
+}
+
+static void route_run(router_kind k, int replicas, workload *w, bool prefix_caching, int64_t *counts, summary *sum)
+{
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &(double){0.01}}, .num_replicas = replicas,
+                     .router = k, .replica_requests = counts};
+    o.sched.prefix_caching = prefix_caching;
+    met_acc *met = met_create();
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    char err[512];
+    cr_assert_eq(sim_run(&o, w, &w->cfg, &rc, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(met_summarize(met, NULL, sum), 0);
+    met_free(met);
+}
+
+Test(router, the_table_names_each_router_once)
+{
+    cr_assert_str_eq(ROUTER_CHOICES, "least_outstanding|round_robin|least_kv|prefix_aware");
+    const char *names[] = {"least_outstanding", "round_robin", "least_kv", "prefix_aware"};
+    for (int k = 0; k < 4; k++) {
+        router_kind back;
+        cr_assert_str_eq(router_name((router_kind)k), names[k]);
+        cr_assert_eq(router_parse(names[k], &back), 0);
+        cr_assert_eq(back, k);
+        cr_assert_gt(strlen(router_help((router_kind)k)), 10);
+    }
+    router_kind x;
+    cr_assert_eq(router_parse("random", &x), -1);
+}
+
+/* Seven requests at once over three replicas. */
+Test(router, a_burst_by_hand)
+{
+    double at[7] = {0};
+    int none[7] = {-1, -1, -1, -1, -1, -1, -1};
+    workload w = hand_workload(7, at, none);
+    int64_t rr[3] = {0}, lo[3] = {0}, kv[3] = {0};
+    summary s;
+    route_run(ROUTER_ROUND_ROBIN, 3, &w, false, rr, &s);
+    cr_assert(rr[0] == 3 && rr[1] == 2 && rr[2] == 2, "round robin: %lld %lld %lld", (long long)rr[0], (long long)rr[1], (long long)rr[2]);
+    cr_assert_eq(s.completed, 7, "every request served once");
+    /* all waiting at once: 0, 1, 2, then each again in index order as loads tie */
+    route_run(ROUTER_LEAST_OUTSTANDING, 3, &w, false, lo, &s);
+    cr_assert(lo[0] == 3 && lo[1] == 2 && lo[2] == 2, "least outstanding: %lld %lld %lld", (long long)lo[0], (long long)lo[1], (long long)lo[2]);
+    /* each waiting request books 7 blocks (100 tokens of 16): the queue counts */
+    route_run(ROUTER_LEAST_KV, 3, &w, false, kv, &s);
+    cr_assert(kv[0] == 3 && kv[1] == 2 && kv[2] == 2, "least KV: %lld %lld %lld", (long long)kv[0], (long long)kv[1], (long long)kv[2]);
+    free(w.reqs);
+}
+
+/* Two prefixes. A and B arrive together (least loaded: A to replica 0, B to 1); later, one
+ * request at a time, each A goes where A is cached and each B where B is, where least
+ * outstanding sends every idle-time request to replica 0. */
+Test(router, prefix_aware_follows_the_cache)
+{
+    double at[10] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    int px[10] = {0, 1, 0, 1, 1, 0, 1, 0, 0, 1};
+    workload w = hand_workload(10, at, px);
+    int64_t pa[2] = {0}, lo[2] = {0};
+    summary sp, sl;
+    route_run(ROUTER_PREFIX_AWARE, 2, &w, true, pa, &sp);
+    cr_assert(pa[0] == 5 && pa[1] == 5, "prefix aware: %lld %lld", (long long)pa[0], (long long)pa[1]);
+    route_run(ROUTER_LEAST_OUTSTANDING, 2, &w, true, lo, &sl);
+    cr_assert(lo[0] == 9 && lo[1] == 1, "least outstanding: %lld %lld", (long long)lo[0], (long long)lo[1]);
+    /* 8 later requests find their 4 prefix blocks (64 tokens) cached: 8 x 64 hit tokens */
+    cr_assert_eq(sp.prefix_hits, 8 * 64, "prefix hits %lld", (long long)sp.prefix_hits);
+    cr_assert_eq(sp.completed, 10);
+    free(w.reqs);
+}
