@@ -35,6 +35,7 @@ struct met_acc {
 
     itl_run *itl;
     size_t num_itl, itl_cap;
+    bool itl_distinct;         /* a compaction kept most runs: compacting no longer pays */
 
     /* Step accumulators: sums in arrival order, so results are deterministic. */
     int64_t num_steps;
@@ -189,8 +190,11 @@ void met_on_itl_n(met_acc *m, double gap, int64_t count)
         m->itl[m->num_itl - 1].count += count;
         return;
     }
-    if (m->num_itl == m->itl_cap && m->num_itl >= 4096) {
+    if (m->num_itl == m->itl_cap && m->num_itl >= 4096 && !m->itl_distinct) {
         compact_itl(m);
+        /* mostly distinct gaps (interpolated step costs): sorting again would cost time and
+         * save little, so the array just grows from here */
+        m->itl_distinct = m->num_itl > m->itl_cap / 2;
         if (m->num_itl > m->itl_cap / 2)
             m->itl = grow(m->itl, &m->itl_cap, sizeof *m->itl);
     } else if (m->num_itl == m->itl_cap) {
