@@ -62,7 +62,7 @@ int cmd_serve(int argc, char **argv)
     engine_live *eng = engine_start(&o, &st, err, sizeof err);
     if (!eng) {
         fprintf(stderr, "servesim: %s\n", err);
-        return EXIT_BAD_INPUT;
+        return st.refused ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
     }
     srv_options so = {
         .host = a.host, .port = (int)a.port, .model = a.model_name ? a.model_name : sc.v[K_model_preset].s,

@@ -524,6 +524,7 @@ engine_live *engine_start(const engine_options *o, engine_stats *stats, char *er
         }
     }
     if (!l->started) {
+        if (stats) *stats = (engine_stats){.refused = !e->kb};
         engine_stop(l);
         return NULL;
     }

@@ -32,6 +32,7 @@ typedef struct engine_stats {
     double end_time;           /* seconds from the start of the measured clock */
     double warmup_seconds;     /* backend warm-up before the clock starts */
     char device[160];
+    bool refused;              /* engine_start: the backend refused (no device, too large): a user's choice */
 } engine_stats;
 
 /* Fills the backend's pool fields (blocks, block size, table width, batch limits) from S. */
@@ -83,7 +84,8 @@ typedef struct engine_gauges {
 
 typedef struct engine_live engine_live;
 
-/* Opens the backend, warms it up and starts the engine thread. NULL with a reason in ERR.
+/* Opens the backend, warms it up and starts the engine thread. NULL with a reason in ERR (and
+ * STATS->refused when the backend refused the configuration, rather than failing).
  * O's on_token and predict are not used (each job has its own callbacks). */
 engine_live *engine_start(const engine_options *o, engine_stats *stats, char *err, size_t errlen);
 /* Seconds on the engine's clock (the clock of every time it reports). */
