@@ -173,6 +173,9 @@ with tempfile.TemporaryDirectory() as tmp:
         check("p50_ttft_ms" in names and not any("throughput" in n for n in names),
               f"without send times, latencies but no throughput: {names}")
 
+    r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--set", "model.preset=llama-3.1-70b", "--set",
+                        "kv.num_blocks=16"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "GiB available" in r.stderr, f"a model too large for this machine: exit {r.returncode}: {r.stderr}")
     r = subprocess.run([SERVESIM, "serve", ini, "--port", str(port)], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and f"port {port}" in r.stderr, f"a taken port: exit {r.returncode}: {r.stderr}")
     server.send_signal(signal.SIGINT)
