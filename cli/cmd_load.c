@@ -261,6 +261,7 @@ int cmd_load(int argc, char **argv)
         if (have) res_print_summary(stdout, &sum);
         printf("%zu requests sent to %s (model %s), %zu failed%s\n", st.sent, a.url, st.model, st.failed,
                st.interrupted ? ", interrupted" : "");
+        if (st.failed) printf("First failure: %s (all in errors.csv)\n", st.first_error);
         if (st.delay_count)
             printf("Event delay, server write to client clock (%zu events): mean %.3f ms, P50 %.3f, P99 %.3f, max %.3f\n",
                    st.delay_count, st.delay_mean_ms, st.delay_p50_ms, st.delay_p99_ms, st.delay_max_ms);

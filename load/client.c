@@ -151,12 +151,16 @@ static void add_token_time(flight *f, double t)
     f->times[f->num_times++] = t;
 }
 
-/* True when CHOICE carries generated text: a completion's "text" or a chat delta's "content". */
+/* True when CHOICE carries a generated token: a completion's "text" or a chat delta's
+ * "content", even empty (a control token such as <s> streams as ""), but not a chat's
+ * opening role chunk, nor an empty chunk that only says why the stream ends. */
 static bool has_content(json_t *choice)
 {
-    json_t *t = json_object_get(choice, "text");
-    if (!t) t = json_object_get(json_object_get(choice, "delta"), "content");
-    return json_is_string(t) && json_string_length(t) > 0;
+    json_t *delta = json_object_get(choice, "delta");
+    json_t *t = delta ? json_object_get(delta, "content") : json_object_get(choice, "text");
+    if (!json_is_string(t) || (delta && json_object_get(delta, "role"))) return false;
+    json_t *finish = json_object_get(choice, "finish_reason");
+    return json_string_length(t) > 0 || !finish || json_is_null(finish);
 }
 
 /* One event's "data:" payload. */
@@ -308,6 +312,8 @@ static void end_flight(run *r, flight *f, CURLcode result, double now)
         met_on_request(s->met, &rec);
     }
     if (s->on_request) s->on_request(s->ctx, &rec, f->times, f->num_times, ok ? NULL : f->error);
+    if (!ok && !r->stats->failed)
+        snprintf(r->stats->first_error, sizeof r->stats->first_error, "request %lld: %s", (long long)f->wr.id, f->error);
     r->stats->failed += !ok;
     if (f->prev) f->prev->next = f->next;
     else r->c.flights = f->next;

@@ -33,6 +33,7 @@ typedef struct load_sink {
 
 typedef struct load_stats {
     size_t sent, failed;
+    char first_error[200];     /* the first failed request's error, "" when none failed */
     double end_time;           /* seconds from the first send */
     char model[256];           /* the model the requests named */
     bool interrupted;

@@ -68,7 +68,11 @@ class FakeServer(http.server.BaseHTTPRequestHandler):
         short = plen % 3 == 1          # a third of the requests get one token too few
         broken = plen % 3 == 2         # another third an error event after one token
         for i in range(n - 1 if short else 1 if broken else n):
-            events.append("data: " + json.dumps({"choices": [{"index": 0, "text": "x"}]}) + "\r\n\r\n")
+            # token 1 is a control token, whose text is empty: still a token
+            text = "" if i == 1 else "x"
+            events.append("data: " + json.dumps({"choices": [{"index": 0, "text": text, "finish_reason": None}]}) + "\r\n\r\n")
+        # a closing chunk with no text, only the reason: not a token
+        events.append("data: " + json.dumps({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}) + "\r\n\r\n")
         if broken:
             events.append("data: " + json.dumps({"error": {"message": "boom", "code": 500}}) + "\r\n\r\n")
         events.append("data: [DONE]\r\n\r\n")
@@ -145,6 +149,18 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{source}: measured {k} {measured[k]} is the client's {summ[k]}")
         check(os.path.exists(os.path.join(vdir, "sim", "requests.csv")), "the simulated run is kept")
 
+    # chat: the opening role chunk is not a token
+    chat = os.path.join(tmp, "chat")
+    r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", chat, "--quiet", "--endpoint", "chat",
+                        "--set", "workload.num_requests=5", "--set", "run.warmup_requests=0"],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"chat: exit {r.returncode}: {r.stderr}")
+    if r.returncode == 0:
+        crow = [x.split(",") for x in open(os.path.join(chat, "requests.csv")).read().splitlines()[1:]]
+        ctok = open(os.path.join(chat, "tokens.csv")).read().splitlines()[1:]
+        check(all(x[9] == "length" for x in crow) and len(ctok) == sum(int(x[7]) for x in crow),
+              f"chat: every request complete, one token per content chunk ({len(ctok)} token rows)")
+
     # 1,000 connections at once: every one served, nothing held after
     many = os.path.join(tmp, "many")
     r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", many, "--quiet", "--set", "workload.arrival=closed",
@@ -156,7 +172,7 @@ with tempfile.TemporaryDirectory() as tmp:
         s2 = json.load(open(os.path.join(many, "summary.json")))
         check(s2["completed"] == 1000, f"1,000 connections: {s2['completed']} completed, {s2['rejected']} failed")
         m2 = metrics(port)
-        check(m2["vllm:request_success_total"] == 1042 and m2["vllm:kv_cache_usage_perc"] == 0,
+        check(m2["vllm:request_success_total"] == 1047 and m2["vllm:kv_cache_usage_perc"] == 0,
               f"the server after 1,000 connections: {m2['vllm:request_success_total']} finished, KV {m2['vllm:kv_cache_usage_perc']}")
 
     # vLLM's own JSON has no send times: throughput is then not compared
@@ -206,6 +222,10 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(rows) == 30, f"every request recorded: {len(rows)}")
         check(all(int(x[5]) % 3 == 0 for x in ok) and len(ok) > 0, "only the full-length answers count as successes")
         check(all(x[7] == "5" for x in ok), "5 tokens each, from events with CRLF ends and comments")
+        tokens = open(os.path.join(fout, "tokens.csv")).read().splitlines()[1:]
+        full = {x[0] for x in ok}
+        check(sum(1 for t in tokens if t.split(",")[0] in full) == 5 * len(full),
+              "an empty-text token event is a token; a closing reason-only chunk is not")
         check("sent 4 of the 5 tokens" in errs and "the server: boom" in errs, f"errors.csv names both failures: {errs[:300]}")
 
 print("http: ok" if not failures else f"http: {len(failures)} failure(s)")
