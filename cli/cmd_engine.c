@@ -62,6 +62,12 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
         job_cost_free(&cost);
         return EXIT_FAILURE_OTHER;
     }
+    if (r.token_times && res_open_tokens(&dir, err, errlen) < 0) {
+        res_abort(&dir);
+        wl_free(&w);
+        job_cost_free(&cost);
+        return EXIT_FAILURE_OTHER;
+    }
     job_progress ps;
     job_progress_start(&ps, "serving");
     o.progress = !quiet && isatty(2) ? job_progress_show : NULL;

@@ -485,6 +485,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
 {
     sched_config *c = &out->sched;
     out->replicas = (int)V(deployment, replicas).i;
+    out->token_times = V(run, token_times).b;
     router_parse(V(deployment, router).s, &out->router);
     sched_policy_parse(V(scheduler, policy).s, &c->policy);
     c->prefix_caching = V(scheduler, prefix_caching).b;

@@ -47,6 +47,7 @@ typedef struct scenario_resolved {
     wl_config workload;
     slo_config slo;
     int replicas;               /* deployment.replicas */
+    bool token_times;           /* run.token_times: write tokens.csv */
     router_kind router;         /* deployment.router */
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */

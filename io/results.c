@@ -96,7 +96,24 @@ static void close_streams(res_dir *d)
 {
     if (d->steps) fclose(d->steps);
     if (d->requests) fclose(d->requests);
-    d->steps = d->requests = NULL;
+    if (d->tokens) fclose(d->tokens);
+    d->steps = d->requests = d->tokens = NULL;
+}
+
+int res_open_tokens(res_dir *d, char *err, size_t errlen)
+{
+    d->tokens = open_stream(d, "tokens.csv", "request_id,token_index,time\n", err, errlen);
+    return d->tokens ? 0 : -1;
+}
+
+void res_write_token(res_dir *d, int64_t request_id, int index, double time)
+{
+    if (!d->tokens) return;
+    row r = {.len = 0};
+    put_int(&r, request_id);
+    put_int(&r, index);
+    put_time(&r, time);
+    end_row(&r, d->tokens);
 }
 
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen)
@@ -213,11 +230,15 @@ int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *e
  * never holds a mix of two runs, and is deleted only once the new one is in place. */
 int res_commit(res_dir *d, char *err, size_t errlen)
 {
-    FILE *steps = d->steps, *requests = d->requests;
-    d->steps = d->requests = NULL;
-    int bad = steps ? close_file(d, steps, "steps.csv", err, errlen) : 0;
-    if (requests && bad) fclose(requests);   /* the first error is the one reported */
-    else if (requests) bad = close_file(d, requests, "requests.csv", err, errlen);
+    FILE *files[3] = {d->steps, d->requests, d->tokens};
+    const char *names[3] = {"steps.csv", "requests.csv", "tokens.csv"};
+    d->steps = d->requests = d->tokens = NULL;
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!files[i]) continue;
+        if (bad) fclose(files[i]);   /* the first error is the one reported */
+        else bad = close_file(d, files[i], names[i], err, errlen);
+    }
     return bad ? -1 : od_commit(&d->od, err, errlen);
 }
 

@@ -13,11 +13,16 @@ typedef struct res_dir {
     outdir od;          /* the directory that appears whole or not at all */
     FILE *steps;        /* steps.csv and requests.csv, streamed while the run goes */
     FILE *requests;
+    FILE *tokens;       /* tokens.csv, only after res_open_tokens */
 } res_dir;
 
 /* Creates DIR.tmp.<pid> (and the parents of DIR) as od_open does, refusing what servesim did
  * not write. -1 with a message in ERR on failure. */
 int res_open(res_dir *d, const char *dir, char *err, size_t errlen);
+/* Also write tokens.csv (request_id, token_index, time): every token's time. -1 with ERR. */
+int res_open_tokens(res_dir *d, char *err, size_t errlen);
+/* One row of tokens.csv, when it is open. */
+void res_write_token(res_dir *d, int64_t request_id, int index, double time);
 /* One row of steps.csv. */
 void res_write_step(res_dir *d, const step_record *s);
 /* One row of requests.csv; rows come in the order requests end. Write errors surface when

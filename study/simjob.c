@@ -120,6 +120,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     res_dir dir;
     int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
     bool opened = j->out_dir && status == 0;
+    if (opened && r.token_times && res_open_tokens(&dir, err, errlen) < 0) status = -1;
     j->replica_requests = r.replicas > 1 ? calloc((size_t)r.replicas, sizeof *j->replica_requests) : NULL;
     if (status == 0 && r.replicas > 1 && !j->replica_requests) {
         snprintf(err, errlen, "out of memory");

@@ -419,3 +419,68 @@ Test(router, prefix_aware_follows_the_cache)
     cr_assert_eq(sp.completed, 10);
     free(w.reqs);
 }
+
+/* run.token_times: one row per generated token, in order per request, the last at the
+ * request's finish, its index output_len - 1; off by default (no tokens.csv). */
+Test(sim, token_times_write_every_token)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_set(&sc, "workload.num_requests=60", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "run.warmup_requests=3", err, sizeof err), 0);
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-tok /tmp/servesim-test-notok"), 0);
+    simjob plain = {.sc = &sc, .out_dir = "/tmp/servesim-test-notok"};
+    cr_assert_eq(simjob_run(&plain, err, sizeof err), EXIT_OK, "%s", err);
+    cr_assert_neq(access("/tmp/servesim-test-notok/tokens.csv", F_OK), 0, "no tokens.csv unless asked");
+    cr_assert_eq(scenario_set(&sc, "run.token_times=on", err, sizeof err), 0);
+    simjob j = {.sc = &sc, .out_dir = "/tmp/servesim-test-tok"};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK, "%s", err);
+    enum { N = 63 };
+    double finish[N];
+    int out_len[N];
+    FILE *f = fopen("/tmp/servesim-test-tok/requests.csv", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        long long id;
+        double arr, fin;
+        int prompt, cached, outl;
+        /* request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,prompt_len,cached,output_len */
+        cr_assert_eq(sscanf(line, "%lld,%lf,%*[^,],%*[^,],%lf,%d,%d,%d", &id, &arr, &fin, &prompt, &cached, &outl), 6, "%s", line);
+        cr_assert_lt(id, N);
+        finish[id] = fin;
+        out_len[id] = outl;
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, N);
+    f = fopen("/tmp/servesim-test-tok/tokens.csv", "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    cr_assert_str_eq(line, "request_id,token_index,time\n");
+    int next[N] = {0};
+    double last[N];
+    int64_t rows = 0, total = 0;
+    while (fgets(line, sizeof line, f)) {
+        long long id;
+        int index;
+        double t;
+        cr_assert_eq(sscanf(line, "%lld,%d,%lf", &id, &index, &t), 3, "%s", line);
+        cr_assert_eq(index, next[id], "request %lld: token %d after %d", id, index, next[id]);
+        cr_assert(index == 0 || t >= last[id]);
+        next[id]++;
+        last[id] = t;
+        rows++;
+    }
+    fclose(f);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(next[i], out_len[i], "request %d: %d token rows, %d tokens", i, next[i], out_len[i]);
+        cr_assert_float_eq(last[i], finish[i], 1e-9, "request %d's last token is its finish", i);
+        total += out_len[i];
+    }
+    cr_assert_eq(rows, total);
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-tok /tmp/servesim-test-notok"), 0);
+}
