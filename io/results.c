@@ -2,6 +2,8 @@
  * simulator streams millions of steps, and integers are most of each row. */
 #include "io/results.h"
 
+#include "io/errmsg.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,15 +22,6 @@
     "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"         \
     "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n"
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* A CSV row under construction; every field is followed by ',' and the last one replaced
  * by '\n'. 32 bytes bound any int64 or "%.9f" time below 1e20 s. */
@@ -218,7 +211,7 @@ int res_write_summary(res_dir *d, const summary *s, const json_t *extra, char *e
     json_t *doc = res_summary_json(s);
     if (!doc || (extra && json_object_update(doc, (json_t *)extra) < 0)) {
         json_decref(doc);
-        return fail(err, errlen, "%s/summary.json: out of memory", d->od.tmp_path);
+        return errmsg(err, errlen, "%s/summary.json: out of memory", d->od.tmp_path);
     }
     FILE *f = od_fopen(&d->od, "summary.json", err, errlen);
     if (f) json_write(f, doc);

@@ -14,16 +14,8 @@
 #include <jansson.h>
 
 #include "io/csv.h"
+#include "io/errmsg.h"
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void measured_free(measured_run *m)
 {
@@ -102,15 +94,15 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
                                        "prompt_len", "output_len", "stop_reason", "warmup"};
     int idx[8];
     int rc = csv_next(&r, err, errlen);
-    if (rc == 0) rc = fail(err, errlen, "%s: empty, expected a requests.csv header", path);
+    if (rc == 0) rc = errmsg(err, errlen, "%s: empty, expected a requests.csv header", path);
     for (int k = 0; rc == 1 && k < 8; k++)
-        if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = fail(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
+        if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = errmsg(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
     size_t cap = 0;
     while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
         int need = 0;
         for (int k = 0; k < 8; k++) need = idx[k] > need ? idx[k] : need;
         if (r.nfields <= need) {
-            rc = fail(err, errlen, "%s:%ld: %d fields, expected at least %d", path, r.lineno, r.nfields, need + 1);
+            rc = errmsg(err, errlen, "%s:%ld: %d fields, expected at least %d", path, r.lineno, r.nfields, need + 1);
             break;
         }
         bool ok = true;
@@ -122,14 +114,14 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
             .warmup = strcmp(r.field[idx[7]], "1") == 0,
         };
         if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
-            rc = fail(err, errlen, "%s:%ld: not a request record (a number or the stop reason is wrong)", path, r.lineno);
+            rc = errmsg(err, errlen, "%s:%ld: not a request record (a number or the stop reason is wrong)", path, r.lineno);
             break;
         }
         if (m->n == cap) {
             cap = cap ? 2 * cap : 256;
             req_record *p = realloc(m->reqs, cap * sizeof *p);
             if (!p) {
-                rc = fail(err, errlen, "%s: out of memory", path);
+                rc = errmsg(err, errlen, "%s: out of memory", path);
                 break;
             }
             m->reqs = p;
@@ -137,7 +129,7 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
         m->reqs[m->n++] = q;
     }
     csv_close(&r);
-    if (rc == 0 && m->n == 0) rc = fail(err, errlen, "%s: no requests", path);
+    if (rc == 0 && m->n == 0) rc = errmsg(err, errlen, "%s: no requests", path);
     return rc < 0 ? -1 : 0;
 }
 
@@ -156,11 +148,11 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
     if (rc == 1) {
         id_col = csv_index(&r, "request_id");
         time_col = csv_index(&r, "time");
-        if (id_col < 0 || time_col < 0) rc = fail(err, errlen, "%s:1: expected columns request_id and time", path);
+        if (id_col < 0 || time_col < 0) rc = errmsg(err, errlen, "%s:1: expected columns request_id and time", path);
     }
     /* records by id, to know which requests count */
     req_record *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
-    if (!sorted) rc = fail(err, errlen, "out of memory");
+    if (!sorted) rc = errmsg(err, errlen, "out of memory");
     else {
         memcpy(sorted, m->reqs, m->n * sizeof *sorted);
         qsort(sorted, m->n, sizeof *sorted, by_id);
@@ -171,20 +163,20 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
     while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
         bool ok = true;
         if (r.nfields <= (id_col > time_col ? id_col : time_col)) {
-            rc = fail(err, errlen, "%s:%ld: too few fields", path, r.lineno);
+            rc = errmsg(err, errlen, "%s:%ld: too few fields", path, r.lineno);
             break;
         }
         int64_t id = integer(r.field[id_col], 0, INT64_C(1) << 53, &ok);
         double t = number(r.field[time_col], &ok);
         if (!ok || isnan(t)) {
-            rc = fail(err, errlen, "%s:%ld: not a token record", path, r.lineno);
+            rc = errmsg(err, errlen, "%s:%ld: not a token record", path, r.lineno);
             break;
         }
         req_record key = {.request_id = id};
         const req_record *q = bsearch(&key, sorted, m->n, sizeof *sorted, by_id);
         bool counts = q && q->stop == STOP_LENGTH && !q->warmup;
         if (id == prev_id && counts && push_itl(m, &cap, t - prev_t) < 0) {
-            rc = fail(err, errlen, "out of memory");
+            rc = errmsg(err, errlen, "out of memory");
             break;
         }
         prev_id = id;
@@ -213,7 +205,7 @@ static json_t *array_of(json_t *doc, const char *key, size_t n, const char *path
 {
     json_t *a = json_object_get(doc, key);
     if (!json_is_array(a) || json_array_size(a) != n) {
-        fail(err, errlen, "%s: \"%s\" must be a list of %zu entries (save the result with --save-detailed)", path, key, n);
+        errmsg(err, errlen, "%s: \"%s\" must be a list of %zu entries (save the result with --save-detailed)", path, key, n);
         return NULL;
     }
     return a;
@@ -223,20 +215,20 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
 {
     json_error_t je;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) return fail(err, errlen, "%s:%d: %s", path, je.line, je.text);
+    if (!doc) return errmsg(err, errlen, "%s:%d: %s", path, je.line, je.text);
     json_t *in = json_object_get(doc, "input_lens");
     size_t n = json_is_array(in) ? json_array_size(in) : 0;
     json_t *out = NULL, *ttfts = NULL, *itls = NULL, *errs = NULL, *starts = json_object_get(doc, "start_times");
     int rc = 0;
-    if (n == 0) rc = fail(err, errlen, "%s: no \"input_lens\" list: not a `vllm bench serve --save-result --save-detailed` file", path);
+    if (n == 0) rc = errmsg(err, errlen, "%s: no \"input_lens\" list: not a `vllm bench serve --save-result --save-detailed` file", path);
     else if (!(out = array_of(doc, "output_lens", n, path, err, errlen)) || !(ttfts = array_of(doc, "ttfts", n, path, err, errlen)) ||
              !(itls = array_of(doc, "itls", n, path, err, errlen)) || !(errs = array_of(doc, "errors", n, path, err, errlen)))
         rc = -1;
     else if (starts && (!json_is_array(starts) || json_array_size(starts) != n))
-        rc = fail(err, errlen, "%s: \"start_times\" must list %zu send times", path, n);
+        rc = errmsg(err, errlen, "%s: \"start_times\" must list %zu send times", path, n);
     m->have_arrivals = starts != NULL;
     m->reqs = rc == 0 ? calloc(n, sizeof *m->reqs) : NULL;
-    if (rc == 0 && !m->reqs) rc = fail(err, errlen, "out of memory");
+    if (rc == 0 && !m->reqs) rc = errmsg(err, errlen, "out of memory");
     size_t cap = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         json_t *e = json_array_get(errs, i), *g = json_array_get(itls, i);
@@ -245,7 +237,7 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
         bool failed = json_is_string(e) && json_string_length(e) > 0;
         if (!json_is_integer(json_array_get(in, i)) || !json_is_integer(json_array_get(out, i)) || !json_is_array(g) ||
             !json_is_number(json_array_get(ttfts, i)) || (starts && !json_is_number(json_array_get(starts, i)))) {
-            rc = fail(err, errlen, "%s: request %zu: lengths must be integers, ttfts and start_times numbers, itls lists", path, i);
+            rc = errmsg(err, errlen, "%s: request %zu: lengths must be integers, ttfts and start_times numbers, itls lists", path, i);
             break;
         }
         double sum = 0;
@@ -253,7 +245,7 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
         json_t *gap;
         json_array_foreach(g, k, gap) {
             sum += json_number_value(gap);
-            if (!failed && push_itl(m, &cap, json_number_value(gap)) < 0) rc = fail(err, errlen, "out of memory");
+            if (!failed && push_itl(m, &cap, json_number_value(gap)) < 0) rc = errmsg(err, errlen, "out of memory");
         }
         m->reqs[i] = (req_record){
             .request_id = (int64_t)i, .arrival_time = starts ? start : 0, .scheduled_prefill_time = NAN,
@@ -262,7 +254,7 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
             .output_len = (int)json_integer_value(json_array_get(out, i)), .stop = failed ? STOP_ERROR : STOP_LENGTH,
         };
         if (m->reqs[i].prompt_len < 1 && !failed)
-            rc = fail(err, errlen, "%s: request %zu: input length %d", path, i, m->reqs[i].prompt_len);
+            rc = errmsg(err, errlen, "%s: request %zu: input length %d", path, i, m->reqs[i].prompt_len);
     }
     json_decref(doc);
     if (rc < 0) return -1;
@@ -276,7 +268,7 @@ int measured_read(const char *path, measured_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     struct stat st;
-    if (stat(path, &st) != 0) return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (stat(path, &st) != 0) return errmsg(err, errlen, "%s: %s", path, strerror(errno));
     int rc = S_ISDIR(st.st_mode) ? read_dir(path, out, err, errlen) : read_vllm(path, out, err, errlen);
     if (rc < 0) {
         measured_free(out);

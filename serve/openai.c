@@ -2,18 +2,21 @@
  * hot path (one per token), are formatted from a prefix written once per response. */
 #include "serve/openai.h"
 
+#include "io/errmsg.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A 400 Bad Request, with its reason in ERR. */
 __attribute__((format(printf, 3, 4)))
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    verrmsg(err, errlen, fmt, ap);
     va_end(ap);
     return 400;
 }
