@@ -338,3 +338,20 @@ Test(metrics, no_steps_gives_zero_internals)
     cr_assert_eq(s.kv_fragmentation, 0.0);
     met_free(m);
 }
+
+/* A one-token request has no TPOT, also when its stream ends after its token (a load
+ * client's record: the end is when [DONE] arrived): (E2EL - TTFT) / 0 must not enter the
+ * statistics as infinity. */
+Test(metrics, a_one_token_request_has_no_tpot_even_when_it_ends_after_its_token)
+{
+    met_acc *m = met_create();
+    req_record one = req(0, 1.0, 1.2, 1.25, 10, 1, STOP_LENGTH, false);
+    req_record two = req(1, 1.0, 1.2, 1.5, 10, 2, STOP_LENGTH, false);
+    met_on_request(m, &one);
+    met_on_request(m, &two);
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_float_eq(s.tpot_ms.mean, 300.0, 1e-9, "only the two-token request has a TPOT (0.3 s)");
+    cr_assert_float_eq(s.tpot_ms.max, 300.0, 1e-9);
+    met_free(m);
+}
