@@ -66,6 +66,8 @@ request *req_pool_get(req_pool *p)
 
 void req_pool_put(req_pool *p, request *r)
 {
+    free((void *)r->prompt);
+    r->prompt = NULL;
     p->free_list[p->num_free++] = r;
 }
 

@@ -59,7 +59,7 @@ typedef struct req_pool {
 void req_pool_init(req_pool *p);
 /* A slot for a new request (contents undefined until req_init); NULL when out of memory. */
 request *req_pool_get(req_pool *p);
-/* R has ended: its slot may be handed out again. Its prompt must already be freed (NULL). */
+/* The scheduler let go of R: its prompt buffer is freed and its slot may be handed out again. */
 void req_pool_put(req_pool *p, request *r);
 /* Frees the prompts of requests still in flight (an interrupted run), then every slot. */
 void req_pool_free(req_pool *p);

@@ -61,12 +61,13 @@ static void request_ended(engine *e, request *r, double now)
     if (e->o->progress) e->o->progress(e->o->progress_ctx, e->ended, e->w->n);
 }
 
-/* The scheduler no longer refers to R: its slot can serve another request. */
-static void request_released(engine *e, request *r)
+/* Every request the scheduler let go of since its last completion or abort: its slot can
+ * serve another request. */
+static void release_all(engine *e)
 {
-    free((void *)r->prompt);
-    r->prompt = NULL;
-    req_pool_put(&e->reqs, r);
+    request **rel;
+    int n = sched_released(e->s, &rel);
+    for (int i = 0; i < n; i++) req_pool_put(&e->reqs, rel[i]);
 }
 
 /* Each request's buffer holds its prompt and then every token it will generate. */
@@ -82,7 +83,7 @@ static int send_due_requests(engine *e, double now)
         rec_sent(e->rc, r);
         if (!sched_add(e->s, r, now)) {
             request_ended(e, r, now);
-            request_released(e, r);
+            req_pool_put(&e->reqs, r);
         }
     }
     return 0;
@@ -127,8 +128,7 @@ static int run_step(engine *e, double start)
     if (e->rc) rec_step(e->rc, &st);
     else e->last_step = st;
     for (int i = 0; i < nf; i++) request_ended(e, fin[i], end);
-    int nr = sched_released(e->s, &fin);
-    for (int i = 0; i < nr; i++) request_released(e, fin[i]);
+    release_all(e);
     return 1;
 }
 
@@ -343,13 +343,6 @@ static void job_ended(engine *e, request *r)
     pthread_mutex_unlock(&l->lock);
 }
 
-static void release_all(engine *e)
-{
-    request **rel;
-    int n = sched_released(e->s, &rel);
-    for (int i = 0; i < n; i++) request_released(e, rel[i]);
-}
-
 /* Jobs taken from the inbox join the scheduler (engine thread, lock not held). */
 static void admit_jobs(engine_live *l, engine_job *jobs, double now)
 {
@@ -378,7 +371,7 @@ static void admit_jobs(engine_live *l, engine_job *jobs, double now)
         pthread_mutex_unlock(&l->lock);
         if (!sched_add(e->s, r, now)) {
             request_ended(e, r, now);
-            request_released(e, r);
+            req_pool_put(&e->reqs, r);
         }
     }
 }

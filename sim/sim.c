@@ -56,14 +56,6 @@ static void request_ended(sim *m, request *r, double now)
     if (m->o->progress && (m->ended & 0xffff) == 0) m->o->progress(m->o->progress_ctx, m->ended, m->w->n);
 }
 
-/* The scheduler no longer refers to R: its slot can serve another request. */
-static void request_released(sim *m, request *r)
-{
-    free((void *)r->prompt);
-    r->prompt = NULL;
-    req_pool_put(&m->reqs, r);
-}
-
 static replica *route(sim *m, const request *r)
 {
     int i = router_pick(m->o->router, &m->router, m->scheds, m->o->num_replicas, r);
@@ -87,7 +79,7 @@ static int send_due_requests(sim *m, double now)
         rec_sent(m->rc, r);
         if (!sched_add(route(m, r)->s, r, now)) {
             request_ended(m, r, now);
-            request_released(m, r);
+            req_pool_put(&m->reqs, r);
         }
     }
     return 0;
@@ -118,7 +110,7 @@ static void finish_step(sim *m, replica *rep, double now)
     m->stats.steps++;
     for (int i = 0; i < nf; i++) request_ended(m, fin[i], now);
     int nr = sched_released(rep->s, &fin);
-    for (int i = 0; i < nr; i++) request_released(m, fin[i]);
+    for (int i = 0; i < nr; i++) req_pool_put(&m->reqs, fin[i]);
 }
 
 static int handle(sim *m, sim_event *ev, double now)
