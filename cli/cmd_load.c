@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
@@ -34,7 +33,7 @@ static const char load_usage[] =
 
 typedef struct recorder_files {
     res_dir *dir;
-    FILE *tokens, *errors;
+    FILE *errors;
     /* for vllm-bench.json: per measured request, in the order they ended */
     json_t *input_lens, *output_lens, *ttfts, *itls, *errs, *starts;
 } recorder_files;
@@ -43,7 +42,7 @@ static void on_request(void *ctx, const req_record *rec, const double *times, in
 {
     recorder_files *rf = ctx;
     res_write_request(rf->dir, rec);
-    for (int i = 0; i < n; i++) fprintf(rf->tokens, "%lld,%d,%.9f\n", (long long)rec->request_id, i, times[i]);
+    for (int i = 0; i < n; i++) res_write_token(rf->dir, rec->request_id, i, times[i]);
     if (error) {
         fprintf(rf->errors, "%lld,", (long long)rec->request_id);
         csv_write_field(rf->errors, error);
@@ -170,8 +169,7 @@ static int measure(const scenario *sc, const scenario_args *a, const char *out, 
         return EXIT_FAILURE_OTHER;
     }
     recorder_files rf = {.dir = &dir};
-    rf.tokens = od_fopen(&dir.od, "tokens.csv", err, errlen);
-    rf.errors = rf.tokens ? od_fopen(&dir.od, "errors.csv", err, errlen) : NULL;
+    rf.errors = res_open_tokens(&dir, err, errlen) == 0 ? od_fopen(&dir.od, "errors.csv", err, errlen) : NULL;
     if (a->vllm_json) {
         rf.input_lens = json_array(), rf.output_lens = json_array(), rf.ttfts = json_array();
         rf.itls = json_array(), rf.errs = json_array(), rf.starts = json_array();
@@ -179,7 +177,6 @@ static int measure(const scenario *sc, const scenario_args *a, const char *out, 
     met_acc *met = met_create();
     int status = rf.errors && met ? EXIT_OK : EXIT_FAILURE_OTHER;
     if (status == EXIT_OK) {
-        fputs("request_id,token_index,time\n", rf.tokens);
         fputs("request_id,error\n", rf.errors);
         job_progress ps;
         job_progress_start(&ps, "measuring");
@@ -196,18 +193,16 @@ static int measure(const scenario *sc, const scenario_args *a, const char *out, 
     if (status == EXIT_OK) {
         *have = met_summarize(met, &r.slo, sum) == 0;
         json_t *extra = extra_json(sc, a, st);
-        FILE *t = rf.tokens, *e = rf.errors;
-        rf.tokens = rf.errors = NULL;
+        FILE *e = rf.errors;
+        rf.errors = NULL;
         if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
-        else if (close_extra(&dir, t, "tokens.csv", err, errlen) < 0 || close_extra(&dir, e, "errors.csv", err, errlen) < 0 ||
+        else if (close_extra(&dir, e, "errors.csv", err, errlen) < 0 ||
                  (a->vllm_json && write_vllm_json(&dir, &rf, sum, sc, st, err, errlen) < 0) ||
                  job_write_results(&dir, sum, extra, err, errlen) < 0)
             status = EXIT_FAILURE_OTHER;
-        t = e = NULL;
         json_decref(extra);
         if (!extra) status = EXIT_FAILURE_OTHER;
     }
-    if (rf.tokens) fclose(rf.tokens);
     if (rf.errors) fclose(rf.errors);
     if (status != EXIT_OK) res_abort(&dir);
     json_decref(rf.input_lens), json_decref(rf.output_lens), json_decref(rf.ttfts);
@@ -238,11 +233,7 @@ int cmd_load(int argc, char **argv)
     snprintf(url, sizeof url, "%s", a.url);
     for (size_t n = strlen(url); n > 0 && url[n - 1] == '/'; n--) url[n - 1] = '\0';
     a.url = url;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    env_raise_fd_limit();
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "load-seed%lld", sc.v[K_run_seed].i);

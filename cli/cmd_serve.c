@@ -2,10 +2,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/environment.h"
 #include "engine/engine.h"
 #include "io/interrupt.h"
 #include "serve/server.h"
@@ -27,16 +27,6 @@ static const char serve_usage[] =
     "  writing, CLOCK_MONOTONIC s) to each token's event, from which `servesim load` on the same\n"
     "  machine measures its own delay.\n";
 
-/* 1,000 concurrent streams need more descriptors than the usual soft limit of 1,024. */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
 int cmd_serve(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -56,7 +46,7 @@ int cmd_serve(int argc, char **argv)
     }
     o.sched = r.sched;
     engine_backend_options(&r.sched, &o.backend);
-    raise_fd_limit();
+    env_raise_fd_limit();
     signal(SIGPIPE, SIG_IGN);
     engine_stats st;
     engine_live *eng = engine_start(&o, &st, err, sizeof err);

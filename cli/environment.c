@@ -4,6 +4,7 @@
 #include <gsl/gsl_version.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -61,4 +62,13 @@ void env_fix_blas_core(char **argv)
     if (!core || getenv("OPENBLAS_CORETYPE")) return;
     setenv("OPENBLAS_CORETYPE", core, 1);
     execv("/proc/self/exe", argv);
+}
+
+void env_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }

@@ -14,5 +14,8 @@ void env_git_commit(char *out, size_t len);
 /* Re-executes the program with OPENBLAS_CORETYPE set when OpenBLAS fell back to generic
  * kernels on a CPU it did not recognize. Returns only when no re-exec was needed or it failed. */
 void env_fix_blas_core(char **argv);
+/* Raises the open-file limit to its hard maximum: 1,000 concurrent streams (serve, load)
+ * need more descriptors than the usual soft limit of 1,024. */
+void env_raise_fd_limit(void);
 
 #endif
