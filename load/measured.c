@@ -139,7 +139,9 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* tokens.csv (request_id, token_index, time): the gaps of finished measured requests. */
+/* tokens.csv (request_id, token_index, time): the gaps of finished measured requests. A
+ * request's rows are in time order; requests' rows may interleave (the engine and the
+ * simulator write a step's tokens together, the load client a request's at its end). */
 static int read_tokens(const char *path, measured_run *m, char *err, size_t errlen)
 {
     csv_reader r;
@@ -152,14 +154,14 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
     }
     /* records by id, to know which requests count */
     req_record *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
-    if (!sorted) rc = errmsg(err, errlen, "out of memory");
+    double *last = malloc((m->n ? m->n : 1) * sizeof *last);   /* by sorted index: its previous token */
+    if (!sorted || !last) rc = errmsg(err, errlen, "out of memory");
     else {
         memcpy(sorted, m->reqs, m->n * sizeof *sorted);
         qsort(sorted, m->n, sizeof *sorted, by_id);
+        for (size_t i = 0; i < m->n; i++) last[i] = NAN;
     }
     size_t cap = 0;
-    int64_t prev_id = -1;
-    double prev_t = NAN;
     while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
         bool ok = true;
         if (r.nfields <= (id_col > time_col ? id_col : time_col)) {
@@ -174,15 +176,16 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
         }
         req_record key = {.request_id = id};
         const req_record *q = bsearch(&key, sorted, m->n, sizeof *sorted, by_id);
-        bool counts = q && q->stop == STOP_LENGTH && !q->warmup;
-        if (id == prev_id && counts && push_itl(m, &cap, t - prev_t) < 0) {
+        if (!q || q->stop != STOP_LENGTH || q->warmup) continue;
+        size_t k = (size_t)(q - sorted);
+        if (!isnan(last[k]) && push_itl(m, &cap, t - last[k]) < 0) {
             rc = errmsg(err, errlen, "out of memory");
             break;
         }
-        prev_id = id;
-        prev_t = t;
+        last[k] = t;
     }
     free(sorted);
+    free(last);
     csv_close(&r);
     m->have_itl = rc == 0;
     return rc < 0 ? -1 : 0;

@@ -229,7 +229,8 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
                "0,10.0,,10.1,10.4,20,0,3,0,length,1,x\n"
                "1,10.2,,,10.3,25,0,0,0,error,0,x\n");
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
-    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n0,2,10.4\n2,0,10.7\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
+    /* rows interleaved across requests, as the engine and the simulator write them */
+    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
     measured_run m;
     char err[512];
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
