@@ -15,14 +15,6 @@
 #include "sim/sim.h"
 #include "study/job.h"
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* The measured requests (failed ones left out) as a list workload. A request the scenario's
  * own workload also generated (same id and lengths: the run was `servesim load` of this
  * scenario) keeps its prompt, so shared prefixes hit the cache as they did on the server. */
@@ -49,7 +41,7 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
         }
         wl_request *x = &w->reqs[w->n++];
         *x = (wl_request){.id = q->request_id, .arrival_time = q->arrival_time, .prompt_len = q->prompt_len,
-                          .output_len = q->output_len, .prefix_id = -1, .token_seed = mix((uint64_t)q->request_id),
+                          .output_len = q->output_len, .prefix_id = -1, .token_seed = wl_mix64((uint64_t)q->request_id),
                           .warmup = q->warmup};
         const wl_request *b = have_base && q->request_id >= 0 && (size_t)q->request_id < base.n ? &base.reqs[q->request_id] : NULL;
         if (b && b->prompt_len == q->prompt_len && b->output_len == q->output_len) {

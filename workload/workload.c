@@ -40,7 +40,7 @@ int wl_arrival_parse(const char *text, wl_arrival *out)
     return -1;
 }
 
-static uint64_t splitmix64(uint64_t x)
+uint64_t wl_mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -57,7 +57,7 @@ static gsl_rng *stream_rng(uint64_t seed, enum stream s)
 {
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (rng)
-        gsl_rng_set(rng, (unsigned long)(splitmix64(splitmix64(seed) ^ (uint64_t)s) >> 32));
+        gsl_rng_set(rng, (unsigned long)(wl_mix64(wl_mix64(seed) ^ (uint64_t)s) >> 32));
     return rng;
 }
 
@@ -338,9 +338,9 @@ static int32_t to_token(uint64_t h, int vocab)
 
 void wl_fill_prompt(const workload *w, const wl_request *r, int32_t *buf)
 {
-    uint64_t prefix_key = splitmix64(w->prefix_seed ^ splitmix64((uint64_t)r->prefix_id));
+    uint64_t prefix_key = wl_mix64(w->prefix_seed ^ wl_mix64((uint64_t)r->prefix_id));
     for (int i = 0; i < r->prefix_len; i++)
-        buf[i] = to_token(splitmix64(prefix_key + (uint64_t)i), w->vocab_size);
+        buf[i] = to_token(wl_mix64(prefix_key + (uint64_t)i), w->vocab_size);
     for (int i = r->prefix_len; i < r->prompt_len; i++)
-        buf[i] = to_token(splitmix64(r->token_seed ^ splitmix64((uint64_t)i)), w->vocab_size);
+        buf[i] = to_token(wl_mix64(r->token_seed ^ wl_mix64((uint64_t)i)), w->vocab_size);
 }

@@ -89,6 +89,9 @@ wl_iter *wl_iter_open(const workload *w);
 int wl_iter_next(wl_iter *it, wl_request *out);
 void wl_iter_close(wl_iter *it);
 
+/* SplitMix64's finalizer: a 64-bit value mixed into one that looks random (seeds, token ids). */
+uint64_t wl_mix64(uint64_t x);
+
 /* Writes the prompt's token ids into BUF[0..prompt_len). Requests with the same prefix_id
  * share their first prefix_len ids; other ids depend only on token_seed. */
 void wl_fill_prompt(const workload *w, const wl_request *r, int32_t *buf);
