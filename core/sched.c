@@ -27,6 +27,7 @@ struct sched {
     request **finished;
     request **released;      /* finished requests the scheduler no longer refers to */
     int num_released;
+    int64_t waiting_blocks;  /* KV blocks the waiting requests need for what they hold */
 };
 
 static const sched_policy_caps policies[] = {
@@ -185,6 +186,13 @@ static void end_request(request *r, double now, stop_reason why)
     r->stop = why;
 }
 
+/* What a waiting request will take when admitted, for what it holds now; constant while it
+ * waits (only running requests generate). */
+static int64_t waiting_need(const sched *s, const request *r)
+{
+    return bm_blocks_for(req_num_tokens(r), s->cfg.block_size);
+}
+
 static int kv_tokens_needed(const request *r) { return r->prompt_len + r->output_len - 1; }
 
 bool sched_add(sched *s, request *r, double now)
@@ -202,6 +210,7 @@ bool sched_add(sched *s, request *r, double now)
     if (s->waiting.len + s->max_seqs + 1 > s->waiting.cap && !deque_grow(&s->waiting)) return false;
     r->state = REQ_WAITING;
     deque_push_back(&s->waiting, r);
+    s->waiting_blocks += waiting_need(s, r);
     return true;
 }
 
@@ -246,6 +255,7 @@ static request *preempt_last(sched *s)
     v->num_preemptions++;
     v->state = REQ_WAITING;
     deque_push_front(&s->waiting, v);
+    s->waiting_blocks += waiting_need(s, v);
     s->batch.preempted[s->batch.num_preempted++] = v;
     return v;
 }
@@ -317,6 +327,7 @@ static int admit_head(sched *s, int budget, double now)
     s->batch.prefix_queries += req_num_tokens(r);
     s->batch.prefix_hits += cached;
     deque_pop_front(&s->waiting);
+    s->waiting_blocks -= waiting_need(s, r);
     running_insert(s, r);
     add_item(s, r, n, 0, now);
     return n;
@@ -389,6 +400,7 @@ static void form_static_batch(sched *s, double now)
             break;
         }
         deque_pop_front(&s->waiting);
+        s->waiting_blocks -= waiting_need(s, r);
         running_insert(s, r);
         set_prefilling(s, r, true);
         longest = next_longest;
@@ -489,6 +501,7 @@ bool sched_abort(sched *s, request *r, double now)
             if (q != r) s->waiting.buf[(s->waiting.head + kept++) % s->waiting.cap] = q;
         }
         s->waiting.len = kept;
+        s->waiting_blocks -= waiting_need(s, r);
         end_request(r, now, STOP_ABORTED);
         s->released[s->num_released++] = r;
         return true;
@@ -515,13 +528,7 @@ int sched_cached_prefix_blocks(sched *s, const request *r)
     return s->cfg.prefix_caching && r->prompt ? bm_count_hits(s->bm, r) : 0;
 }
 
-int64_t sched_waiting_blocks(const sched *s)
-{
-    int64_t blocks = 0;
-    for (size_t i = 0; i < s->waiting.len; i++)
-        blocks += bm_blocks_for(req_num_tokens(s->waiting.buf[(s->waiting.head + i) % s->waiting.cap]), s->cfg.block_size);
-    return blocks;
-}
+int64_t sched_waiting_blocks(const sched *s) { return s->waiting_blocks; }
 
 int sched_released(const sched *s, request ***released)
 {
@@ -568,6 +575,9 @@ const char *sched_check(const sched *s)
         if (i > 0 && runs_before(s->running[i], s->running[i - 1])) return "running set is out of order";
     }
     if (computed != s->computed_tokens) return "computed token count differs from the running set";
+    int64_t waiting = 0;
+    for (size_t i = 0; i < s->waiting.len; i++) waiting += waiting_need(s, s->waiting.buf[(s->waiting.head + i) % s->waiting.cap]);
+    if (waiting != s->waiting_blocks) return "waiting block count differs from the queue";
     if (prefilling != s->num_prefilling) return "prefilling count differs from the running set";
     if (s->num_running > s->max_seqs) return "more running requests than max_num_seqs";
     return bm_check(s->bm);
