@@ -97,12 +97,15 @@ int sched_config_check(const sched_config *c, char *err, size_t errlen)
 
 /* ---- waiting queue ---- */
 
+/* The I-th waiting request from the front. */
+static request **deque_at(const req_deque *q, size_t i) { return &q->buf[(q->head + i) % q->cap]; }
+
 static bool deque_grow(req_deque *q)
 {
     size_t cap = q->cap ? 2 * q->cap : 64;
     request **buf = malloc(cap * sizeof *buf);
     if (!buf) return false;
-    for (size_t i = 0; i < q->len; i++) buf[i] = q->buf[(q->head + i) % q->cap];
+    for (size_t i = 0; i < q->len; i++) buf[i] = *deque_at(q, i);
     free(q->buf);
     q->buf = buf;
     q->cap = cap;
@@ -127,6 +130,7 @@ static void deque_push_front(req_deque *q, request *r)
 }
 
 static request *deque_front(const req_deque *q) { return q->buf[q->head]; }
+
 
 static void deque_pop_front(req_deque *q)
 {
@@ -497,8 +501,8 @@ bool sched_abort(sched *s, request *r, double now)
     if (r->state == REQ_WAITING) {
         size_t kept = 0;
         for (size_t i = 0; i < s->waiting.len; i++) {
-            request *q = s->waiting.buf[(s->waiting.head + i) % s->waiting.cap];
-            if (q != r) s->waiting.buf[(s->waiting.head + kept++) % s->waiting.cap] = q;
+            request *q = *deque_at(&s->waiting, i);
+            if (q != r) *deque_at(&s->waiting, kept++) = q;
         }
         s->waiting.len = kept;
         s->waiting_blocks -= waiting_need(s, r);
@@ -576,7 +580,7 @@ const char *sched_check(const sched *s)
     }
     if (computed != s->computed_tokens) return "computed token count differs from the running set";
     int64_t waiting = 0;
-    for (size_t i = 0; i < s->waiting.len; i++) waiting += waiting_need(s, s->waiting.buf[(s->waiting.head + i) % s->waiting.cap]);
+    for (size_t i = 0; i < s->waiting.len; i++) waiting += waiting_need(s, *deque_at(&s->waiting, i));
     if (waiting != s->waiting_blocks) return "waiting block count differs from the queue";
     if (prefilling != s->num_prefilling) return "prefilling count differs from the running set";
     if (s->num_running > s->max_seqs) return "more running requests than max_num_seqs";
