@@ -16,7 +16,7 @@
 #include "core/model.h"
 
 static const char bench_usage[] =
-    "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N]\n"
+    "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N] [--replicas N]\n"
     "       servesim bench --engine PRESET [--threads N]\n"
     "       servesim bench --serving PRESET [--threads N]\n"
     "  Simulates N requests (default 1000000) with (prompt, output) lengths drawn from the\n"
@@ -24,6 +24,7 @@ static const char bench_usage[] =
     "  capacity a short all-at-once probe measures, llama-3-8b on the H200 roofline, paged +\n"
     "  chunked prefill. Prints simulated requests and events per wall-clock second, for each of\n"
     "  --runs runs (default 3) of the same requests, and their median.\n"
+    "  --replicas N: N such replicas behind the least-outstanding router, at N times the rate.\n"
     "  --engine: the CPU engine's decode step time at batch 1 to 64 (context 128) against this\n"
     "  machine's floor (weight bytes over measured memcpy bandwidth), and prefill tokens/s.\n"
     "  --serving: 64- and 256-token prefills timed by the calibration probe and served by the\n"
@@ -130,12 +131,12 @@ static int resample(const workload *source, size_t n, double rate, uint64_t seed
 
 static double roofline(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
 
-static int simulate(const scenario_resolved *r, workload *w, wl_config *wc, summary *sum,
+static int simulate(const scenario_resolved *r, int replicas, workload *w, wl_config *wc, summary *sum,
                     sim_stats *stats, double *wall, char *err, size_t errlen)
 {
     cost_model cost;
     cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
-    sim_options o = {.sched = r->sched, .cost = {roofline, &cost}, .num_replicas = 1};
+    sim_options o = {.sched = r->sched, .cost = {roofline, &cost}, .num_replicas = replicas};
     met_acc *met = met_create();
     recorder rc;
     rec_init(&rc, met, NULL);
@@ -148,13 +149,13 @@ static int simulate(const scenario_resolved *r, workload *w, wl_config *wc, summ
 }
 
 typedef struct bench_args {
-    long n, seed, threads, runs;
+    long n, seed, threads, runs, replicas;
     const char *trace, *engine, *serving;
 } bench_args;
 
 static const cli_opt bench_opts[] = {
     {"--trace", true}, {"--engine", true}, {"--serving", true}, {"--runs", true},
-    {"--threads", true}, {"--requests", true}, {"--seed", true},
+    {"--threads", true}, {"--requests", true}, {"--seed", true}, {"--replicas", true},
 };
 
 static int on_bench_opt(void *ctx, const char *f, const char *v)
@@ -167,6 +168,7 @@ static int on_bench_opt(void *ctx, const char *f, const char *v)
     else if (strcmp(f, "--threads") == 0) return cli_parse_long(f, v, 0, 1024, &a->threads);
     else if (strcmp(f, "--requests") == 0) return cli_parse_long(f, v, 1, 100000000, &a->n);
     else if (strcmp(f, "--seed") == 0) return cli_parse_long(f, v, 0, 2147483647, &a->seed);
+    else if (strcmp(f, "--replicas") == 0) return cli_parse_long(f, v, 1, 4096, &a->replicas);
     return 0;
 }
 
@@ -180,7 +182,7 @@ int cmd_bench(int argc, char **argv)
     char default_trace[1100] = "traces/azure_llm_2023_conv.csv";
     if (measured_data_dir(default_trace, sizeof default_trace - 40) == 0)
         strcat(default_trace, "traces/azure_llm_2023_conv.csv");
-    bench_args a = {.n = 1000000, .runs = 3, .trace = default_trace};
+    bench_args a = {.n = 1000000, .runs = 3, .replicas = 1, .trace = default_trace};
     if (cli_parse(argc, argv, bench_usage, bench_opts, sizeof bench_opts / sizeof *bench_opts, on_bench_opt, NULL, &a) < 0)
         return EXIT_BAD_INPUT;
     long n = a.n, seed = a.seed, threads = a.threads, runs = a.runs;
@@ -212,14 +214,14 @@ int cmd_bench(int argc, char **argv)
     double wall;
     workload probe;
     int status = resample(&rows, 20000, 0, (uint64_t)seed + 1, &probe);
-    if (status == 0) status = simulate(&r, &probe, &wc, &sum, &st, &wall, err, sizeof err);
+    if (status == 0) status = simulate(&r, 1, &probe, &wc, &sum, &st, &wall, err, sizeof err);
     free(probe.reqs);
-    double rate = 0.8 * sum.request_throughput;
+    double rate = 0.8 * sum.request_throughput * (double)a.replicas;
     workload w;
     double walls[99];
     if (status == 0) status = resample(&rows, (size_t)n, rate, (uint64_t)seed, &w);
     for (int i = 0; i < runs && status == 0; i++) {
-        status = simulate(&r, &w, &wc, &sum, &st, &walls[i], err, sizeof err);
+        status = simulate(&r, (int)a.replicas, &w, &wc, &sum, &st, &walls[i], err, sizeof err);
         if (status == 0) fprintf(stderr, "run %d: %.3f s, %.0f simulated requests/s\n", i + 1, walls[i], n / walls[i]);
     }
     if (status == 0) {
@@ -231,6 +233,7 @@ int cmd_bench(int argc, char **argv)
     if (status != 0) { fprintf(stderr, "servesim: %s\n", err[0] ? err : "out of memory"); return EXIT_FAILURE_OTHER; }
     printf("servesim bench: %ld requests, lengths from %s, Poisson at %.2f req/s (80%% of capacity)\n",
            n, trace, rate);
+    if (a.replicas > 1) printf("  %ld replicas, least-outstanding router\n", a.replicas);
     printf("  model llama-3-8b, h200 roofline, paged + chunked prefill, max_num_seqs %d\n", r.sched.max_num_seqs);
     printf("  simulated time        %12.1f s\n", st.end_time);
     printf("  wall-clock time       %12.3f s  (median of %ld runs)\n", wall, runs);

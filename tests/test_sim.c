@@ -420,6 +420,67 @@ Test(router, prefix_aware_follows_the_cache)
     free(w.reqs);
 }
 
+/* Replicas share nothing but the arrival stream: behind round robin, each one serves its
+ * third of the requests exactly as a simulator of that third alone does, step for step.
+ * (Catches a replica left idle with work because the simulator did not look at it again.) */
+static void run_list(const sim_options *o, workload *w, met_acc **met)
+{
+    *met = met_create();
+    met_keep_requests(*met);
+    recorder rc;
+    rec_init(&rc, *met, NULL);
+    char err[512];
+    cr_assert_eq(sim_run(o, w, &w->cfg, &rc, NULL, err, sizeof err), 0, "%s", err);
+}
+
+Test(router, each_replica_behind_round_robin_runs_as_it_would_alone)
+{
+    wl_config wc = constant_workload(900, 90);
+    workload all;
+    char err[512];
+    cr_assert_eq(wl_build(&wc, &all, err, sizeof err), 0, "%s", err);
+    all.cfg.arrival = ARRIVAL_TRACE; /* the list as it is */
+    sim_options o = {.sched = small_sched(), .cost = {linear_cost, NULL}, .num_replicas = 3,
+                     .router = ROUTER_ROUND_ROBIN};
+    met_acc *together;
+    run_list(&o, &all, &together);
+    size_t n;
+    const req_record *t = met_requests(together, &n);
+    cr_assert_eq(n, 900);
+    o.num_replicas = 1;
+    size_t compared = 0, overlapped = 0;
+    for (int r = 0; r < 3; r++) {
+        workload part = all;
+        part.reqs = calloc(300, sizeof *part.reqs);
+        part.n = 0;
+        for (size_t i = (size_t)r; i < all.n; i += 3) part.reqs[part.n++] = all.reqs[i];
+        met_acc *alone;
+        run_list(&o, &part, &alone);
+        size_t m;
+        const req_record *a = met_requests(alone, &m);
+        cr_assert_eq(m, 300);
+        for (size_t i = 0; i < m; i++) {
+            const req_record *x = NULL;
+            for (size_t k = 0; k < n && !x; k++)
+                if (t[k].request_id == a[i].request_id) x = &t[k];
+            cr_assert_not_null(x);
+            cr_assert_float_eq(x->first_token_time, a[i].first_token_time, 1e-12, "request %lld", (long long)a[i].request_id);
+            cr_assert_float_eq(x->finish_time, a[i].finish_time, 1e-12, "request %lld", (long long)a[i].request_id);
+            compared++;
+            bool shared = false; /* it arrived while the replica served another */
+            for (size_t k = 0; k < m && !shared; k++)
+                shared = a[k].arrival_time < a[i].arrival_time && a[k].finish_time > a[i].arrival_time;
+            overlapped += shared;
+        }
+        met_free(alone);
+        free(part.reqs);
+    }
+    cr_assert_eq(compared, 900);
+    cr_assert_gt(overlapped, 600, "the replicas must be busy for this to test anything (%zu arrived at a busy one)", overlapped);
+    met_free(together);
+    wl_free(&all);
+}
+
 /* run.token_times: one row per generated token, in order per request, the last at the
  * request's finish, its index output_len - 1; off by default (no tokens.csv). */
 Test(sim, token_times_write_every_token)
