@@ -135,7 +135,7 @@ static int simulate(const scenario_resolved *r, int replicas, workload *w, wl_co
                     sim_stats *stats, double *wall, char *err, size_t errlen)
 {
     cost_model cost;
-    cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    cost_roofline_init(&cost, &r->model, &r->hw, &r->roofline, r->dtype_bytes, r->tensor_parallel);
     sim_options o = {.sched = r->sched, .cost = {roofline, &cost}, .num_replicas = replicas};
     met_acc *met = met_create();
     recorder rc;

@@ -64,7 +64,16 @@ static int version_cmp(const char *a, const char *b)
     }
 }
 
-int measured_find(const char *gpu, const char *shape, const char *version, char *path, size_t pathlen,
+int measured_table_tp(const cost_table *t)
+{
+    const char *v = ct_meta(t, "tensor_parallel");
+    if (!v) return 1;
+    char *end;
+    long tp = strtol(v, &end, 10);
+    return *end || tp < 1 || tp > 4096 ? 0 : (int)tp;
+}
+
+int measured_find(const char *gpu, const char *shape, int tp, const char *version, char *path, size_t pathlen,
                   char *why, size_t whylen)
 {
     char data[4096], dir[4200];
@@ -79,7 +88,7 @@ int measured_find(const char *gpu, const char *shape, const char *version, char 
         return 0;
     }
     char best_version[64] = "", other_versions[256] = "";
-    int found = 0, shape_seen = 0;
+    int found = 0, shape_seen = 0, tp_seen = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
@@ -90,7 +99,9 @@ int measured_find(const char *gpu, const char *shape, const char *version, char 
         if (ct_read_meta(&t, file, err, sizeof err) < 0) continue;
         const char *s = ct_meta(&t, "shape"), *fw = ct_meta(&t, "framework");
         const char *v = fw && strncmp(fw, "vllm ", 5) == 0 ? fw + 5 : NULL;
-        if (s && v && strcmp(s, shape) == 0) {
+        bool same_shape = s && v && strcmp(s, shape) == 0;
+        tp_seen |= same_shape;
+        if (same_shape && measured_table_tp(&t) == tp) {
             shape_seen = 1;
             bool take = version[0] ? strcmp(v, version) == 0 : !found || version_cmp(v, best_version) > 0;
             if (take) {
@@ -109,10 +120,19 @@ int measured_find(const char *gpu, const char *shape, const char *version, char 
     if (shape_seen)
         snprintf(why, whylen, "no measured table of vLLM %s for this model on %s (there is: %s)", version, gpu,
                  other_versions);
+    else if (tp_seen)
+        snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d in %scosts/%s/", gpu, tp,
+                 data, gpu);
     else
         snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
     return 0;
 }
+
+/* One model's tables of one framework version: the tensor-parallel sizes measured. */
+typedef struct listed {
+    char model[64], fw[64];
+    unsigned tps;  /* bit k: tp 2^k */
+} listed;
 
 void measured_list(const char *gpu, char *out, size_t len)
 {
@@ -122,6 +142,8 @@ void measured_list(const char *gpu, char *out, size_t len)
     snprintf(dir, sizeof dir, "%scosts/%s", data, gpu);
     struct dirent **names;
     int n = scandir(dir, &names, NULL, alphasort); /* sorted: the same list every run */
+    listed items[64];
+    size_t num = 0;
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names[i]->d_name);
         char file[4500], err[512];
@@ -129,11 +151,29 @@ void measured_list(const char *gpu, char *out, size_t len)
         cost_table t;
         if (l > 4 && strcmp(names[i]->d_name + l - 4, ".csv") == 0 && ct_read_meta(&t, file, err, sizeof err) == 0) {
             const char *m = ct_meta(&t, "model"), *fw = ct_meta(&t, "framework");
-            size_t used = strlen(out);
-            snprintf(out + used, len - used, "%s%s (%s)", used ? ", " : "", m ? m : names[i]->d_name, fw ? fw : "?");
+            listed key = {.tps = 0};
+            snprintf(key.model, sizeof key.model, "%s", m ? m : names[i]->d_name);
+            snprintf(key.fw, sizeof key.fw, "%s", fw ? fw : "?");
+            size_t k = 0;
+            while (k < num && (strcmp(items[k].model, key.model) || strcmp(items[k].fw, key.fw))) k++;
+            if (k == num && num < sizeof items / sizeof items[0]) items[num++] = key;
+            int tp = measured_table_tp(&t);
+            for (int b = 0; k < num && b < 31; b++)
+                if (tp == 1 << b) items[k].tps |= 1u << b;
             ct_free(&t);
         }
         free(names[i]);
     }
     if (n >= 0) free(names);
+    for (size_t k = 0; k < num; k++) {
+        size_t used = strlen(out);
+        used += (size_t)snprintf(out + used, len - used, "%s%s (%s", used ? ", " : "", items[k].model, items[k].fw);
+        const char *sep = "; tp ";
+        for (int b = 0; items[k].tps != 1 && b < 31 && used < len; b++) /* tp 1 alone goes unsaid */
+            if (items[k].tps & (1u << b)) {
+                used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);
+                sep = ", ";
+            }
+        if (used < len) snprintf(out + used, len - used, ")");
+    }
 }

@@ -6,19 +6,27 @@
 
 #include <stddef.h>
 
+struct cost_table;
+
 /* servesim's data directory (with costs/, scenarios/, traces/), with a trailing '/':
  * $SERVESIM_DATA_DIR when set, else the first of the folders around the executable that has
  * costs/ (a build tree's source folder, an install's share/servesim), else the source tree
  * the binary was built from. -1 when none has costs/. */
 int measured_data_dir(char *out, size_t len);
 
-/* The measured table for GPU (a hardware preset name) and SHAPE (calibrate_shape_string's
- * form), of vLLM VERSION ("" = the newest there is). 1 with its path in PATH (and the data
- * directory in DATA_DIR) when one exists, 0 with the reason in WHY when none does. */
-int measured_find(const char *gpu, const char *shape, const char *version, char *path, size_t pathlen,
+/* The measured table for GPU (a hardware preset name), SHAPE (calibrate_shape_string's
+ * form) and tensor parallelism TP (a table's `tensor_parallel` header; 1 when it has none),
+ * of vLLM VERSION ("" = the newest there is). 1 with its path in PATH when one exists, 0
+ * with the reason in WHY when none does. */
+int measured_find(const char *gpu, const char *shape, int tp, const char *version, char *path, size_t pathlen,
                   char *why, size_t whylen);
 
-/* The models measured tables exist for on GPU, as "model (vllm V), ..." in OUT ("" when none). */
+/* A table's tensor parallelism: its `tensor_parallel` header, 1 when it has none, 0 when
+ * the header is not a positive number. */
+int measured_table_tp(const struct cost_table *t);
+
+/* The models measured tables exist for on GPU, as "model (vllm V), model (vllm V; tp 1, 2, 4),
+ * ..." in OUT ("" when none). */
 void measured_list(const char *gpu, char *out, size_t len);
 
 #endif

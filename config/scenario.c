@@ -399,6 +399,8 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     if (V(hardware, peak_tflops).d > 0) hw.peak_tflops = V(hardware, peak_tflops).d;
     if (V(hardware, mem_bandwidth_gbs).d > 0) hw.mem_bandwidth_gbs = V(hardware, mem_bandwidth_gbs).d;
     if (V(hardware, mem_gib).d > 0) hw.mem_gib = V(hardware, mem_gib).d;
+    if (V(hardware, link_gbs).d > 0) hw.link_gbs = V(hardware, link_gbs).d;
+    if (V(hardware, allreduce_us).d >= 0) hw.allreduce_us = V(hardware, allreduce_us).d;
     out->hw = hw;
     /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline */
     hw_fit fit = hw_preset_fit(hw.name);
@@ -417,7 +419,8 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
         {"hardware.peak_tflops", V(hardware, peak_tflops).d > 0},
         {"hardware.mem_bandwidth_gbs", V(hardware, mem_bandwidth_gbs).d > 0},
         {"hardware.compute_efficiency", ce > 0}, {"hardware.memory_efficiency", me > 0},
-        {"hardware.attention_efficiency", ae > 0},
+        {"hardware.attention_efficiency", ae > 0}, {"hardware.link_gbs", V(hardware, link_gbs).d > 0},
+        {"hardware.allreduce_us", V(hardware, allreduce_us).d >= 0},
     };
     out->roofline_keys_set[0] = 0;
     for (size_t i = 0; i < sizeof roof / sizeof roof[0]; i++)
@@ -433,7 +436,7 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     /* 0 is the preset's; a datasheet figure this small priced steps into an infinite clock */
     const struct { int key; const char *name; } peaks[] = {
         {K_hardware_peak_tflops, "hardware.peak_tflops"}, {K_hardware_mem_bandwidth_gbs, "hardware.mem_bandwidth_gbs"},
-        {K_hardware_mem_gib, "hardware.mem_gib"},
+        {K_hardware_mem_gib, "hardware.mem_gib"}, {K_hardware_link_gbs, "hardware.link_gbs"},
     };
     for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {
         double v = sc->v[peaks[i].key].d;
@@ -442,6 +445,12 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
                      sc->v[peaks[i].key].origin, v);
             return -1;
         }
+    }
+    double ar = V(hardware, allreduce_us).d;
+    if (ar < 0 && ar != -1) {
+        snprintf(err, errlen, "hardware.allreduce_us (%s) must be -1 (the preset's) or at least 0, got %g",
+                 V(hardware, allreduce_us).origin, ar);
+        return -1;
     }
     double oh = V(hardware, step_overhead_ms).d;
     if (oh < 0 && oh != -1) {
@@ -463,19 +472,24 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     return 0;
 }
 
-/* KV blocks that fit beside the weights in the memory the utilization allows. */
+/* KV blocks that fit beside the weights in the memory the utilization allows, on each GPU of
+ * a tensor-parallel group (each holds its share of the weights and of every token's KV, so
+ * the group's pool has as many blocks as one GPU's). */
 static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, char *err, size_t errlen)
 {
+    model_shape shard = model_shard(&r->model, r->tensor_parallel);
     double budget = r->hw.mem_gib * (1 << 30) * V(hardware, gpu_memory_utilization).d;
-    double weights = (double)model_num_params(&r->model) * r->dtype_bytes;
-    double block = (double)model_kv_bytes_per_token(&r->model, r->dtype_bytes) * r->sched.block_size;
+    double weights = (double)model_num_params(&shard) * r->dtype_bytes;
+    double block = (double)model_kv_bytes_per_token(&shard, r->dtype_bytes) * r->sched.block_size;
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
+        char split[64] = "";
+        if (r->tensor_parallel > 1) snprintf(split, sizeof split, " (1/%d of them per GPU)", r->tensor_parallel);
         snprintf(err, errlen,
-                 "%s weights (%.1f GiB) leave no room for a KV block in %.1f GiB x "
-                 "hardware.gpu_memory_utilization %.2f of %s",
-                 r->model.name, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
-                 r->hw.name);
+                 "%s weights%s (%.1f GiB) leave no room for a KV block in %.1f GiB x "
+                 "hardware.gpu_memory_utilization %.2f of %s%s",
+                 r->model.name, split, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
+                 r->hw.name, r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)");
         return -1;
     }
     return blocks > 1e9 ? 1000000000 : (int)blocks;
@@ -485,6 +499,8 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
 {
     sched_config *c = &out->sched;
     out->replicas = (int)V(deployment, replicas).i;
+    out->tensor_parallel = (int)V(deployment, tensor_parallel).i;
+    if (model_check_tp(&out->model, out->tensor_parallel, err, errlen) < 0) return -1;
     out->token_times = V(run, token_times).b;
     router_parse(V(deployment, router).s, &out->router);
     sched_policy_parse(V(scheduler, policy).s, &c->policy);
@@ -574,6 +590,13 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
 {
     const model_shape *m = &r->model;
     memset(kb, 0, sizeof *kb);
+    if (r->tensor_parallel > 1 || r->replicas > 1) {
+        snprintf(err, errlen, "%s: the real engine runs one instance on one device; deployment.%s = %d is for the "
+                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
+                 r->tensor_parallel > 1 ? "tensor_parallel" : "replicas",
+                 r->tensor_parallel > 1 ? r->tensor_parallel : r->replicas);
+        return -1;
+    }
     kb->kind = strcmp(V(engine, backend).s, "cuda") == 0 ? KB_CUDA : KB_CPU;
     kb->shape = (kb_shape){m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
                            m->intermediate, m->vocab, m->rope_theta, m->rms_eps};

@@ -47,6 +47,7 @@ typedef struct scenario_resolved {
     wl_config workload;
     slo_config slo;
     int replicas;               /* deployment.replicas */
+    int tensor_parallel;        /* deployment.tensor_parallel: GPUs per replica */
     bool token_times;           /* run.token_times: write tokens.csv */
     router_kind router;         /* deployment.router */
     char trace_path[1000];
@@ -54,7 +55,7 @@ typedef struct scenario_resolved {
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */
     char vllm_version[64];      /* the measured table's framework version, "" = newest */
     double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
-    char roofline_keys_set[200];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
+    char roofline_keys_set[320];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
 } scenario_resolved;
 
 void scenario_defaults(scenario *sc);

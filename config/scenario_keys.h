@@ -23,6 +23,8 @@
     X(hardware, memory_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak bandwidth reads reach (0 = fitted)") \
     X(hardware, attention_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s prefill attention reaches (0 = fitted)") \
     X(hardware, step_overhead_ms, NUM, "-1", "-1", "10000", "fixed cost of every step (scheduling, launches, host work); -1 = the cost table's, or the roofline's fit") \
+    X(hardware, link_gbs, NUM, "0", "0", "100000", "tensor parallelism: GPU-to-GPU bandwidth per direction, GB/s (0 = preset: NVLink, else PCIe)") \
+    X(hardware, allreduce_us, NUM, "-1", "-1", "100000", "tensor parallelism: fixed time of each all-reduce, microseconds (-1 = preset)") \
     X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
     X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
     X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights)") \
@@ -33,6 +35,7 @@
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = max_model_len, or 2048 with chunked prefill)") \
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
+    X(deployment, tensor_parallel, INT, "1", "1", "64", "GPUs per instance, splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces join them)") \
     X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \
     X(deployment, router, CHOICE, "least_outstanding", ROUTER_CHOICES, "", "which replica a request goes to (sim/router.h: least_outstanding, round_robin, least_kv, prefix_aware)") \
     X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \

@@ -59,6 +59,31 @@ int64_t model_kv_bytes_per_token(const model_shape *m, int dtype_bytes)
     return 2LL * m->num_layers * m->num_kv_heads * m->head_dim * dtype_bytes;
 }
 
+model_shape model_shard(const model_shape *m, int tp)
+{
+    model_shape s = *m;
+    if (tp <= 1) return s;
+    s.num_heads = m->num_heads / tp;
+    s.num_kv_heads = m->num_kv_heads >= tp ? m->num_kv_heads / tp : 1;
+    s.intermediate = m->intermediate / tp;
+    s.vocab = (m->vocab + tp - 1) / tp; /* vLLM pads the vocabulary to a multiple of TP */
+    return s;
+}
+
+int model_check_tp(const model_shape *m, int tp, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (m->num_heads % tp) why = "model.num_heads";
+    else if (m->intermediate % tp) why = "model.intermediate";
+    else if (m->num_kv_heads >= tp ? m->num_kv_heads % tp : tp % m->num_kv_heads) why = "model.num_kv_heads";
+    if (!why) return 0;
+    snprintf(err, errlen,
+             "deployment.tensor_parallel = %d does not split %s: its %s (heads %d, KV heads %d, intermediate %d) "
+             "must divide by it (KV heads: or divide it)",
+             tp, m->name ? m->name : "the model", why, m->num_heads, m->num_kv_heads, m->intermediate);
+    return -1;
+}
+
 int model_check(const model_shape *m, char *err, size_t errlen)
 {
     const struct { const char *name; int v; } dims[] = {

@@ -28,6 +28,13 @@ int64_t model_num_params(const model_shape *m);
 int64_t model_linear_params(const model_shape *m);
 /* KV bytes per token at DTYPE_BYTES per element, all layers, K and V. */
 int64_t model_kv_bytes_per_token(const model_shape *m, int dtype_bytes);
+/* What one GPU of a tensor-parallel group of TP holds and computes, as vLLM splits a model
+ * (Megatron style): query heads, MLP columns and the vocabulary (embedding and LM head)
+ * divided by TP, KV heads divided too until each GPU has one, then replicated; the hidden
+ * size, the norms and the layer count whole. TP = 1 is the model itself. */
+model_shape model_shard(const model_shape *m, int tp);
+/* Rejects a TP the model cannot be split by, as vLLM does; writes a one-line reason. */
+int model_check_tp(const model_shape *m, int tp, char *err, size_t errlen);
 /* Rejects shapes that cannot run; writes a one-line reason. */
 int model_check(const model_shape *m, char *err, size_t errlen);
 

@@ -22,6 +22,15 @@ a servesim cost table (docs/cost-model.md, "Measured tables") from those timings
   sample(R)        stand-in: greedy sampling's cast and argmax over R x vocab logits
   overhead         stand-in: the framework's per-step host time (--overhead-ms)
 
+Tensor parallelism (--tp-models, at TP 2, 4 and 8): a table of one GPU of the group, whose
+GEMMs, attention and LM head are that GPU's share (query heads, MLP columns and vocabulary
+divided by TP; KV heads too until each GPU has one), and whose linear(T) adds the group's
+all-reduces, timed by the database as vLLM's custom all-reduce on that many GPUs: two per
+layer and one after the embedding, each of T x hidden elements (the CUDA-graph timing up to
+512 tokens, vLLM's largest captured batch, the eager one above). lm_head(R) adds the gather
+of the logits' slices to the first GPU, priced as an all-reduce of half the logits (an
+all-gather moves half an all-reduce's bytes; the database times no gather).
+
 Every attention and GEMM figure is per layer in the database; the tables hold whole-model
 seconds. The database has no kernel for norms, activation, rotary or sampling: they are
 priced as memory-bound kernels, t = t0 + bytes / bandwidth, with t0 and the bandwidth fitted
@@ -31,6 +40,7 @@ median fit of those with it (named in the table's header).
 
 Usage:
   aic_import.py --db DATA_DIR --models MODELS.csv --out COSTS_DIR [--gpus a,b] [--date D]
+                [--tp-models a,b]
 DATA_DIR is aiconfigurator_core/systems (its data/<gpu>/<op>/vllm/<version>/*.parquet and
 <gpu>.yaml), or a fixture of the same layout with .csv in place of .parquet (the tests).
 MODELS.csv has name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,
@@ -60,6 +70,10 @@ GPU_MEMORY_UTILIZATION = 0.9
 MIN_KV_GIB = 1.0
 # toy presets (tiny, small) exist for the CPU engine; nobody serves them on a GPU
 MIN_PARAMS = 1e9
+# tensor-parallel group sizes the database times all-reduces for
+TP_DEGREES = (2, 4, 8)
+# vLLM captures CUDA graphs for batches up to this many tokens (its default capture sizes)
+GRAPH_MAX_TOKENS = 512
 
 
 class ImportError_(Exception):
@@ -390,6 +404,59 @@ class Elementwise:
 
 
 # ---------------------------------------------------------------------------------------
+# All-reduce
+
+class AllReduce:
+    """vLLM's custom all-reduce of one GPU, by group size, CUDA graph or eager, and message
+    size in elements (bf16): timed sizes as they are, linear between them, the smallest
+    timing below the smallest size (a fixed cost), and the last two sizes' slope past the
+    largest. A mode the database lacks for a group size takes the other."""
+
+    def __init__(self, rows):
+        self.curves = {}
+        for r in rows:
+            if r.get("allreduce_dtype", "bfloat16") != "bfloat16":
+                continue
+            graph = r.get("backend", "vllm_graph") != "vllm_eager"
+            self.curves.setdefault((r["num_gpus"], graph), {})[r["message_size"]] = r["latency"] * 1e-3
+        self.sizes = {key: sorted(c) for key, c in self.curves.items()}
+        if not self.curves:
+            raise ImportError_("no bfloat16 all-reduce timings")
+
+    def groups(self):
+        return sorted({n for n, _ in self.curves})
+
+    def latency(self, elements, n, graph):
+        key = (n, graph) if (n, graph) in self.curves else (n, not graph)
+        if key not in self.curves:
+            raise ImportError_(f"no all-reduce timings on {n} GPUs")
+        curve, sizes = self.curves[key], self.sizes[key]
+        if elements <= sizes[0]:
+            return curve[sizes[0]]
+        i = bisect.bisect_left(sizes, elements)
+        if i == len(sizes):
+            lo, hi = sizes[-2], sizes[-1]
+        else:
+            lo, hi = sizes[i - 1], sizes[i]
+        return curve[lo] + (elements - lo) * (curve[hi] - curve[lo]) / (hi - lo)
+
+
+def allreduce_rows(db, system, version):
+    """(version, rows) of vLLM's all-reduce timings on SYSTEM: VERSION's when timed, else the
+    newest version's; (None, None) when the database has none."""
+    d = os.path.join(db, "data", system, "comm", FRAMEWORK)
+    if not os.path.isdir(d):
+        return None, None
+    have = [v for v in sorted(os.listdir(d), key=lambda v: [(int(x), "") if x.isdigit() else (-1, x) for x in v.split(".")])
+            if os.path.exists(os.path.join(d, v, "custom_allreduce_perf.parquet"))
+            or os.path.exists(os.path.join(d, v, "custom_allreduce_perf.csv"))]
+    if not have:
+        return None, None
+    v = version if version in have else have[-1]
+    return v, read_rows(os.path.join(d, v, "custom_allreduce_perf"))
+
+
+# ---------------------------------------------------------------------------------------
 # Composition
 
 class Model:
@@ -405,6 +472,23 @@ class Model:
         return (f"layers={self.layers} hidden={self.hidden} heads={self.heads} kv_heads={self.kv_heads} "
                 f"head_dim={self.head_dim} intermediate={self.intermediate} vocab={self.vocab}")
 
+    def splits_by(self, tp):
+        """Whether vLLM can split the model over TP GPUs (as servesim's model_check_tp)."""
+        kv_ok = self.kv_heads % tp == 0 if self.kv_heads >= tp else tp % self.kv_heads == 0
+        return self.heads % tp == 0 and self.intermediate % tp == 0 and kv_ok
+
+    def shard(self, tp):
+        """One GPU's share in a TP group (servesim's model_shard): heads, KV heads (at least
+        one), MLP columns and vocabulary divided; layers and hidden size whole."""
+        s = Model.__new__(Model)
+        s.__dict__.update(self.__dict__)
+        s.heads = self.heads // tp
+        s.kv_heads = self.kv_heads // tp if self.kv_heads >= tp else 1
+        s.intermediate = self.intermediate // tp
+        s.vocab = -(-self.vocab // tp)
+        s.params = self.params / tp
+        return s
+
 
 def read_models(path):
     """The presets of MODELS.csv, one per distinct shape: of presets sharing a shape
@@ -418,11 +502,20 @@ def read_models(path):
     return [m for m in models if best[m.shape()] is m], [(m, best[m.shape()]) for m in models if best[m.shape()] is not m]
 
 
-def fits(model, mem_bytes):
-    return model.params * DTYPE_BYTES + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
+def fits(model, mem_bytes, tp=1):
+    return model.params * DTYPE_BYTES / tp + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
 
 
-def linear_cost(m, gemm, ew, attn_floor, T):
+def allreduce_cost(m, ar, tp, T):
+    """The all-reduces of a step of T tokens in a TP group: two per layer (after attention's
+    output projection and after the MLP) and one after the embedding, of T x hidden each."""
+    if tp == 1:
+        return 0.0
+    return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS)
+
+
+def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None):
+    """M is the GPU's share (Model.shard) when TP > 1; AR prices the all-reduces."""
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     h, inter, b = m.hidden, m.intermediate, DTYPE_BYTES
     per_layer = (gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
@@ -434,29 +527,39 @@ def linear_cost(m, gemm, ew, attn_floor, T):
         per_layer += ew(2 * T * q * b) + ew(2 * T * kv * b)
     # embedding gather (read and write a row per token) and the final norm
     whole = ew(2 * T * h * b) + ew(4 * T * h * b)
-    return m.layers * (per_layer + attn_floor) + whole
+    return m.layers * (per_layer + attn_floor) + whole + allreduce_cost(m, ar, tp, T)
 
 
-def sample_cost(m, ew, R):
+def lm_head_cost(m, gemm, R, tp=1, ar=None, full_vocab=None):
+    """The LM head's GEMM over the GPU's slice of the vocabulary, and with TP > 1 the gather
+    of the slices (R x FULL_VOCAB logits) to the first GPU, priced as an all-reduce of half."""
+    t = gemm.latency(R, m.vocab, m.hidden)
+    if tp > 1:
+        t += ar.latency(R * full_vocab // 2, tp, R <= GRAPH_MAX_TOKENS)
+    return t
+
+
+def sample_cost(vocab, ew, R):
     # greedy: logits cast to fp32 (read 2, write 4 bytes each), then argmax (read 4)
-    return ew(R * m.vocab * 6) + ew(R * m.vocab * 4)
+    return ew(R * vocab * 6) + ew(R * vocab * 4)
 
 
 def grid_tokens(gemm, top):
     return [t for t in gemm.ms if t <= top] + ([top] if top > gemm.ms[-1] else [])
 
 
-def compose(m, gemm, attn, ew, overhead_s):
-    """{component: [(x, y, seconds)]} for model M."""
+def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None):
+    """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1)."""
     L = m.layers
     rows = {c: [] for c in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")}
     max_len = min(m.max_position, 131072)
     for T in grid_tokens(gemm, 65536):
-        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T)))
+        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, ar)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
-        rows["lm_head"].append((R, 0, gemm.latency(R, m.vocab, m.hidden)))
-        rows["sample"].append((R, 0, sample_cost(m, ew, R)))
+        rows["lm_head"].append((R, 0, lm_head_cost(m, gemm, R, tp, ar, full_vocab)))
+        # the first GPU samples from the whole vocabulary
+        rows["sample"].append((R, 0, sample_cost(m.vocab if tp == 1 else full_vocab, ew, R)))
     # prefill: timed lengths and their geometric midpoints, up to the model's context
     base = sorted(set(attn.ctx_lengths) | {2 ** k for k in range(15, 18)})
     base = [s for s in base if s <= max_len]
@@ -471,6 +574,21 @@ def compose(m, gemm, attn, ew, overhead_s):
                 rows["decode_attn"].append((b, s, L * attn.decode(b, s)))
     rows["overhead"].append((0, 0, overhead_s))
     return rows
+
+
+def decode_drop(rows, floor, layers):
+    """The first place where decode attention gets cheaper with a longer context, at the same
+    batch, by more than timing noise (below 0.8 of the shorter context's price less half the
+    launch floor a layer), as "batch B: X s at S tokens, Y s at S' tokens"; None when none
+    does. tests/test_measured.c holds every committed table to the same rule."""
+    grid = {(b, s): t for b, s, t in rows["decode_attn"]}
+    slack = 0.5 * floor * layers
+    for b in sorted({b for b, _ in grid}):
+        lengths = sorted(s for bb, s in grid if bb == b)
+        for s0, s1 in zip(lengths, lengths[1:]):
+            if grid[(b, s1)] < 0.8 * grid[(b, s0)] - slack:
+                return f"batch {b}: {grid[(b, s0)]:.3g} s at {s0} tokens, {grid[(b, s1)]:.3g} s at {s1}"
+    return None
 
 
 def write_table(path, meta, rows):
@@ -547,6 +665,25 @@ def elementwise_stand_in(db, g, spec, curves):
                             f"({t0 * 1e6:.2f} us) and share of peak bandwidth ({eff:.2f}) of the {len(curves)} GPUs timed"))
 
 
+def table_meta(g, version, m, gemm, attn, ew, args):
+    return [
+        ("device", f"{g} ({GPUS[g]}), {FRAMEWORK} {version} kernels"),
+        ("shape", m.shape()),
+        ("model", m.name),
+        ("source", f"{PACKAGE} {PACKAGE_VERSION} (PyPI), systems/data/{GPUS[g]}, {FRAMEWORK} {version}"),
+        ("license", f"timings from {PACKAGE} {PACKAGE_VERSION}, Apache-2.0, Copyright NVIDIA CORPORATION & AFFILIATES; see costs/NOTICE"),
+        ("framework", f"{FRAMEWORK} {version}"),
+        ("gpu", GPUS[g]),
+        ("kernels", f"GEMM {'/'.join(gemm.sources)}; prefill {attn.ctx_kernel}; decode {attn.gen_kernel}; attention {attn.how}"),
+        ("date", args.date),
+        ("method", "composed by scripts/aic_import.py from per-layer kernel timings (docs/cost-model.md, Measured tables)"),
+        ("attention_floor_s", f"{attn.floor:.9g}"),
+        ("stand_in_elementwise", "norms, SiLU-and-mul, rotary, QK norm, embedding, sampling: " + ew.how),
+        ("stand_in_sample", "greedy sampling: fp32 cast and argmax over R x vocab logits, priced as elementwise kernels"),
+        ("stand_in_overhead", f"{args.overhead_ms:g} ms per step: {args.overhead_source}"),
+    ]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="aiconfigurator_core/systems (or a fixture)")
@@ -557,9 +694,15 @@ def main(argv=None):
                     help="the framework's per-step host time (the database has none)")
     ap.add_argument("--overhead-source", required=True, help="where --overhead-ms comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--tp-models", default="",
+                    help="model presets to also compose at tensor parallelism 2, 4 and 8 (comma-separated)")
     args = ap.parse_args(argv)
 
     models, same_shape = read_models(args.models)
+    tp_models = [t for t in args.tp_models.split(",") if t]
+    for t in tp_models:
+        if t not in {m.name for m in models}:
+            ap.error(f"--tp-models: {t!r} is not a preset of {args.models} with a table of its own")
     gpus = [g for g in args.gpus.split(",") if g]
     for g in gpus:
         if g not in GPUS:
@@ -579,40 +722,50 @@ def main(argv=None):
         ew = elementwise_stand_in(args.db, g, spec, curves)
         for version, gemm_rows, ctx_rows, gen_rows, _ in per_version:
             gemm = Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
+            ar_version, ar_rows = allreduce_rows(args.db, GPUS[g], version)
+            ar = AllReduce(ar_rows) if ar_rows else None
             for m in models:
                 if m.params < MIN_PARAMS:
                     skipped.append((g, m.name, "a toy preset (under 1B parameters)"))
                     continue
-                if not fits(m, spec["mem_capacity"]):
-                    skipped.append((g, m.name, "does not fit on one GPU"))
-                    continue
-                try:
-                    attn = Attention(ctx_rows, gen_rows, m.heads, m.kv_heads, m.head_dim)
-                    rows = compose(m, gemm, attn, ew, args.overhead_ms * 1e-3)
-                except ImportError_ as e:
-                    skipped.append((g, m.name, str(e)))
-                    continue
-                meta = [
-                    ("device", f"{g} ({GPUS[g]}), {FRAMEWORK} {version} kernels"),
-                    ("shape", m.shape()),
-                    ("model", m.name),
-                    ("source", f"{PACKAGE} {PACKAGE_VERSION} (PyPI), systems/data/{GPUS[g]}, {FRAMEWORK} {version}"),
-                    ("license", f"timings from {PACKAGE} {PACKAGE_VERSION}, Apache-2.0, Copyright NVIDIA CORPORATION & AFFILIATES; see costs/NOTICE"),
-                    ("framework", f"{FRAMEWORK} {version}"),
-                    ("gpu", GPUS[g]),
-                    ("kernels", f"GEMM {'/'.join(gemm.sources)}; prefill {attn.ctx_kernel}; decode {attn.gen_kernel}; attention {attn.how}"),
-                    ("date", args.date),
-                    ("method", "composed by scripts/aic_import.py from per-layer kernel timings (docs/cost-model.md, Measured tables)"),
-                    ("attention_floor_s", f"{attn.floor:.9g}"),
-                    ("stand_in_elementwise", "norms, SiLU-and-mul, rotary, QK norm, embedding, sampling: " + ew.how),
-                    ("stand_in_sample", "greedy sampling: fp32 cast and argmax over R x vocab logits, priced as elementwise kernels"),
-                    ("stand_in_overhead", f"{args.overhead_ms:g} ms per step: {args.overhead_source}"),
-                ]
-                gdir = os.path.join(args.out, g)
-                os.makedirs(gdir, exist_ok=True)
-                path = os.path.join(gdir, f"{m.name}.{FRAMEWORK}-{version}.csv")
-                write_table(path, meta, rows)
-                written.append(path)
+                for tp in (1,) + (TP_DEGREES if m.name in tp_models else ()):
+                    label = m.name if tp == 1 else f"{m.name} tp {tp}"
+                    if tp > 1 and not m.splits_by(tp):
+                        skipped.append((g, label, "its heads or MLP do not split that way"))
+                        continue
+                    if tp > 1 and (ar is None or tp not in ar.groups()):
+                        skipped.append((g, label, f"no vLLM all-reduce timings on {tp} GPUs"))
+                        continue
+                    if not fits(m, spec["mem_capacity"], tp):
+                        skipped.append((g, label, "does not fit on one GPU" if tp == 1 else f"does not fit on {tp} GPUs"))
+                        continue
+                    shard = m.shard(tp) if tp > 1 else m
+                    try:
+                        attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim)
+                        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab)
+                    except ImportError_ as e:
+                        skipped.append((g, label, str(e)))
+                        continue
+                    drop = decode_drop(rows, attn.floor, m.layers)
+                    if drop:
+                        skipped.append((g, label, f"its decode attention timings fall with a longer context ({drop}), "
+                                                  "noise the despiking does not remove"))
+                        continue
+                    meta = table_meta(g, version, m, gemm, attn, ew, args)
+                    name = f"{m.name}.{FRAMEWORK}-{version}.csv"
+                    if tp > 1:
+                        meta += [
+                            ("tensor_parallel", str(tp)),
+                            ("allreduce", f"vLLM custom all-reduce on {tp} GPUs as timed for {FRAMEWORK} {ar_version}, "
+                                          f"2 per layer + 1 in linear (CUDA graph up to {GRAPH_MAX_TOKENS} tokens, eager "
+                                          f"above); the logits' gather in lm_head as an all-reduce of half of them"),
+                        ]
+                        name = f"{m.name}.tp{tp}.{FRAMEWORK}-{version}.csv"
+                    gdir = os.path.join(args.out, g)
+                    os.makedirs(gdir, exist_ok=True)
+                    path = os.path.join(gdir, name)
+                    write_table(path, meta, rows)
+                    written.append(path)
     for g in gpus:
         for m, kept in same_shape:
             skipped.append((g, m.name, f"same shape as {kept.name}, whose table covers it"))

@@ -7,13 +7,20 @@
  *             max(4 L H D (n c + n (n+1)/2) / (F e_a), (c + n) k / (B e_m))
  *   decode attention, all decodes together:
  *             max(4 L H D S / (F e_a), S k / (B e_m))    S = sum of context lengths
- *   step    = linear + lm_head + attention + overhead
- * with F peak FLOP/s, B bandwidth, d bytes per element, k KV bytes per token. */
+ *   all-reduce (tensor parallel, TP > 1): (2 L + 1) x [a + 2 (TP - 1) / TP x T h d / W]
+ *   step    = linear + lm_head + attention + all-reduce + overhead
+ * with F peak FLOP/s, B bandwidth, d bytes per element, k KV bytes per token, W the link's
+ * bandwidth and a one all-reduce's fixed time; P, V, H and k are one GPU's share
+ * (model_shard) when TP > 1. */
 
-void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
-                        const roofline_params *p, int dtype_bytes)
+void cost_roofline_init(cost_model *c, const model_shape *full, const hw_spec *hw,
+                        const roofline_params *p, int dtype_bytes, int tp)
 {
-    c->model = *m;
+    model_shape shard = model_shard(full, tp), *m = &shard;
+    c->model = *full;
+    c->tp = tp < 1 ? 1 : tp;
+    c->allreduces = c->tp > 1 ? 2.0 * m->num_layers + 1 : 0;
+    c->allreduce_bytes_per_token = (double)m->hidden * dtype_bytes;
     c->hw = *hw;
     c->p = *p;
     c->dtype_bytes = dtype_bytes;
@@ -31,12 +38,22 @@ void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
+double cost_allreduce_time(const cost_model *c, double bytes)
+{
+    if (c->tp <= 1) return 0;
+    return c->hw.allreduce_us * 1e-6 + 2.0 * (c->tp - 1) / c->tp * bytes / (c->hw.link_gbs * 1e9);
+}
+
 double cost_step_time(const cost_model *c, const sched_batch *b)
 {
     double tokens = b->num_batched_tokens;
     double t = max2(c->linear_flops_per_token * tokens / c->flops_rate, c->linear_bytes / c->byte_rate);
-    if (b->num_outputs > 0)
+    if (b->num_outputs > 0) {
         t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
+        /* each GPU's slice of the logits gathered to the first: about the traffic of an
+         * all-reduce of half of them */
+        if (c->tp > 1) t += cost_allreduce_time(c, 0.5 * b->num_outputs * c->model.vocab * c->dtype_bytes);
+    }
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];
         double n = it->num_new_tokens + it->num_pad_tokens, ctx = it->context_len;
@@ -48,5 +65,6 @@ double cost_step_time(const cost_model *c, const sched_batch *b)
     double decode_ctx = (double)b->decode_context_sum;
     if (decode_ctx > 0)
         t += max2(c->attn_flops_per_pair * decode_ctx / c->attn_rate, decode_ctx * c->kv_bytes_per_token / c->byte_rate);
+    if (c->allreduces > 0) t += c->allreduces * cost_allreduce_time(c, tokens * c->allreduce_bytes_per_token);
     return t + c->p.step_overhead_s;
 }

@@ -25,10 +25,17 @@ typedef struct cost_model {
     double attn_flops_per_pair;   /* per (query token, context token) pair, all layers */
     double kv_bytes_per_token;
     double flops_rate, attn_rate, byte_rate;
+    int tp;                       /* GPUs of the tensor-parallel group: the figures above are one GPU's */
+    double allreduces;            /* all-reduces per step: 2 per layer and 1 after the embedding */
+    double allreduce_bytes_per_token;
 } cost_model;
 
+/* The roofline of one GPU of a TP-way tensor-parallel group (model_shard's share of every
+ * figure) plus the all-reduces that join them; TP 1 is the single GPU. */
 void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
-                        const roofline_params *p, int dtype_bytes);
+                        const roofline_params *p, int dtype_bytes, int tp);
+/* Seconds of one all-reduce of BYTES across C's group (0 when it has one GPU). */
+double cost_allreduce_time(const cost_model *c, double bytes);
 /* Seconds the batch takes. */
 double cost_step_time(const cost_model *c, const sched_batch *b);
 

@@ -6,19 +6,23 @@
 /* Dense (not sparse) bf16 tensor-core TFLOP/s, memory bandwidth and memory from NVIDIA's
  * datasheets (Intel's for the Arc Pro B60), memory as nvidia-smi reports it where known
  * (H200 143,771 MiB, H100 81,559 MiB, A100 81,920 MiB on these machines; the others as
- * aiconfigurator-core 0.12.0's systems/<gpu>.yaml records them, Apache-2.0). */
+ * aiconfigurator-core 0.12.0's systems/<gpu>.yaml records them, Apache-2.0).
+ * Link: one direction's GPU-to-GPU bandwidth within a node, as those same files record it
+ * (NVLink 4 450 GB/s, NVLink 5 900, NVLink 3 300; PCIe for the L40S, RTX PRO 6000 and B60).
+ * All-reduce: the database's fastest vLLM all-reduce on 2 GPUs (its smallest message, 128
+ * elements; CUDA-graph custom all-reduce, eager on the B60), the fixed cost of each one. */
 #define HW_PRESETS(X) \
-    /* name           database system          TFLOP/s   GB/s    GiB */ \
-    X("h200",         "h200_sxm",              989.0,    4800.0, 143771.0 / 1024) \
-    X("h100",         "h100_sxm",              989.0,    3350.0, 81559.0 / 1024) \
-    X("a100",         "a100_sxm",              312.0,    2039.0, 81920.0 / 1024) \
-    X("b200",         "b200_sxm",              2250.0,   7700.0, 180.0) \
-    X("b300",         "b300_sxm",              2250.0,   7750.0, 275040.0 / 1024) \
-    X("gb200",        "gb200",                 2500.0,   8000.0, 189471.0 / 1024) \
-    X("gb300",        "gb300",                 2500.0,   8000.0, 284208.0 / 1024) \
-    X("l40s",         "l40s",                  362.05,   864.0,  46068.0 / 1024) \
-    X("rtx-pro-6000", "rtx_pro_6000_server",   467.8,    1792.0, 97887.0 / 1024) \
-    X("b60",          "b60",                   98.3,     456.0,  24.0)
+    /* name           database system          TFLOP/s   GB/s    GiB               link GB/s  all-reduce us */ \
+    X("h200",         "h200_sxm",              989.0,    4800.0, 143771.0 / 1024,  450.0,     4.4) \
+    X("h100",         "h100_sxm",              989.0,    3350.0, 81559.0 / 1024,   450.0,     4.3) \
+    X("a100",         "a100_sxm",              312.0,    2039.0, 81920.0 / 1024,   300.0,     4.9) \
+    X("b200",         "b200_sxm",              2250.0,   7700.0, 180.0,            900.0,     6.6) \
+    X("b300",         "b300_sxm",              2250.0,   7750.0, 275040.0 / 1024,  900.0,     6.6) \
+    X("gb200",        "gb200",                 2500.0,   8000.0, 189471.0 / 1024,  900.0,     5.0) \
+    X("gb300",        "gb300",                 2500.0,   8000.0, 284208.0 / 1024,  900.0,     7.0) \
+    X("l40s",         "l40s",                  362.05,   864.0,  46068.0 / 1024,   32.0,      5.4) \
+    X("rtx-pro-6000", "rtx_pro_6000_server",   467.8,    1792.0, 97887.0 / 1024,   64.0,      4.3) \
+    X("b60",          "b60",                   98.3,     456.0,  24.0,             28.4,      85.1)
 
 const hw_fit hw_unfitted = {0.8, 0.9, 0.5, 0.5, 0, 0, 0, 0};
 
@@ -32,7 +36,7 @@ static const struct { const char *name; hw_fit fit; } fits[] = {
 };
 
 static const hw_spec presets[] = {
-#define ROW(name, db, tflops, gbs, gib) {name, db, tflops, gbs, gib},
+#define ROW(name, db, tflops, gbs, gib, link, ar_us) {name, db, tflops, gbs, gib, link, ar_us},
     HW_PRESETS(ROW)
 #undef ROW
 };

@@ -23,6 +23,9 @@ typedef struct hw_spec {
     double peak_tflops;      /* dense bf16 tensor-core TFLOP/s */
     double mem_bandwidth_gbs;/* HBM GB/s */
     double mem_gib;          /* device memory, GiB */
+    /* tensor parallelism's all-reduce: t = latency + 2 (tp - 1) / tp x bytes / link */
+    double link_gbs;         /* GPU-to-GPU bandwidth, GB/s, one direction (NVLink, else PCIe) */
+    double allreduce_us;     /* the smallest all-reduce's time */
 } hw_spec;
 
 const hw_spec *hw_preset(const char *name);

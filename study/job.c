@@ -45,6 +45,12 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     char want[256];
     calibrate_shape_string(&s, want, sizeof want);
     const char *have = ct_meta(t, "shape");
+    int tp = measured_table_tp(t);
+    if (have && strcmp(have, want) == 0 && tp != r->tensor_parallel) {
+        snprintf(err, errlen, "%s: measured at tensor_parallel %d, but the scenario's deployment.tensor_parallel is %d",
+                 path, tp, r->tensor_parallel);
+        return -1;
+    }
     if (have && strcmp(have, want) == 0) return 0;
     snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"", path,
              have ? have : "(none recorded)", want);
@@ -78,7 +84,7 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
 int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes);
+    cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes, r->tensor_parallel);
     if (r->cost_table_path[0]) {
         c->kind = "table";
         return use_table(c, r, r->cost_table_path, r->cost_table_path, err, errlen);
@@ -94,7 +100,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
         if (r->dtype_bytes != 2)
             snprintf(why, sizeof why, "measured tables are of bf16 kernels, model.dtype is fp32");
         else
-            found = measured_find(r->hw.name, shape, r->vllm_version, path, sizeof path, why, sizeof why);
+            found = measured_find(r->hw.name, shape, r->tensor_parallel, r->vllm_version, path, sizeof path, why, sizeof why);
         if (found) {
             c->kind = "measured";
             char data[4096];
@@ -109,10 +115,14 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     c->kind = "roofline";
     snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
     const roofline_params *p = &r->roofline;
+    char tp[160] = "";
+    if (r->tensor_parallel > 1)
+        snprintf(tp, sizeof tp, ", tensor parallel %d: all-reduce %g us + 2 (tp-1)/tp x bytes / %g GB/s", r->tensor_parallel,
+                 r->hw.allreduce_us, r->hw.link_gbs);
     snprintf(c->source, sizeof c->source,
-             "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step (%s)",
+             "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",
              r->hw.name, r->hw.peak_tflops, p->compute_efficiency, r->hw.mem_bandwidth_gbs, p->memory_efficiency,
-             p->attention_efficiency, p->step_overhead_s * 1e3, why);
+             p->attention_efficiency, p->step_overhead_s * 1e3, tp, why);
     return 0;
 }
 

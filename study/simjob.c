@@ -10,18 +10,25 @@
 #include "io/interrupt.h"
 #include "study/job.h"
 
-/* Several replicas: how many, the router, and the requests each was sent. */
+/* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
 static json_t *deployment_json(const simjob *j)
 {
     scenario_resolved r;
     char err[256];
-    json_t *o = json_object(), *counts = o ? json_put_array(o, "requests_per_replica") : NULL;
-    if (!counts || scenario_resolve(j->sc, &r, err, sizeof err) < 0 ||
-        json_put(o, "replicas", json_integer(r.replicas)) | json_put(o, "router", json_string(router_name(r.router)))) {
+    json_t *o = json_object();
+    if (!o || scenario_resolve(j->sc, &r, err, sizeof err) < 0 ||
+        json_put(o, "gpus", json_integer((json_int_t)r.replicas * r.tensor_parallel)) |
+            json_put(o, "tensor_parallel", json_integer(r.tensor_parallel)) |
+            json_put(o, "replicas", json_integer(r.replicas)) | json_put(o, "router", json_string(router_name(r.router)))) {
         json_decref(o);
         return NULL;
     }
-    for (int i = 0; i < r.replicas; i++)
+    json_t *counts = j->replica_requests ? json_put_array(o, "requests_per_replica") : NULL;
+    if (j->replica_requests && !counts) {
+        json_decref(o);
+        return NULL;
+    }
+    for (int i = 0; j->replica_requests && i < r.replicas; i++)
         if (json_array_append_new(counts, json_integer(j->replica_requests[i])) < 0) {
             json_decref(o);
             return NULL;
@@ -36,7 +43,7 @@ static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
-                    (j->replica_requests ? json_put(obj, "deployment", deployment_json(j)) : 0) |
+                    json_put(obj, "deployment", deployment_json(j)) |
                     job_scenario_json(obj, j->sc)) {
         json_decref(obj);
         return NULL;

@@ -41,10 +41,10 @@ def gemm(m, n, k):
     raise KeyError((m, n, k))
 
 
-def attention(table, kernel="vllm_flash_attn_fa3"):
+def attention(table, kernel="vllm_flash_attn_fa3", heads=(32, 8)):
     out = {}
     for r in rows(os.path.join(DATA, "attention", "vllm", "0.24.0", f"{table}_attention_perf.csv")):
-        if r["kernel_source"] == kernel:
+        if r["kernel_source"] == kernel and (int(r["num_heads"]), int(r["num_key_value_heads"])) == heads:
             length = int(r["isl"]) if table == "context" else int(r["step"]) + 1
             out[(int(r["batch_size"]), length)] = float(r["latency"]) * 1e-3
     return out
@@ -74,7 +74,7 @@ class ImportSlice(unittest.TestCase):
         cls.out = os.path.join(cls.tmp.name, "costs")
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
                             "--models", models, "--out", cls.out, "--gpus", "h200", "--overhead-ms", "0.4",
-                            "--overhead-source", "the test", "--date", "2026-11-30"],
+                            "--overhead-source", "the test", "--date", "2026-11-30", "--tp-models", "exact"],
                            capture_output=True, text=True)
         cls.stdout, cls.stderr, cls.rc = r.stdout, r.stderr, r.returncode
         cls.meta, cls.t = read_table(os.path.join(cls.out, "h200", "exact.vllm-0.24.0.csv"))
@@ -91,7 +91,9 @@ class ImportSlice(unittest.TestCase):
         # exact-short has exact's shape and a shorter context: one table, named for the longer
         self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
-                         ["exact.vllm-0.24.0.csv", "interp.vllm-0.24.0.csv"])
+                         ["exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv", "interp.vllm-0.24.0.csv"])
+        # the slice times all-reduces on 2 GPUs only
+        self.assertIn("skipped h200 exact tp 4: no vLLM all-reduce timings on 4 GPUs", self.stdout)
 
     def test_header_records_provenance(self):
         m = self.meta
@@ -200,6 +202,74 @@ class ImportSlice(unittest.TestCase):
         self.assertEqual(d[(1, 16)], 1.3)  # an interior spike: the median of three
         self.assertEqual(d[(1, 64)], 1.4)  # the last cell is kept
         self.assertEqual({k: v for k, v in d.items() if k[0] == 2}, {k: v for k, v in g.items() if k[0] == 2})
+
+    def allreduce(self, elements, graph):
+        for r in rows(os.path.join(DATA, "comm", "vllm", "0.24.0", "custom_allreduce_perf.csv")):
+            if (int(r["num_gpus"]) == 2 and int(r["message_size"]) == elements
+                    and (r["backend"] == "vllm_graph") == graph):
+                return float(r["latency"]) * 1e-3
+        raise KeyError(elements)
+
+    def test_tensor_parallel_table_is_one_gpus_share_plus_the_all_reduces(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        meta, t = read_table(os.path.join(self.out, "h200", "exact.tp2.vllm-0.24.0.csv"))
+        self.assertEqual(meta["tensor_parallel"], "2")
+        self.assertEqual(meta["shape"], self.meta["shape"])  # the whole model's, as scenarios name it
+        self.assertIn("all-reduce on 2 GPUs", meta["allreduce"])
+        # attention: each GPU has 16 of the 32 heads and 4 of the 8 KV heads
+        # (as despiked: tested on its own below)
+        ctx16 = aic_import.despike(attention("context", heads=(16, 4)))
+        floor16 = min(aic_import.despike(attention("generation", heads=(16, 4))).values())
+
+        def sat(s):
+            return max(min((v - floor16) / b for (b, ss), v in ctx16.items() if ss == s), 0.0)
+
+        for n in (128, 1024):
+            self.assertAlmostEqual(t["prefill_attn"][(n, 0)], 2 * sat(n), delta=1e-12)
+        # linear: the share's GEMMs (QKV n = 2048 + 2 x 512, O k = 2048, gate/up n = 6144,
+        # down k = 3072), its elementwise kernels, and 2 x 2 + 1 all-reduces of T x 4096
+        # elements: the CUDA-graph timing up to 512 tokens, the eager one above
+        g = aic_import.Gemm(aic_import.read_rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf")), 989e12, 4.8e12)
+        h, q, kv, inter = 4096, 2048, 512, 3072
+        for T, graph in ((1, True), (64, True), (1024, False)):
+            gemms = g.latency(T, q + 2 * kv, h) + g.latency(T, h, q) + g.latency(T, 2 * inter, h) + g.latency(T, h, inter)
+            per_layer = 2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
+            want = (2 * (gemms + per_layer + floor16) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
+                    + 5 * self.allreduce(T * h, graph))
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
+        # the LM head over half the vocabulary, and the gather of the logits (an all-reduce
+        # of half of R x 8192); sampling over the whole vocabulary on the first GPU
+        for R in (1, 32):
+            self.assertAlmostEqual(t["lm_head"][(R, 0)], gemm(R, 4096, 4096) + self.allreduce(R * 4096, True), delta=1e-12)
+            self.assertAlmostEqual(t["sample"][(R, 0)], ew(R * 8192 * 6) + ew(R * 8192 * 4), delta=1e-12)
+
+    def test_all_reduce_between_and_past_its_timed_sizes(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        ar = aic_import.AllReduce([
+            {"num_gpus": 2, "message_size": 1024, "latency": 0.005, "backend": "vllm_graph"},
+            {"num_gpus": 2, "message_size": 2048, "latency": 0.007, "backend": "vllm_graph"},
+            {"num_gpus": 2, "message_size": 4096, "latency": 0.011, "backend": "vllm_graph"},
+            {"num_gpus": 4, "message_size": 1024, "latency": 0.020, "backend": "vllm_eager"},
+        ])
+        self.assertAlmostEqual(ar.latency(100, 2, True), 5e-6)     # below: the fixed cost
+        self.assertAlmostEqual(ar.latency(1536, 2, True), 6e-6)    # halfway
+        self.assertAlmostEqual(ar.latency(8192, 2, True), 19e-6)   # past: the last slope
+        self.assertAlmostEqual(ar.latency(1024, 2, False), 5e-6)   # no eager timings: the graph's
+        self.assertAlmostEqual(ar.latency(1024, 4, True), 20e-6)
+        self.assertEqual(ar.groups(), [2, 4])
+        with self.assertRaises(aic_import.ImportError_):
+            ar.latency(1024, 8, True)
+
+    def test_a_decode_price_that_falls_with_context_beyond_noise_is_found(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        rows_ = {"decode_attn": [(4, 8, 4e-3), (4, 16, 1e-4), (8, 8, 1e-4), (8, 16, 2e-4)]}
+        self.assertEqual(aic_import.decode_drop(rows_, 1e-5, 2), "batch 4: 0.004 s at 8 tokens, 0.0001 s at 16")
+        # within noise: 0.8 of the shorter one less half the floor per layer (0.5 x 1e-5 x 2)
+        rows_["decode_attn"][1] = (4, 16, 0.8 * 4e-3 - 1e-5 + 1e-9)
+        self.assertIsNone(aic_import.decode_drop(rows_, 1e-5, 2))
 
     def test_bad_gpu_is_refused(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,

@@ -18,7 +18,7 @@ static cost_model toy_cost(double bytes_per_s)
     hw_spec hw = {.name = "toy", .peak_tflops = 1e-12, .mem_bandwidth_gbs = bytes_per_s * 1e-9};
     roofline_params p = {1, 1, 1, 0};
     cost_model c;
-    cost_roofline_init(&c, &toy, &hw, &p, 2);
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 1);
     return c;
 }
 
@@ -75,4 +75,29 @@ Test(cost, decodes_are_priced_by_their_summed_context)
     sched_batch b = {.items = items, .num_items = 2, .num_batched_tokens = 2, .num_outputs = 2,
                      .num_decode_seqs = 2, .decode_context_sum = 40};
     cr_assert_float_eq(cost_step_time(&c, &b), 2592.5, 1e-9, "got %g", cost_step_time(&c, &b));
+}
+
+/* The toy over 2 GPUs: each has 1 query head, the 1 KV head (replicated: it cannot split),
+ * 4 MLP columns and 5 vocabulary rows: linear 2 x (4 x (2 + 2 x 2) + 2 x 4 + 3 x 4 x 4) = 160
+ * params, LM head 20, attention 4 x 2 x 1 x 2 = 16 FLOPs a pair, KV 16 bytes a token. The
+ * prefill of 3 after 5 at 1 FLOP/s and 1 B/s: linear max(960, 320) + LM head max(40, 40) +
+ * attention max(16 x 21, 128) = 960 + 40 + 336; then 2 x 2 + 1 all-reduces of 3 tokens x
+ * hidden 4 x 2 bytes over a 2 B/s link with a 1 s fixed cost: 5 x (1 + 2 x 1/2 x 24 / 2) =
+ * 65; and the gather of one row of 10 logits, an all-reduce of half of its 20 bytes:
+ * 1 + 10 / 2 = 6. 1407 s. */
+Test(cost, tensor_parallel_prices_one_gpus_share_and_the_all_reduces_by_hand)
+{
+    hw_spec hw = {.name = "toy", .peak_tflops = 1e-12, .mem_bandwidth_gbs = 1e-9, .link_gbs = 2e-9, .allreduce_us = 1e6};
+    roofline_params p = {1, 1, 1, 0};
+    cost_model c;
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 2);
+    cr_assert_float_eq(c.linear_flops_per_token, 320, 0);
+    cr_assert_float_eq(c.kv_bytes_per_token, 16, 0);
+    cr_assert_float_eq(c.attn_flops_per_pair, 16, 0);
+    cr_assert_float_eq(c.allreduces, 5, 0);
+    sched_item it;
+    sched_batch b = prefill_after_cache(&it);
+    cr_assert_float_eq(cost_step_time(&c, &b), 1407, 1e-9, "got %g", cost_step_time(&c, &b));
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 1); /* one GPU: no all-reduce at any price */
+    cr_assert_float_eq(cost_step_time(&c, &b), 2480, 1e-9);
 }

@@ -48,13 +48,14 @@ static void shape_of(const char *preset, char *out, size_t len)
 }
 
 /* A full-grid table whose every component is SCALE seconds, for SHAPE and vLLM VERSION. */
-static void write_table(const char *file, const char *shape, const char *version, double scale)
+static void write_table_tp(const char *file, const char *shape, const char *version, double scale, const char *tp)
 {
     cost_table t;
     ct_init(&t);
     char fw[64];
     snprintf(fw, sizeof fw, "vllm %s", version);
     ct_set_meta(&t, "shape", shape);
+    if (tp) ct_set_meta(&t, "tensor_parallel", tp);
     ct_set_meta(&t, "framework", fw);
     ct_set_meta(&t, "device", "test");
     double xs[] = {1, 4096}, ys[] = {0, 8192};
@@ -74,6 +75,11 @@ static void write_table(const char *file, const char *shape, const char *version
     ct_free(&t);
 }
 
+static void write_table(const char *file, const char *shape, const char *version, double scale)
+{
+    write_table_tp(file, shape, version, scale, NULL);
+}
+
 TestSuite(measured, .init = make_dirs, .fini = teardown);
 
 Test(measured, the_newest_version_by_number_not_by_text)
@@ -83,11 +89,11 @@ Test(measured, the_newest_version_by_number_not_by_text)
     write_table("a.csv", shape, "0.9.2", 1);
     write_table("b.csv", shape, "0.24.0", 2);
     write_table("c.csv", shape, "0.14.0", 3);
-    cr_assert_eq(measured_find("h200", shape, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "/costs/h200/b.csv"), "0.24.0 is the newest: %s", path);
-    cr_assert_eq(measured_find("h200", shape, "0.9.2", path, sizeof path, why, sizeof why), 1);
+    cr_assert_eq(measured_find("h200", shape, 1, "0.9.2", path, sizeof path, why, sizeof why), 1);
     cr_assert(strstr(path, "/a.csv"));
-    cr_assert_eq(measured_find("h200", shape, "0.11.0", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, "0.11.0", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured table of vLLM 0.11.0"), "%s", why);
     cr_assert(strstr(why, "0.24.0") && strstr(why, "0.14.0"), "names the versions there are: %s", why);
 }
@@ -98,12 +104,12 @@ Test(measured, another_shape_or_gpu_finds_nothing_and_says_why)
     shape_of("llama-3.1-8b", shape, sizeof shape);
     shape_of("qwen3-8b", other, sizeof other);
     write_table("a.csv", shape, "0.24.0", 1);
-    cr_assert_eq(measured_find("h200", other, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", other, 1, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "covers this model's shape"), "%s", why);
-    cr_assert_eq(measured_find("h100", shape, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h100", shape, 1, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured tables for h100"), "%s", why);
     setenv("SERVESIM_DATA_DIR", "/nonexistent", 1);
-    cr_assert_eq(measured_find("h200", shape, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "SERVESIM_DATA_DIR"), "%s", why);
 }
 
@@ -168,6 +174,46 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "covers this model's shape"), "%s", err);
+}
+
+/* A table of one GPU of a tensor-parallel group prices only a run of that group size; an
+ * explicit table of another size is refused, naming both. */
+Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
+{
+    char shape[256], err[1024], path[1200], why[1200];
+    shape_of("llama-3.1-70b", shape, sizeof shape);
+    write_table("one.csv", shape, "0.24.0", 1e-3);
+    write_table_tp("four.csv", shape, "0.24.0", 2e-3, "4");
+    cr_assert_eq(measured_find("h200", shape, 4, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert(strstr(path, "four.csv"), "%s", path);
+    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert(strstr(path, "one.csv"), "%s", path);
+    cr_assert_eq(measured_find("h200", shape, 2, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert(strstr(why, "at tensor_parallel 2"), "%s", why);
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    job_cost c;
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-70b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=4", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c.kind, "measured");
+    cr_assert(strstr(c.source, "four.csv"), "%s", c.source);
+    job_cost_free(&c);
+    /* at 2 GPUs there is no table: the roofline, with the group's all-reduce named */
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c.kind, "roofline");
+    cr_assert(strstr(c.source, "tensor parallel 2: all-reduce 4.4 us"), "%s", c.source);
+    job_cost_free(&c);
+    char set[700];
+    snprintf(set, sizeof set, "hardware.cost_table=%s/costs/h200/four.csv", tmpdir);
+    cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "measured at tensor_parallel 4, but the scenario's deployment.tensor_parallel is 2"), "%s", err);
 }
 
 /* ---- the committed tables ---- */
@@ -241,7 +287,7 @@ Test(committed_tables, every_gpu_preset_has_tables_and_a_fitted_roofline)
         const hw_spec *hw = hw_preset_at(h);
         char shape[256], path[1200], why[1200];
         shape_of("llama-3.1-8b", shape, sizeof shape);
-        cr_assert_eq(measured_find(hw->name, shape, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
+        cr_assert_eq(measured_find(hw->name, shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
         hw_fit f = hw_preset_fit(hw->name);
         cr_assert_gt(f.max_error, 0, "%s has no fitted roofline (servesim roofline-fit --write)", hw->name);
         cr_assert(f.compute_efficiency > 0 && f.compute_efficiency <= 1, "%s", hw->name);

@@ -16,7 +16,7 @@ Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
     cost_model measured[2];
     fit_case cases[2];
     for (int i = 0; i < 2; i++) {
-        cost_roofline_init(&measured[i], models[i], hw, &truth, 2);
+        cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
         cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}};
     }
     hw_fit f;
@@ -50,7 +50,7 @@ Test(roofline_fit, reports_the_error_it_cannot_fit_away)
     const model_shape *m = model_preset("llama-3.2-1b");
     floored fl;
     roofline_params p = {0.7, 0.8, 0.5, 0.2e-3};
-    cost_roofline_init(&fl.roof, m, hw, &p, 2);
+    cost_roofline_init(&fl.roof, m, hw, &p, 2, 1);
     fit_case c = {m, {.step_time = floored_step, .ctx = &fl}};
     hw_fit f;
     cr_assert_eq(roofline_fit(hw, &c, 1, &f), 0);

@@ -136,6 +136,42 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
     cr_assert(strstr(err, "leave no room"), "%s", err);
 }
 
+/* llama-3-70b over 4 H200s (deployment.tensor_parallel = 4): each GPU holds 16 of the 64
+ * heads, 2 of the 8 KV heads, 7,168 of the 28,672 MLP columns and 32,064 of the 128,256
+ * vocabulary rows: 80 x (8192 x (2048 + 2 x 256) + 2048 x 8192 + 3 x 8192 x 7168)
+ * = 17,112,760,320 linear + 2 x 32,064 x 8192 embedding and head + 8192 x 161 norms
+ * = 17,639,415,808 parameters, 35,278,831,616 bytes; a 16-token block holds 16 x 2 x 80 x
+ * 2 heads x 128 x 2 = 1,310,720 bytes of each GPU's share: (135,679,588,761.6 - 35,278,831,616)
+ * / 1,310,720 = 76,599 blocks. At 3 GPUs the heads do not split; 16 GPUs leave 1 KV head each. */
+Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3-70b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=4", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    model_shape shard = model_shard(&r.model, 4);
+    cr_assert_eq(model_num_params(&shard), 17639415808LL);
+    cr_assert_eq(r.sched.num_blocks, 76599);
+    cr_assert_eq(r.tensor_parallel, 4);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=3", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "deployment.tensor_parallel = 3 does not split llama-3-70b: its model.num_heads"), "%s", err);
+    shard = model_shard(&r.model, 16);
+    cr_assert_eq(shard.num_kv_heads, 1);
+    cr_assert_eq(shard.num_heads, 4);
+    cr_assert_eq(model_check_tp(&r.model, 16, err, sizeof err), 0, "%s", err);
+    /* the engine runs one device: it says so rather than serve one GPU's share */
+    kb_options kb;
+    kb_sampling sp;
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), -1);
+    cr_assert(strstr(err, "deployment.tensor_parallel = 2 is for the simulator"), "%s", err);
+}
+
 /* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
  * + 3 x 2048 x 8192) + 128256 x 2048 (once) + 2048 x 33 norms = 1,235,814,400, the count
  * Meta publishes. */
