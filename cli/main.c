@@ -27,7 +27,9 @@
     X("sweep", "SCENARIO.ini", false, cmd_sweep, "run a scenario at many points (--vary, --point), in parallel") \
     X("merge", "OUT SHARD...", false, cmd_merge, "join the sweep.csv of a sweep's shards")           \
     X("capacity", "SCENARIO.ini", false, cmd_capacity,                                              \
-      "the highest arrival rate meeting SLOs, the knee, KV exhaustion")
+      "the highest arrival rate meeting SLOs, the knee, KV exhaustion")                             \
+    X("plan", "SCENARIO.ini", false, cmd_plan,                                                      \
+      "deployments (tensor parallel x replicas x router) answered in GPUs under SLOs")
 
 typedef struct command {
     const char *name, *args;

@@ -22,6 +22,7 @@ typedef enum router_kind {
 #define X(id, name, fn, help) id,
     SIM_ROUTERS(X)
 #undef X
+    ROUTER_COUNT
 } router_kind;
 
 /* What a router may keep between requests. */

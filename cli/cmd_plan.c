@@ -1,0 +1,669 @@
+/* `servesim plan`: capacity answered in GPUs. Each layout (tensor parallelism x replicas x
+ * router x the values of any --vary keys) is simulated on the scenario's traffic with the
+ * shared scheduler; its capacity is the highest arrival rate meeting the SLOs (the capacity
+ * search of study/capacity.h, over the whole deployment, so routing and load imbalance
+ * count). With --gpus N every layout uses N GPUs and the table ranks them by capacity per
+ * GPU; with --rate R each layout also gets the fewest replicas that serve R, and the plan
+ * the fewest GPUs. Every probe is a point of the Pareto front of throughput per GPU against
+ * each user's token rate. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/study_args.h"
+#include "io/outdir.h"
+#include "io/plot.h"
+#include "metrics/sumfield.h"
+#include "sim/router.h"
+#include "study/capacity.h"
+#include "study/job.h"
+#include "workload/workload.h"
+
+static const char plan_usage[] =
+    "usage: servesim plan SCENARIO.ini (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
+    "                     [--routers A,B] [--vary SECTION.KEY=V1,V2]... [--max-tp N] [--max-rate R]\n"
+    "                     [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "  Searches deployments of the scenario's model on its GPU for its traffic: tensor\n"
+    "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits) x replicas x\n"
+    "  router (--routers, default least_outstanding) x every combination of --vary values.\n"
+    "  A layout's capacity is the highest arrival rate it serves: every SLO met (as for\n"
+    "  `servesim capacity`) and >= 90% of the offered rate achieved; a trace is replayed\n"
+    "  faster or slower (workload.trace_time_scale) to probe rates; generated arrivals span the\n"
+    "  scenario's own span and at least 300 s (workload.num_requests grows with the rate).\n"
+    "  --gpus N: every layout on N GPUs (N / TP replicas), ranked by capacity per GPU.\n"
+    "  --rate R: the fewest replicas (and GPUs) of each layout that serve R req/s, and the\n"
+    "  fewest GPUs of all.\n"
+    "  Writes DIR/plan.csv (one row per layout), points.csv (every probe), pareto.csv (output\n"
+    "  tokens/s per GPU against tokens/s per user: the served probes no other served one beats\n"
+    "  on both),\n"
+    "  pareto.png and plan.txt (default DIR: results/runs/NAME-plan).\n";
+
+#define MIN_SPAN_S 300.0
+
+enum { MAX_VARY = 4, MAX_VALUES = 16, MAX_LAYOUTS = 512, MAX_POINTS = 16384, TP_CHOICES = 4 };
+
+typedef struct vary_key {
+    char key[128];
+    char values[MAX_VALUES][128];
+    int n;
+} vary_key;
+
+typedef struct plan_cli {
+    cap_slo slo[CAP_MAX_SLO];
+    int nslo;
+    long gpus, max_tp;
+    double target, max_rate;
+    router_kind routers[ROUTER_COUNT];
+    int nrouters;
+    vary_key vary[MAX_VARY];
+    int nvary;
+    const char *out;
+    bool quiet;
+} plan_cli;
+
+typedef struct layout {
+    int tp, replicas;
+    router_kind router;
+    int value[MAX_VARY];     /* index into each --vary key's values */
+    /* --gpus: the capacity on those GPUs and the summary there */
+    double capacity, fail;
+    bool have;
+    summary at;
+    /* --rate: the fewest replicas serving it (0: none up to the limit) and the summary there */
+    int min_replicas;
+    summary at_target;
+    char cost[16];           /* the cost model that prices it: "measured" or "roofline" */
+} layout;
+
+typedef struct point {
+    int layout, replicas;
+    double rate;
+    bool served, have;
+    double tok_per_gpu, tok_per_user;
+    summary sum;
+} point;
+
+typedef struct plan {
+    const scenario *base;
+    const plan_cli *cli;
+    double trace_rate;       /* a trace's own arrival rate (requests / its span); 0 for generated arrivals */
+    layout *lay;
+    int nlay;
+    point *pts;
+    int npts;
+    int cur, cur_replicas;   /* the layout being probed */
+    double best_rate;        /* the highest rate it served so far, and the summary there */
+    summary best_sum;
+    char err[2048];
+    int status;
+} plan;
+
+static int parse_routers(const char *v, plan_cli *c)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->nrouters = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (c->nrouters == ROUTER_COUNT || router_parse(tok, &c->routers[c->nrouters]) < 0) {
+            fprintf(stderr, "servesim: --routers %s: %s is not a router (%s)\n", v, tok,
+                    c->nrouters == ROUTER_COUNT ? "named twice?" : ROUTER_CHOICES);
+            return -1;
+        }
+        c->nrouters++;
+    }
+    return c->nrouters ? 0 : -1;
+}
+
+static int parse_vary(const char *v, plan_cli *c)
+{
+    const char *eq = strchr(v, '=');
+    if (c->nvary == MAX_VARY || !eq || eq == v || !eq[1]) {
+        fprintf(stderr, "servesim: --vary %s: expected SECTION.KEY=V1,V2,... (at most %d keys)\n", v, MAX_VARY);
+        return -1;
+    }
+    vary_key *k = &c->vary[c->nvary];
+    snprintf(k->key, sizeof k->key, "%.*s", (int)(eq - v), v);
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", eq + 1);
+    k->n = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (k->n == MAX_VALUES) {
+            fprintf(stderr, "servesim: --vary %s: at most %d values\n", v, MAX_VALUES);
+            return -1;
+        }
+        snprintf(k->values[k->n++], sizeof k->values[0], "%s", tok);
+    }
+    if (strncmp(k->key, "deployment.", 11) == 0) {
+        fprintf(stderr, "servesim: --vary %s: plan chooses the deployment itself (--routers, --max-tp)\n", v);
+        return -1;
+    }
+    c->nvary++;
+    return 0;
+}
+
+static int on_plan_opt(void *ctx, const char *flag, const char *value)
+{
+    plan_cli *c = ctx;
+    char err[1024], *end;
+    if (strcmp(flag, "--slo") == 0) {
+        if (cap_parse_slo(value, c->slo, &c->nslo, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "servesim: %s\n", err);
+        return -1;
+    }
+    if (strcmp(flag, "--gpus") == 0) return cli_parse_long(flag, value, 1, 65536, &c->gpus);
+    if (strcmp(flag, "--max-tp") == 0) return cli_parse_long(flag, value, 1, 8, &c->max_tp);
+    if (strcmp(flag, "--rate") == 0 || strcmp(flag, "--max-rate") == 0) {
+        double v = strtod(value, &end);
+        if (end == value || *end || !(v > 0) || v > 1e7) {
+            fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s\n", flag, value);
+            return -1;
+        }
+        *(strcmp(flag, "--rate") == 0 ? &c->target : &c->max_rate) = v;
+        return 0;
+    }
+    if (strcmp(flag, "--routers") == 0) return parse_routers(value, c);
+    if (strcmp(flag, "--vary") == 0) return parse_vary(value, c);
+    if (strcmp(flag, "--out") == 0) c->out = value;
+    else c->quiet = true;
+    return 0;
+}
+
+static const cli_opt plan_opts[] = {
+    {"--slo", true}, {"--gpus", true}, {"--rate", true}, {"--max-rate", true}, {"--max-tp", true},
+    {"--routers", true}, {"--vary", true}, {"--out", true}, {"--quiet", false},
+};
+
+static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...)
+{
+    char a[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a, sizeof a, fmt, ap);
+    va_end(ap);
+    return scenario_set(sc, a, err, errlen);
+}
+
+/* The scenario of layout L at REPLICAS replicas, offered RATE requests/s. */
+static int layout_scenario(const plan *p, const layout *l, int replicas, double rate, scenario *sc, char *err,
+                           size_t errlen)
+{
+    *sc = *p->base;
+    if (set(sc, err, errlen, "deployment.tensor_parallel=%d", l->tp) < 0 ||
+        set(sc, err, errlen, "deployment.replicas=%d", replicas) < 0 ||
+        set(sc, err, errlen, "deployment.router=%s", router_name(l->router)) < 0)
+        return -1;
+    for (int k = 0; k < p->cli->nvary; k++)
+        if (set(sc, err, errlen, "%s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]) < 0) return -1;
+    if (rate <= 0) return 0;
+    if (p->trace_rate > 0)
+        return set(sc, err, errlen, "workload.trace_time_scale=%.17g",
+                   p->base->v[K_workload_trace_time_scale].d * p->trace_rate / rate);
+    /* as many requests as make the arrivals span the scenario's own span and at least
+     * MIN_SPAN_S: achieved throughput counts the drain after the last arrival (as vLLM's
+     * benchmark does), and a drain of a long answer's latency (1,000 tokens at 25 ms: 25 s)
+     * held a stable 50 s run under 90% of its offered rate */
+    double span = fmax(p->base->v[K_workload_num_requests].d / p->base->v[K_workload_rate].d, MIN_SPAN_S);
+    double n = ceil(rate * span);
+    if (n > p->base->v[K_workload_num_requests].d &&
+        set(sc, err, errlen, "workload.num_requests=%.0f", fmin(n, 10000000)) < 0)
+        return -1;
+    return set(sc, err, errlen, "workload.rate=%.17g", rate);
+}
+
+/* Runs layout CUR at REPLICAS replicas and RATE; records the point. */
+static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
+{
+    const layout *l = &p->lay[p->cur];
+    for (int i = 0; i < p->npts; i++) /* probed before: the same deterministic answer */
+        if (p->pts[i].layout == p->cur && p->pts[i].replicas == replicas && p->pts[i].rate == rate) {
+            *ok = p->pts[i].served;
+            *sum = p->pts[i].sum;
+            return 0;
+        }
+    scenario sc;
+    if (layout_scenario(p, l, replicas, rate, &sc, p->err, sizeof p->err) < 0) {
+        p->status = EXIT_BAD_INPUT;
+        return -1;
+    }
+    simjob j = {.sc = &sc};
+    if ((p->status = simjob_run(&j, p->err, sizeof p->err)) != EXIT_OK) return -1;
+    char why[256] = "no request finished";
+    *ok = j.have_summary && cap_served(p->cli->slo, p->cli->nslo, &j.sum, rate, why, sizeof why);
+    *sum = j.sum;
+    int gpus = replicas * l->tp;
+    if (p->npts < MAX_POINTS)
+        p->pts[p->npts++] = (point){p->cur, replicas, rate, *ok, j.have_summary && j.sum.tpot_ms.median > 0,
+                                    j.sum.output_throughput / gpus,
+                                    j.sum.tpot_ms.median > 0 ? 1000.0 / j.sum.tpot_ms.median : 0, j.sum};
+    if (!p->cli->quiet && isatty(2))
+        fprintf(stderr, "plan: tp %d x %d replicas (%s), %.4g req/s: %s\n", l->tp, replicas, router_name(l->router),
+                rate, *ok ? "served" : why);
+    return 0;
+}
+
+static int probe(void *ctx, double rate, bool *ok)
+{
+    plan *p = ctx;
+    summary s;
+    if (measure(p, p->cur_replicas, rate, ok, &s) < 0) return -1;
+    if (*ok && rate > p->best_rate) {
+        p->best_rate = rate;
+        p->best_sum = s;
+    }
+    return 0;
+}
+
+/* The capacity of layout CUR at REPLICAS replicas: *BEST (0: none served), with its summary. */
+static int capacity(plan *p, int replicas, double *best, double *fail, summary *at, bool *have)
+{
+    p->cur_replicas = replicas;
+    p->best_rate = 0;
+    cap_search_result res;
+    double start = fmin(p->trace_rate > 0 ? p->trace_rate : p->base->v[K_workload_rate].d, p->cli->max_rate);
+    if (cap_search(start * replicas, p->cli->max_rate, 0.02, probe, p, &res) < 0) return -1;
+    *best = res.best;
+    *fail = res.fail;
+    *have = res.best > 0 && p->best_rate == res.best;
+    if (*have) *at = p->best_sum;
+    return 0;
+}
+
+/* The fewest replicas of layout CUR that serve the target, from ESTIMATE up or down. */
+static int fewest_replicas(plan *p, int estimate, int limit)
+{
+    layout *l = &p->lay[p->cur];
+    bool ok = false;
+    summary s;
+    int r = estimate < 1 ? 1 : estimate > limit ? limit : estimate;
+    if (measure(p, r, p->cli->target, &ok, &s) < 0) return -1;
+    if (ok) {
+        l->at_target = s;
+        while (r > 1) {
+            if (measure(p, r - 1, p->cli->target, &ok, &s) < 0) return -1;
+            if (!ok) break;
+            l->at_target = s;
+            r--;
+        }
+        l->min_replicas = r;
+        return 0;
+    }
+    while (r < limit) {
+        /* grow by a quarter at a time: imbalance needs a few, a bad estimate many */
+        r += r / 4 > 1 ? r / 4 : 1;
+        if (r > limit) r = limit;
+        if (measure(p, r, p->cli->target, &ok, &s) < 0) return -1;
+        if (ok) {
+            l->at_target = s;
+            l->min_replicas = r;
+            /* step back down one at a time to the fewest */
+            while (r > 1) {
+                if (measure(p, r - 1, p->cli->target, &ok, &s) < 0) return -1;
+                if (!ok) break;
+                l->at_target = s;
+                l->min_replicas = --r;
+            }
+            return 0;
+        }
+    }
+    l->min_replicas = 0;
+    return 0;
+}
+
+static void layout_name(const plan *p, const layout *l, char *out, size_t len)
+{
+    int n = snprintf(out, len, "tp%d %s", l->tp, router_name(l->router));
+    for (int k = 0; k < p->cli->nvary && n > 0 && (size_t)n < len; k++)
+        n += snprintf(out + n, len - (size_t)n, " %s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]);
+}
+
+/* The layouts: every TP the model splits by and fits at, every router, every --vary
+ * combination. Layouts that cannot be built say why on stderr once per TP. */
+static int enumerate(plan *p)
+{
+    const plan_cli *c = p->cli;
+    static const int tps[TP_CHOICES] = {1, 2, 4, 8};
+    int combos = 1;
+    for (int k = 0; k < c->nvary; k++) combos *= c->vary[k].n;
+    for (int t = 0; t < TP_CHOICES; t++) {
+        int tp = tps[t];
+        if (tp > c->max_tp || (c->gpus && tp > c->gpus)) continue;
+        for (int ri = 0; ri < c->nrouters; ri++)
+            for (int combo = 0; combo < combos; combo++) {
+                layout l = {.tp = tp, .replicas = c->gpus ? (int)(c->gpus / tp) : 1, .router = c->routers[ri]};
+                for (int k = 0, rest = combo; k < c->nvary; k++) {
+                    l.value[k] = rest % c->vary[k].n;
+                    rest /= c->vary[k].n;
+                }
+                scenario sc;
+                scenario_resolved r;
+                char err[1024];
+                if (layout_scenario(p, &l, l.replicas, 0, &sc, err, sizeof err) < 0) {
+                    snprintf(p->err, sizeof p->err, "%s", err);
+                    return -1;
+                }
+                job_cost jc;
+                if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || job_cost_init(&jc, &r, err, sizeof err) < 0) {
+                    char name[600];
+                    layout_name(p, &l, name, sizeof name);
+                    if (!c->quiet) fprintf(stderr, "plan: %s left out: %s\n", name, err);
+                    continue;
+                }
+                snprintf(l.cost, sizeof l.cost, "%s", jc.kind);
+                job_cost_free(&jc);
+                if (p->nlay == MAX_LAYOUTS) {
+                    snprintf(p->err, sizeof p->err, "more than %d layouts; fewer --vary values", MAX_LAYOUTS);
+                    return -1;
+                }
+                p->lay[p->nlay++] = l;
+            }
+    }
+    if (p->nlay == 0) snprintf(p->err, sizeof p->err, "no layout fits (see above)");
+    return p->nlay ? 0 : -1;
+}
+
+static int by_capacity_per_gpu(const layout *x, const layout *y)
+{
+    double u = x->capacity / (x->tp * x->replicas), v = y->capacity / (y->tp * y->replicas);
+    return (u < v) - (u > v);
+}
+
+/* Served points no other served point beats on both throughput per GPU and tokens per user. */
+static bool on_front(const plan *p, int i)
+{
+    if (!p->pts[i].served || !p->pts[i].have) return false;
+    for (int k = 0; k < p->npts; k++)
+        if (k != i && p->pts[k].served && p->pts[k].have && p->pts[k].tok_per_gpu >= p->pts[i].tok_per_gpu && p->pts[k].tok_per_user >= p->pts[i].tok_per_user &&
+            (p->pts[k].tok_per_gpu > p->pts[i].tok_per_gpu || p->pts[k].tok_per_user > p->pts[i].tok_per_user))
+            return false;
+    return true;
+}
+
+static void write_plan_csv(FILE *f, const plan *p, const int *order)
+{
+    fputs("layout,tensor_parallel,router", f);
+    for (int k = 0; k < p->cli->nvary; k++) fprintf(f, ",%s", p->cli->vary[k].key);
+    fputs(",cost_model,gpus,replicas,capacity_rps,capacity_rps_per_gpu,output_tok_s_per_gpu,tok_s_per_user,p99_ttft_ms,p99_tpot_ms", f);
+    if (p->cli->target > 0) fputs(",target_rps,min_replicas,min_gpus", f);
+    fputc('\n', f);
+    for (int o = 0; o < p->nlay; o++) {
+        const layout *l = &p->lay[order[o]];
+        char name[600];
+        layout_name(p, l, name, sizeof name);
+        fprintf(f, "\"%s\",%d,%s", name, l->tp, router_name(l->router));
+        for (int k = 0; k < p->cli->nvary; k++) fprintf(f, ",%s", p->cli->vary[k].values[l->value[k]]);
+        fprintf(f, ",%s", l->cost);
+        int gpus = l->tp * l->replicas;
+        if (p->cli->gpus && l->have)
+            fprintf(f, ",%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", gpus, l->replicas, l->capacity, l->capacity / gpus,
+                    l->at.output_throughput / gpus, 1000.0 / l->at.tpot_ms.median, l->at.ttft_ms.p99, l->at.tpot_ms.p99);
+        else if (p->cli->gpus)
+            fprintf(f, ",%d,%d,0,0,,,,", gpus, l->replicas);
+        else
+            fputs(",,,,,,,,", f);
+        if (p->cli->target > 0) {
+            if (l->min_replicas)
+                fprintf(f, ",%.6g,%d,%d", p->cli->target, l->min_replicas, l->min_replicas * l->tp);
+            else
+                fprintf(f, ",%.6g,,", p->cli->target);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void write_points(FILE *f, const plan *p, bool front_only)
+{
+    fputs("layout,tensor_parallel,replicas,gpus,rate,served,output_tok_s_per_gpu,tok_s_per_user\n", f);
+    for (int i = 0; i < p->npts; i++) {
+        if (!p->pts[i].have || (front_only && !on_front(p, i))) continue;
+        const point *pt = &p->pts[i];
+        const layout *l = &p->lay[pt->layout];
+        char name[600];
+        layout_name(p, l, name, sizeof name);
+        fprintf(f, "\"%s\",%d,%d,%d,%.6g,%d,%.6g,%.6g\n", name, l->tp, pt->replicas, pt->replicas * l->tp, pt->rate,
+                pt->served, pt->tok_per_gpu, pt->tok_per_user);
+    }
+}
+
+static void write_answer(FILE *f, const plan *p, const int *order)
+{
+    const plan_cli *c = p->cli;
+    fputs("SLO:", f);
+    for (int i = 0; i < c->nslo; i++) fprintf(f, " %s <= %g,", sumf_at((size_t)c->slo[i].field)->name, c->slo[i].limit);
+    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    /* each tensor-parallel size its own table, or the roofline where none is measured */
+    for (int i = 0; i < p->nlay; i++) {
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++) seen = p->lay[k].tp == p->lay[i].tp;
+        if (seen) continue;
+        scenario sc;
+        char cost[1400], err[1024];
+        if (layout_scenario(p, &p->lay[i], 1, 0, &sc, err, sizeof err) < 0) continue;
+        job_cost_describe(&sc, cost, sizeof cost);
+        fprintf(f, "Cost model at tensor parallel %d: %s\n", p->lay[i].tp, cost);
+    }
+    if (c->gpus) {
+        fprintf(f, "\n%-44s %-9s %6s %10s %10s %12s %10s %10s %10s\n", "layout on all GPUs", "cost", "GPUs", "req/s",
+                "req/s/GPU", "tok/s/GPU", "tok/s/user", "TTFT p99", "TPOT p99");
+        for (int o = 0; o < p->nlay; o++) {
+            const layout *l = &p->lay[order[o]];
+            char name[600];
+            layout_name(p, l, name, sizeof name);
+            int gpus = l->tp * l->replicas;
+            char label[700];
+            snprintf(label, sizeof label, "%s x %d", name, l->replicas);
+            if (!l->have) {
+                fprintf(f, "%-44s %-9s %6d %10s  none served down to %.3g req/s\n", label, l->cost, gpus, "-", l->fail);
+                continue;
+            }
+            fprintf(f, "%-44s %-9s %6d %10.3g %10.3g %12.0f %10.1f %10.0f %10.1f\n", label, l->cost, gpus, l->capacity,
+                    l->capacity / gpus, l->at.output_throughput / gpus, 1000.0 / l->at.tpot_ms.median, l->at.ttft_ms.p99,
+                    l->at.tpot_ms.p99);
+        }
+        const layout *best = &p->lay[order[0]];
+        if (best->have) {
+            char name[600];
+            layout_name(p, best, name, sizeof name);
+            fprintf(f, "Best on %ld GPUs: %s x %d replicas, %.4g req/s (%.3g per GPU)%s\n", c->gpus, name, best->replicas,
+                    best->capacity, best->capacity / (best->tp * best->replicas),
+                    best->fail == 0 ? ", the --max-rate bound: it may serve more" : "");
+        } else {
+            fprintf(f, "No layout on %ld GPUs meets the SLOs at any rate tried.\n", c->gpus);
+        }
+    }
+    if (c->target > 0) {
+        fprintf(f, "\nFewest GPUs serving %.4g req/s:\n", c->target);
+        int best = -1;
+        for (int i = 0; i < p->nlay; i++) {
+            const layout *l = &p->lay[i];
+            char name[600];
+            layout_name(p, l, name, sizeof name);
+            if (!l->min_replicas) {
+                fprintf(f, "  %-44s none up to the replica limit\n", name);
+                continue;
+            }
+            fprintf(f, "  %-44s %4d replicas = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", name, l->min_replicas,
+                    l->min_replicas * l->tp, l->at_target.ttft_ms.p99, l->at_target.tpot_ms.p99);
+            if (best < 0 || l->min_replicas * l->tp < p->lay[best].min_replicas * p->lay[best].tp) best = i;
+        }
+        if (best >= 0) {
+            char name[600];
+            layout_name(p, &p->lay[best], name, sizeof name);
+            fprintf(f, "Smallest: %d GPUs (%s x %d replicas)\n", p->lay[best].min_replicas * p->lay[best].tp, name,
+                    p->lay[best].min_replicas);
+        } else {
+            fprintf(f, "No layout serves %.4g req/s within the replica limit.\n", c->target);
+        }
+    }
+}
+
+static int plot_pareto(const char *dir, char *err, size_t errlen)
+{
+    char term[32];
+    if (!plot_available(term, sizeof term)) {
+        printf("note: gnuplot not found, no plots\n");
+        return 0;
+    }
+    plot pl;
+    FILE *f = plot_begin(&pl, term, "pareto.png", "throughput per GPU against each user's token rate", 900, 600);
+    if (!f) return -1;
+    fputs("set xlabel 'tokens/s per user (1000 / median TPOT)'\nset ylabel 'output tokens/s per GPU'\n"
+          "plot 'points.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' with points pt 7 ps 0.6 lc rgb '#bbbbbb' "
+          "title 'probes', 'pareto.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' with linespoints pt 7 "
+          "lw 2 title 'Pareto front (served)'\n",
+          f);
+    return plot_finish(&pl, dir, err, errlen);
+}
+
+static int by_user_rate(const void *a, const void *b)
+{
+    const point *x = a, *y = b;
+    return (x->tok_per_user > y->tok_per_user) - (x->tok_per_user < y->tok_per_user);
+}
+
+static int write_outputs(plan *p, const char *out, char *err, size_t errlen)
+{
+    int order[MAX_LAYOUTS];
+    for (int i = 0; i < p->nlay; i++) order[i] = i;
+    /* rank by capacity per GPU, stably (ties keep the enumeration's order) */
+    for (int i = 1; p->cli->gpus && i < p->nlay; i++)
+        for (int j = i; j > 0 && by_capacity_per_gpu(&p->lay[order[j - 1]], &p->lay[order[j]]) > 0; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    /* the front's points in order of user rate, so the plot draws a line */
+    qsort(p->pts, (size_t)p->npts, sizeof *p->pts, by_user_rate);
+    outdir od;
+    if (od_open(&od, out, err, errlen) < 0) return -1;
+    const struct { const char *name; int what; } files[] = {{"plan.csv", 0}, {"points.csv", 1}, {"pareto.csv", 2}, {"plan.txt", 3}};
+    int status = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files && status == 0; i++) {
+        FILE *f = od_fopen(&od, files[i].name, err, errlen);
+        if (!f) {
+            status = -1;
+            break;
+        }
+        if (files[i].what == 0) write_plan_csv(f, p, order);
+        else if (files[i].what == 3) write_answer(f, p, order);
+        else write_points(f, p, files[i].what == 2);
+        status = od_fclose(f, files[i].name, err, errlen);
+    }
+    if (status == 0 && p->npts > 0) status = plot_pareto(od.tmp_path, err, errlen);
+    if (status == 0) status = od_commit(&od, err, errlen);
+    if (status < 0) {
+        od_abort(&od);
+        return -1;
+    }
+    if (!p->cli->quiet) {
+        write_answer(stdout, p, order);
+        printf("Results in %s/\n", out);
+    }
+    return 0;
+}
+
+/* A trace's own rate: its requests over the span of their arrivals (as scaled by the scenario). */
+static int trace_rate(const scenario *sc, double *rate, char *err, size_t errlen)
+{
+    scenario_resolved r;
+    workload w;
+    if (scenario_resolve(sc, &r, err, errlen) < 0 || wl_build(&r.workload, &w, err, errlen) < 0) return -1;
+    double span = w.n > 1 ? w.reqs[w.n - 1].arrival_time - w.reqs[0].arrival_time : 0;
+    *rate = span > 0 ? (double)(w.n - 1) / span : 0;
+    wl_free(&w);
+    if (*rate > 0) return 0;
+    snprintf(err, errlen, "%s: the trace's requests all arrive at once: no rate to scale", sc->path);
+    return -1;
+}
+
+static int run_plan(plan *p)
+{
+    if (enumerate(p) < 0) return -1;
+    const plan_cli *c = p->cli;
+    for (p->cur = 0; p->cur < p->nlay; p->cur++) {
+        layout *l = &p->lay[p->cur];
+        double per_replica = 0;
+        if (c->gpus) {
+            if (capacity(p, l->replicas, &l->capacity, &l->fail, &l->at, &l->have) < 0) return -1;
+            per_replica = l->capacity / l->replicas;
+        }
+        if (c->target > 0) {
+            if (!c->gpus) { /* one replica's capacity guesses how many the target needs */
+                double fail;
+                summary s;
+                bool have;
+                if (capacity(p, 1, &per_replica, &fail, &s, &have) < 0) return -1;
+            }
+            int limit = 4096 / l->tp;
+            int estimate = per_replica > 0 ? (int)fmin(ceil(c->target / per_replica), limit) : limit;
+            if (fewest_replicas(p, estimate, limit) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(plan_usage, stdout);
+        return EXIT_OK;
+    }
+    plan_cli c = {.max_rate = 100000, .max_tp = 8, .routers = {ROUTER_LEAST_OUTSTANDING}, .nrouters = 1};
+    scenario sc;
+    if (study_parse_args(argc, argv, plan_usage, plan_opts, sizeof plan_opts / sizeof *plan_opts, &sc, on_plan_opt, &c) < 0)
+        return EXIT_BAD_INPUT;
+    if (!c.gpus && !(c.target > 0)) {
+        fprintf(stderr, "servesim: plan needs --gpus N (the best layout on N GPUs), --rate R (the fewest GPUs for R "
+                        "req/s), or both\n%s", plan_usage);
+        return EXIT_BAD_INPUT;
+    }
+    for (int k = 0; k < c.nvary; k++) /* every value a scenario takes, before any run */
+        for (int v = 0; v < c.vary[k].n; v++) {
+            scenario probe = sc;
+            char err[1024];
+            if (set(&probe, err, sizeof err, "%s=%s", c.vary[k].key, c.vary[k].values[v]) < 0) {
+                const char *why = strstr(err, ": ");
+                fprintf(stderr, "servesim: --vary %s=%s: %s\n", c.vary[k].key, c.vary[k].values[v], why ? why + 2 : err);
+                return EXIT_BAD_INPUT;
+            }
+        }
+    const char *arrival = sc.v[K_workload_arrival].s;
+    if (strcmp(arrival, "closed") == 0 || strcmp(arrival, "all_at_once") == 0) {
+        fprintf(stderr, "servesim: plan varies the arrival rate, but workload.arrival is %s (%s): use poisson, gamma, "
+                        "constant or a trace\n", arrival, sc.v[K_workload_arrival].origin);
+        return EXIT_BAD_INPUT;
+    }
+    plan *p = calloc(1, sizeof *p);
+    layout *lay = calloc(MAX_LAYOUTS, sizeof *lay);
+    point *pts = calloc(MAX_POINTS, sizeof *pts);
+    if (!p || !lay || !pts) {
+        free(p);
+        free(lay);
+        free(pts);
+        fprintf(stderr, "servesim: out of memory\n");
+        return EXIT_FAILURE_OTHER;
+    }
+    *p = (plan){.base = &sc, .cli = &c, .lay = lay, .pts = pts, .status = EXIT_OK};
+    int status = EXIT_OK;
+    if (strcmp(arrival, "trace") == 0 && trace_rate(&sc, &p->trace_rate, p->err, sizeof p->err) < 0) {
+        fprintf(stderr, "servesim: %s\n", p->err);
+        status = EXIT_BAD_INPUT;
+    } else if (run_plan(p) < 0) {
+        fprintf(stderr, "servesim: %s\n", p->err);
+        status = p->status != EXIT_OK ? p->status : EXIT_BAD_INPUT;
+    }
+    char out[1200], err[2048];
+    scenario_out_dir(&sc, c.out, "plan", out, sizeof out);
+    if (status == EXIT_OK && write_outputs(p, out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        status = EXIT_FAILURE_OTHER;
+    }
+    free(pts);
+    free(lay);
+    free(p);
+    return status;
+}

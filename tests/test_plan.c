@@ -1,0 +1,133 @@
+/* servesim plan: the layouts it tries, the fewest replicas for a target on servers of known
+ * rate, a Pareto front no served probe beats, and the errors a user can make. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "study/simjob.h"
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) n++;
+    fclose(f);
+    return n;
+}
+
+/* One request at a time with fixed lengths: each replica is a deterministic server of rate
+ * 1 / (one request's latency alone). A target of 2.5 such rates needs 3 replicas (83% busy,
+ * keeping up); 2 cannot keep up (125%). */
+Test(plan, fewest_replicas_for_a_target_on_servers_of_known_rate)
+{
+    const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
+                          "workload.num_requests=200"};
+    scenario sc, one;
+    char err[1024];
+    scenario_defaults(&sc);
+    for (int i = 0; i < 4; i++) cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    one = sc;
+    scenario_set(&one, "workload.num_requests=1", err, sizeof err);
+    simjob j = {.sc = &one};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), 0, "%s", err);
+    double service = 1000 / j.sum.e2el_ms.mean;
+    char target[64];
+    snprintf(target, sizeof target, "%.6g", 2.5 * service);
+    system("rm -rf /tmp/ss-plan");
+    char *argv[] = {"plan", "--rate", target, "--max-tp", "1", "--set", (char *)sets[0], "--set", (char *)sets[1],
+                    "--set", (char *)sets[2], "--set", (char *)sets[3], "--out", "/tmp/ss-plan", "--quiet"};
+    cr_assert_eq(cmd_plan(16, argv), 0);
+    FILE *f = fopen("/tmp/ss-plan/plan.txt", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    int gpus = -1;
+    while (fgets(line, sizeof line, f)) sscanf(line, "Smallest: %d GPUs", &gpus);
+    fclose(f);
+    cr_assert_eq(gpus, 3, "a target of 2.5 one-at-a-time servers needs 3 (got %d)", gpus);
+}
+
+/* llama-3-70b leaves no KV room on one H200: the layouts on 8 GPUs are TP 2, 4 and 8 (4, 2
+ * and 1 replicas), each with its measured table; --max-tp 4 drops TP 8. The front's points
+ * are served and none is beaten on both axes by another served probe. */
+Test(plan, layouts_that_fit_and_a_front_no_served_probe_beats)
+{
+    system("rm -rf /tmp/ss-plan70");
+    char *argv[] = {"plan", "--gpus", "8", "--slo", "ttft_p99_ms=2000,tpot_p99_ms=60", "--set",
+                    "model.preset=llama-3-70b", "--set", "workload.num_requests=300", "--out", "/tmp/ss-plan70", "--quiet"};
+    cr_assert_eq(cmd_plan(12, argv), 0);
+    FILE *f = fopen("/tmp/ss-plan70/plan.csv", "r");
+    cr_assert_not_null(f);
+    char line[1024];
+    int tps[8], reps[8], n = 0;
+    cr_assert(fgets(line, sizeof line, f));
+    while (n < 8 && fgets(line, sizeof line, f)) {
+        char cost[32];
+        int gpus;
+        double cap;
+        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%d,least_outstanding,%31[^,],%d,%d,%lf", &tps[n], cost, &gpus, &reps[n], &cap), 5,
+                     "%s", line);
+        cr_assert_str_eq(cost, "measured", "%s", line);
+        cr_assert_eq(gpus, 8);
+        cr_assert_eq(tps[n] * reps[n], 8);
+        cr_assert_gt(cap, 0, "%s", line);
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, 3);
+    int seen = 0;
+    for (int i = 0; i < n; i++) seen |= tps[i];
+    cr_assert_eq(seen, 2 | 4 | 8);
+    /* the front against every probe */
+    double pg[4096], pu[4096];
+    int ps[4096], np = 0;
+    f = fopen("/tmp/ss-plan70/points.csv", "r");
+    cr_assert_not_null(f);
+    cr_assert(fgets(line, sizeof line, f));
+    while (np < 4096 && fgets(line, sizeof line, f)) {
+        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%*d,%*d,%*d,%*g,%d,%lf,%lf", &ps[np], &pg[np], &pu[np]), 3, "%s", line);
+        np++;
+    }
+    fclose(f);
+    f = fopen("/tmp/ss-plan70/pareto.csv", "r");
+    cr_assert_not_null(f);
+    cr_assert(fgets(line, sizeof line, f));
+    int nf = 0;
+    while (fgets(line, sizeof line, f)) {
+        int served;
+        double g, u;
+        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%*d,%*d,%*d,%*g,%d,%lf,%lf", &served, &g, &u), 3, "%s", line);
+        cr_assert_eq(served, 1);
+        for (int k = 0; k < np; k++)
+            cr_assert(!(ps[k] && pg[k] >= g && pu[k] >= u && (pg[k] > g || pu[k] > u)), "(%g, %g) beats (%g, %g)", pg[k],
+                      pu[k], g, u);
+        nf++;
+    }
+    fclose(f);
+    cr_assert_gt(nf, 0);
+    char *four[] = {"plan", "--gpus", "8", "--max-tp", "4", "--set", "model.preset=llama-3-70b", "--set",
+                    "workload.num_requests=300", "--out", "/tmp/ss-plan70-4", "--quiet"};
+    system("rm -rf /tmp/ss-plan70-4");
+    cr_assert_eq(cmd_plan(12, four), 0);
+    cr_assert_eq(count_lines("/tmp/ss-plan70-4/plan.csv"), 3, "header, TP 2 and TP 4");
+}
+
+Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
+{
+    system("rm -rf /tmp/ss-plan-bad");
+    char *none[] = {"plan", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(3, none), 2, "neither --gpus nor --rate");
+    char *closed[] = {"plan", "--gpus", "2", "--set", "workload.arrival=closed", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, closed), 2);
+    char *dep[] = {"plan", "--gpus", "2", "--vary", "deployment.replicas=1,2", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, dep), 2);
+    char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, router), 2);
+    char *vary[] = {"plan", "--gpus", "2", "--vary", "scheduler.nope=1,2", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, vary), 2);
+    FILE *f = fopen("/tmp/ss-plan-bad/plan.csv", "r");
+    cr_assert_null(f, "nothing written");
+}
