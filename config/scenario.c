@@ -495,6 +495,37 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     return blocks > 1e9 ? 1000000000 : (int)blocks;
 }
 
+/* Prefill and decode instances: together they are the replicas; each request's KV crosses
+ * from one to the other, every GPU of the group sending its own share of the heads. */
+static int resolve_disaggregation(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    int p = (int)V(deployment, prefill_instances).i, d = (int)V(deployment, decode_instances).i;
+    if (p == 0 && d == 0) return 0;
+    if (p == 0 || d == 0) {
+        snprintf(err, errlen, "deployment.prefill_instances (%d, %s) and deployment.decode_instances (%d, %s) must both be "
+                 "set for disaggregated serving, or both 0", p, V(deployment, prefill_instances).origin, d,
+                 V(deployment, decode_instances).origin);
+        return -1;
+    }
+    if (out->replicas != 1) {
+        snprintf(err, errlen, "deployment.replicas (%s) is for aggregated serving; disaggregated serving has "
+                 "deployment.prefill_instances and deployment.decode_instances instead", V(deployment, replicas).origin);
+        return -1;
+    }
+    if (sched_policy_info(out->sched.policy)->whole_batch || sched_policy_info(out->sched.policy)->single) {
+        snprintf(err, errlen, "disaggregated serving hands requests over one by one; scheduler.policy = %s serves "
+                 "%s", sched_policy_name(out->sched.policy),
+                 sched_policy_info(out->sched.policy)->single ? "one request at a time" : "whole batches");
+        return -1;
+    }
+    model_shape shard = model_shard(&out->model, out->tensor_parallel);
+    out->replicas = p + d;
+    out->prefill_instances = p;
+    out->kv_latency_s = V(deployment, kv_transfer_latency_ms).d / 1000;
+    out->kv_s_per_token = (double)model_kv_bytes_per_token(&shard, out->dtype_bytes) / (V(deployment, kv_transfer_gbs).d * 1e9);
+    return 0;
+}
+
 static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     sched_config *c = &out->sched;
@@ -516,6 +547,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                                     : (c->chunked_prefill ? 2048 : c->max_model_len);
     if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
     else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
+    if (resolve_disaggregation(sc, out, err, errlen) < 0) return -1;
     return sched_config_check(c, err, errlen);
 }
 

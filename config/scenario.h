@@ -48,6 +48,8 @@ typedef struct scenario_resolved {
     slo_config slo;
     int replicas;               /* deployment.replicas */
     int tensor_parallel;        /* deployment.tensor_parallel: GPUs per replica */
+    int prefill_instances;      /* disaggregated: replicas 0 .. prefill_instances - 1 prefill (0: aggregated) */
+    double kv_latency_s, kv_s_per_token; /* disaggregated: a request's KV transfer, per GPU */
     bool token_times;           /* run.token_times: write tokens.csv */
     router_kind router;         /* deployment.router */
     char trace_path[1000];

@@ -37,6 +37,10 @@
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
     X(deployment, tensor_parallel, INT, "1", "1", "64", "GPUs per instance, splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces join them)") \
     X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \
+    X(deployment, prefill_instances, INT, "0", "0", "4096", "disaggregated serving: instances that only prefill (and emit the first token); 0 = aggregated") \
+    X(deployment, decode_instances, INT, "0", "0", "4096", "disaggregated serving: instances that decode what the prefill instances hand over") \
+    X(deployment, kv_transfer_gbs, NUM, "50", "0.001", "100000", "disaggregated: KV bandwidth per GPU, one direction, GB/s (50: a 400 Gb/s NIC per GPU; NVLink within a node: ~450)") \
+    X(deployment, kv_transfer_latency_ms, NUM, "0.1", "0", "100000", "disaggregated: fixed time of each request's KV transfer, ms (assumed: an RDMA round trip and its setup)") \
     X(deployment, router, CHOICE, "least_outstanding", ROUTER_CHOICES, "", "which replica a request goes to (sim/router.h: least_outstanding, round_robin, least_kv, prefix_aware)") \
     X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \
     X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \

@@ -34,6 +34,12 @@ typedef struct request {
     int num_preemptions;
     int cached_prompt_len;     /* prefix-cache hit at its first schedule, in tokens */
     stop_reason stop;
+    /* Disaggregated serving: a prefill instance hands the request off once it has generated
+     * stop_after tokens (0: never, it runs to output_len); a decode instance admits it with
+     * the KV of its first kv_transferred tokens already in place (0: none). */
+    int stop_after;
+    int kv_transferred;
+    double handoff_time;       /* when it joined a decode instance's queue (the executor's; 0 once used) */
 
     /* Scheduler-private. */
     int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */

@@ -213,6 +213,7 @@ bool sched_add(sched *s, request *r, double now)
     /* Keep room for every running request to be preempted back to the front. */
     if (s->waiting.len + s->max_seqs + 1 > s->waiting.cap && !deque_grow(&s->waiting)) return false;
     r->state = REQ_WAITING;
+    r->num_computed = 0; /* no KV of it here yet (a handed-off request's arrives as kv_transferred) */
     deque_push_back(&s->waiting, r);
     s->waiting_blocks += waiting_need(s, r);
     return true;
@@ -255,6 +256,7 @@ static request *preempt_last(sched *s)
     request *v = s->running[--s->num_running];
     bm_release(s->bm, v);
     set_computed(s, v, 0);
+    v->kv_transferred = 0; /* its transferred KV is gone with its blocks: recomputed here */
     set_prefilling(s, v, false);
     v->num_preemptions++;
     v->state = REQ_WAITING;
@@ -316,7 +318,9 @@ static int admit_head(sched *s, int budget, double now)
     request *r = deque_front(&s->waiting);
     int bs = s->cfg.block_size;
     int hits = bm_count_hits(s->bm, r);
-    int cached = hits * bs;
+    /* KV that came from a prefill instance counts as computed (the prefix cache's share of it
+     * as shared blocks) */
+    int cached = hits * bs > r->kv_transferred ? hits * bs : r->kv_transferred;
     int remaining = req_num_tokens(r) - cached;
     int n = s->cfg.chunked_prefill ? prefill_chunk(s, remaining, budget) : remaining;
     if (n <= 0 || n > budget || !bm_seq_open(s->bm, r)) return 0;
@@ -325,11 +329,13 @@ static int admit_head(sched *s, int budget, double now)
         bm_release(s->bm, r);
         return 0;
     }
-    if (r->num_preemptions == 0) r->cached_prompt_len = cached;
+    if (r->kv_transferred == 0) { /* a handed-off request's prefill was counted where it ran */
+        if (r->num_preemptions == 0) r->cached_prompt_len = cached;
+        s->batch.prefix_queries += req_num_tokens(r);
+        s->batch.prefix_hits += cached;
+    }
     set_computed(s, r, cached);
-    set_prefilling(s, r, true);
-    s->batch.prefix_queries += req_num_tokens(r);
-    s->batch.prefix_hits += cached;
+    set_prefilling(s, r, r->kv_transferred == 0);
     deque_pop_front(&s->waiting);
     s->waiting_blocks -= waiting_need(s, r);
     running_insert(s, r);
@@ -469,8 +475,9 @@ int sched_complete(sched *s, double now, request ***finished)
         if (r->prefilling) set_prefilling(s, r, false);
         if (r->num_generated++ == 0) r->first_token_time = now;
         r->last_token_time = now;
-        if (r->num_generated < r->output_len) continue;
-        end_request(r, now, STOP_LENGTH);
+        bool handoff = r->stop_after > 0 && r->num_generated >= r->stop_after && r->num_generated < r->output_len;
+        if (r->num_generated < r->output_len && !handoff) continue;
+        end_request(r, now, handoff ? STOP_HANDOFF : STOP_LENGTH);
         s->finished[num_finished++] = r;
         if (s->policy->whole_batch) {
             s->num_static_done++;

@@ -101,7 +101,9 @@ bool sched_add(sched *s, request *r, double now);
  * 0 when nothing can run. Stamps scheduled_time of requests computed for the first time. */
 int sched_schedule(sched *s, double now, const sched_batch **out);
 /* The last batch's tokens are done at NOW: advances progress, stamps token times, frees the
- * blocks of finished requests. Returns how many finished; *FINISHED lists them. */
+ * blocks of finished requests. Returns how many finished; *FINISHED lists them. A request
+ * with stop_after set finishes here with STOP_HANDOFF once it has that many tokens (and
+ * more to come): the executor moves it on to a decode instance. */
 int sched_complete(sched *s, double now, request ***finished);
 /* The requests the last sched_complete let go of: finished, and no longer in any batch (a
  * static batch keeps its finished members as padding until the whole batch ends). Their

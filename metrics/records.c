@@ -9,6 +9,7 @@ const char *stop_reason_name(stop_reason r)
     case STOP_KV_CAPACITY: return "kv_capacity";
     case STOP_ABORTED: return "aborted";
     case STOP_ERROR: return "error";
+    case STOP_HANDOFF: return "handoff";
     }
     return "invalid";
 }

@@ -13,6 +13,8 @@ typedef enum stop_reason {
     STOP_KV_CAPACITY,   /* needs more KV slots than the whole pool holds */
     STOP_ABORTED,       /* its client went away (a server's request) */
     STOP_ERROR,         /* the server answered with an error or not at all (a load client's request) */
+    STOP_HANDOFF,       /* transient, never in a record: prefilled on a prefill instance, its KV
+                         * leaves for a decode instance (disaggregated serving) */
 } stop_reason;
 
 const char *stop_reason_name(stop_reason r);

@@ -7,13 +7,20 @@
 #include "workload/driver.h"
 #include "sim/heap.h"
 
-typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE } ev_kind;
+typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE, EV_KV_ARRIVED } ev_kind;
 
 typedef struct sim_event {
     heap_node node;          /* first: a heap_node* is a sim_event* */
     ev_kind kind;
     int replica;
+    request *req;            /* EV_KV_ARRIVED: the request whose KV it is (the event is malloc'd) */
 } sim_event;
+
+/* Seconds, one per request, for a mean and a P99 at the end. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+} samples;
 
 typedef struct replica {
     sched *s;
@@ -43,7 +50,10 @@ typedef struct sim {
      * event, most of the time of a 64-replica run. */
     int *touched;
     int num_touched;
+    router_state decode_router;  /* disaggregated: the decode side's router */
+    samples transfer_s, decode_wait_s;
     size_t ended;
+    bool failed;             /* out of memory in a step's aftermath */
     sim_stats stats;
 } sim;
 
@@ -70,12 +80,44 @@ static void touch(sim *m, int i)
     m->touched[m->num_touched++] = i;
 }
 
-static replica *route(sim *m, const request *r)
+/* The replica among FIRST .. FIRST + N - 1 the router picks for R. */
+static replica *route(sim *m, router_state *st, int first, int n, const request *r)
 {
-    int i = router_pick(m->o->router, &m->router, m->scheds, m->o->num_replicas, r);
+    int i = first + router_pick(m->o->router, st, m->scheds + first, n, r);
     if (m->o->replica_requests) m->o->replica_requests[i]++;
     touch(m, i);
     return &m->reps[i];
+}
+
+static bool sample(samples *s, double v)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        double *p = realloc(s->v, cap * sizeof *p);
+        if (!p) return false;
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n++] = v;
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean and P99 (nearest rank) of S, sorting it. */
+static void summarize_samples(samples *s, double *mean, double *p99)
+{
+    *mean = *p99 = 0;
+    if (s->n == 0) return;
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+    qsort(s->v, s->n, sizeof *s->v, cmp_double);
+    *mean = sum / (double)s->n;
+    *p99 = s->v[(size_t)ceil(0.99 * (double)s->n) - 1];
 }
 
 static int send_due_requests(sim *m, double now)
@@ -92,7 +134,9 @@ static int send_due_requests(sim *m, double now)
         }
         req_from_workload(r, wr, prompt);
         rec_sent(m->rc, r);
-        if (!sched_add(route(m, r)->s, r, now)) {
+        int first_side = m->o->num_prefill > 0 ? m->o->num_prefill : m->o->num_replicas;
+        if (m->o->num_prefill > 0) r->stop_after = 1;
+        if (!sched_add(route(m, &m->router, 0, first_side, r)->s, r, now)) {
             request_ended(m, r, now);
             req_pool_put(&m->reqs, r);
         }
@@ -111,8 +155,44 @@ static void start_step(sim *m, replica *rep, double now)
                         .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
                         .sample_time = NAN, .predicted_time = dt};
     sched_fill_step(rep->s, b, st);
+    for (int i = 0; m->o->num_prefill > 0 && i < b->num_items; i++) {
+        request *r = b->items[i].req;
+        if (r->handoff_time > 0) { /* its first step on the decode side */
+            sample(&m->decode_wait_s, now - r->handoff_time);
+            r->handoff_time = 0;
+        }
+    }
     rep->busy = true;
     heap_push(&m->events, &rep->done.node, now + dt);
+}
+
+/* R's prefill is done and its first token out: its KV leaves for the decode side. */
+static void send_kv(sim *m, request *r, double now)
+{
+    double dt = m->o->kv_latency_s + r->num_computed * m->o->kv_s_per_token;
+    sim_event *ev = malloc(sizeof *ev);
+    if (!ev || !sample(&m->transfer_s, dt)) {
+        free(ev);
+        m->failed = true;
+        return;
+    }
+    *ev = (sim_event){.kind = EV_KV_ARRIVED, .replica = -1, .req = r};
+    m->stats.kv_transfers++;
+    heap_push(&m->events, &ev->node, now + dt);
+}
+
+/* R's KV is on the decode side: a decode instance takes it, its KV already in place. */
+static void kv_arrived(sim *m, request *r, double now)
+{
+    r->stop = STOP_NONE;
+    r->stop_after = 0;
+    r->kv_transferred = r->num_computed;
+    r->handoff_time = now;
+    int first = m->o->num_prefill;
+    if (!sched_add(route(m, &m->decode_router, first, m->o->num_replicas - first, r)->s, r, now)) {
+        request_ended(m, r, now);
+        req_pool_put(&m->reqs, r);
+    }
 }
 
 static void finish_step(sim *m, replica *rep, double now)
@@ -123,9 +203,12 @@ static void finish_step(sim *m, replica *rep, double now)
     int nf = sched_complete(rep->s, now, &fin);
     rec_step(m->rc, &rep->step);
     m->stats.steps++;
-    for (int i = 0; i < nf; i++) request_ended(m, fin[i], now);
+    for (int i = 0; i < nf; i++)
+        if (fin[i]->stop == STOP_HANDOFF) send_kv(m, fin[i], now);
+        else request_ended(m, fin[i], now);
     int nr = sched_released(rep->s, &fin);
-    for (int i = 0; i < nr; i++) req_pool_put(&m->reqs, fin[i]);
+    for (int i = 0; i < nr; i++)
+        if (fin[i]->stop != STOP_HANDOFF) req_pool_put(&m->reqs, fin[i]); /* a handed-off one lives on */
 }
 
 static int handle(sim *m, sim_event *ev, double now)
@@ -133,6 +216,9 @@ static int handle(sim *m, sim_event *ev, double now)
     if (ev->kind == EV_ARRIVAL) {
         m->arrival_pending = false;
         if (send_due_requests(m, now) < 0) return -1;
+    } else if (ev->kind == EV_KV_ARRIVED) {
+        kv_arrived(m, ev->req, now);
+        free(ev);
     } else if (ev->kind == EV_WAKE) {
         m->reps[ev->replica].waking = false;
         touch(m, ev->replica);
@@ -155,7 +241,7 @@ static int loop(sim *m)
         double now = ev->node.time;
         m->stats.events++;
         m->stats.end_time = now;
-        if (handle(m, ev, now) < 0) return -1;
+        if (handle(m, ev, now) < 0 || m->failed) return -1;
         /* Start steps only once every event of this instant is handled, so requests that
          * arrive as a step ends join the next batch. */
         heap_node *next = heap_peek(&m->events);
@@ -206,6 +292,11 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
 
 static void teardown(sim *m)
 {
+    /* an interrupted run may leave transfers in flight */
+    for (heap_node *n; (n = heap_pop(&m->events));)
+        if (((sim_event *)n)->kind == EV_KV_ARRIVED) free(n);
+    free(m->transfer_s.v);
+    free(m->decode_wait_s.v);
     for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
     free(m->reps);
     free(m->scheds);
@@ -227,6 +318,8 @@ int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *r
         snprintf(err, errlen, "internal error: %zu of %zu requests ended", m.ended, w->n);
         rc_code = -1;
     }
+    summarize_samples(&m.transfer_s, &m.stats.kv_transfer_mean_s, &m.stats.kv_transfer_p99_s);
+    summarize_samples(&m.decode_wait_s, &m.stats.decode_wait_mean_s, &m.stats.decode_wait_p99_s);
     if (stats) *stats = m.stats;
     teardown(&m);
     return rc_code < 0 ? -1 : rc_code;

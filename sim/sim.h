@@ -32,6 +32,12 @@ typedef struct sim_options {
     /* Requests routed to each replica (NULL: not wanted; else num_replicas counters, zeroed
      * by the caller). */
     int64_t *replica_requests;
+    /* Disaggregated prefill and decode (num_prefill > 0): replicas 0 .. num_prefill - 1
+     * prefill each request and emit its first token; its KV then moves, taking kv_latency_s
+     * + prompt tokens x kv_s_per_token, to one of the other num_replicas - num_prefill
+     * replicas, which decode the rest. The router picks on each side. 0: aggregated. */
+    int num_prefill;
+    double kv_latency_s, kv_s_per_token;
     /* Called now and then with the requests ended so far; may be NULL. */
     void (*progress)(void *ctx, size_t ended, size_t total);
     void *progress_ctx;
@@ -43,6 +49,10 @@ typedef struct sim_stats {
     size_t events;
     int64_t steps;
     double end_time;
+    /* disaggregated: KV transfers, and seconds in transfer and waiting on the decode side
+     * (from the transfer's end to the request's first decode step) */
+    int64_t kv_transfers;
+    double kv_transfer_mean_s, kv_transfer_p99_s, decode_wait_mean_s, decode_wait_p99_s;
 } sim_stats;
 
 /* Runs every request of W (sent as CFG's arrival settings say) to its end. Returns 0, or -1

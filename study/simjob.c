@@ -19,6 +19,8 @@ static json_t *deployment_json(const simjob *j)
     if (!o || scenario_resolve(j->sc, &r, err, sizeof err) < 0 ||
         json_put(o, "gpus", json_integer((json_int_t)r.replicas * r.tensor_parallel)) |
             json_put(o, "tensor_parallel", json_integer(r.tensor_parallel)) |
+            json_put(o, "prefill_instances", json_integer(r.prefill_instances)) |
+            json_put(o, "decode_instances", json_integer(r.prefill_instances ? r.replicas - r.prefill_instances : 0)) |
             json_put(o, "replicas", json_integer(r.replicas)) | json_put(o, "router", json_string(router_name(r.router)))) {
         json_decref(o);
         return NULL;
@@ -33,6 +35,16 @@ static json_t *deployment_json(const simjob *j)
             json_decref(o);
             return NULL;
         }
+    const sim_stats *st = &j->stats;
+    if (r.prefill_instances &&
+        (json_put(o, "kv_transfers", json_integer(st->kv_transfers)) |
+         json_put(o, "mean_kv_transfer_ms", json_real(st->kv_transfer_mean_s * 1e3)) |
+         json_put(o, "p99_kv_transfer_ms", json_real(st->kv_transfer_p99_s * 1e3)) |
+         json_put(o, "mean_decode_queue_ms", json_real(st->decode_wait_mean_s * 1e3)) |
+         json_put(o, "p99_decode_queue_ms", json_real(st->decode_wait_p99_s * 1e3)))) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -87,6 +99,9 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .sched = r->sched,
         .cost = job_cost_fn(jc),
         .num_replicas = r->replicas,
+        .num_prefill = r->prefill_instances,
+        .kv_latency_s = r->kv_latency_s,
+        .kv_s_per_token = r->kv_s_per_token,
         .router = r->router,
         .replica_requests = j->replica_requests,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,

@@ -595,3 +595,61 @@ Test(sched, aborts_free_blocks_and_release_at_the_right_time)
     sched_free(s);
     free_workload(&v);
 }
+
+/* Disaggregated serving by hand: on the prefill side a request with stop_after = 1 ends
+ * with STOP_HANDOFF after its prefill step (blocks freed, released); the decode side admits
+ * it with its prompt's KV in place: a one-token decode at context 40 in its first step, no
+ * prefill tokens, no prefix-cache query counted twice; it runs to its 10 tokens, and a
+ * preemption there recomputes the prompt (the transferred KV went with its blocks). */
+Test(sched, a_handoff_leaves_the_prefill_side_and_decodes_on_the_other)
+{
+    int pl[] = {40}, ol[] = {10};
+    workload_t w = make_workload(1, pl, ol, NULL);
+    request *r = &w.reqs[0];
+    sched_config c = base_config(POLICY_PAGED);
+    sched *pre = sched_create(&c), *dec = sched_create(&c);
+    r->stop_after = 1;
+    cr_assert(sched_add(pre, r, 0));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(pre, 0, &b), 1);
+    cr_assert_eq(b->num_prefill_tokens, 40);
+    cr_assert_eq(sched_complete(pre, 1, &fin), 1);
+    cr_assert_eq(fin[0], r);
+    cr_assert_eq(r->stop, STOP_HANDOFF);
+    cr_assert_eq(r->num_generated, 1);
+    cr_assert_float_eq(r->first_token_time, 1, 0);
+    cr_assert_eq(sched_released(pre, &fin), 1);
+    cr_assert(sched_idle(pre));
+    cr_assert_eq(bm_num_free(sched_bm(pre)), c.num_blocks, "the prefill side keeps no block");
+
+    r->stop = STOP_NONE;
+    r->stop_after = 0;
+    r->kv_transferred = r->num_computed;
+    cr_assert_eq(r->kv_transferred, 40);
+    cr_assert(sched_add(dec, r, 2));
+    cr_assert_eq(sched_schedule(dec, 2, &b), 1);
+    cr_assert_eq(b->num_prefill_tokens, 0, "the prompt is not computed again");
+    cr_assert_eq(b->num_decode_seqs, 1);
+    cr_assert_eq(b->items[0].num_new_tokens, 1);
+    cr_assert_eq(b->items[0].context_len, 40);
+    cr_assert_eq(b->prefix_queries, 0, "the prefill side counted its prefix queries");
+    int steps = 1;
+    double t = 3;
+    sched_complete(dec, t, &fin);
+    while (!sched_idle(dec)) {
+        cr_assert_eq(sched_schedule(dec, t, &b), 1);
+        cr_assert_eq(b->num_decode_seqs, 1);
+        sched_complete(dec, ++t, &fin);
+        steps++;
+    }
+    cr_assert_eq(steps, 9, "tokens 2 to 10 on the decode side");
+    cr_assert_eq(r->stop, STOP_LENGTH);
+    cr_assert_eq(r->num_generated, 10);
+    cr_assert_float_eq(r->first_token_time, 1, 0, "the first token is the prefill side's");
+    cr_assert_null(sched_check(dec));
+    cr_assert_eq(bm_num_free(sched_bm(dec)), c.num_blocks);
+    sched_free(pre);
+    sched_free(dec);
+    free_workload(&w);
+}

@@ -481,6 +481,97 @@ Test(router, each_replica_behind_round_robin_runs_as_it_would_alone)
     wl_free(&all);
 }
 
+/* Disaggregated serving, isolated requests (each ends long before the next arrives): the
+ * first token is the prefill side's, as aggregated; every later token comes exactly one KV
+ * transfer later (its latency plus the prompt's tokens at the per-token price), since the
+ * decode side is idle when the KV lands and decode steps cost what they cost aggregated.
+ * With a free transfer the runs are the same. Each request goes once through a prefill and
+ * once through a decode instance. */
+static void disagg_run(workload *w, int prefill, int decode, double latency, double per_token, met_acc **met,
+                       int64_t *counts, sim_stats *st)
+{
+    sim_options o = {.sched = small_sched(), .cost = {linear_cost, NULL}, .num_replicas = prefill + decode,
+                     .num_prefill = prefill, .kv_latency_s = latency, .kv_s_per_token = per_token,
+                     .replica_requests = counts};
+    *met = met_create();
+    met_keep_requests(*met);
+    recorder rc;
+    rec_init(&rc, *met, NULL);
+    char err[512];
+    cr_assert_eq(sim_run(&o, w, &w->cfg, &rc, st, err, sizeof err), 0, "%s", err);
+}
+
+Test(disagg, isolated_requests_finish_one_transfer_later)
+{
+    wl_config wc = constant_workload(40, 0.5); /* a request every 2 s on average; each takes < 0.3 s */
+    wc.arrival = ARRIVAL_CONSTANT;
+    workload w;
+    char err[512];
+    cr_assert_eq(wl_build(&wc, &w, err, sizeof err), 0, "%s", err);
+    w.cfg.arrival = ARRIVAL_TRACE;
+    met_acc *agg, *free_kv, *paid;
+    int64_t counts[2] = {0}, c2[2] = {0};
+    sim_stats st;
+    disagg_run(&w, 0, 1, 0, 0, &agg, NULL, &st);
+    disagg_run(&w, 1, 1, 0, 0, &free_kv, counts, &st);
+    cr_assert_eq(counts[0], 40, "every request prefilled once");
+    cr_assert_eq(counts[1], 40, "and decoded once");
+    cr_assert_eq(st.kv_transfers, 40);
+    disagg_run(&w, 1, 1, 2e-3, 1e-5, &paid, c2, &st);
+    size_t n, m, k;
+    const req_record *a = met_requests(agg, &n), *f = met_requests(free_kv, &m), *p = met_requests(paid, &k);
+    cr_assert(n == 40 && m == 40 && k == 40);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(a[i].request_id, f[i].request_id);
+        cr_assert_eq(a[i].request_id, p[i].request_id);
+        cr_assert_eq(p[i].stop, STOP_LENGTH);
+        cr_assert_float_eq(f[i].first_token_time, a[i].first_token_time, 1e-12);
+        cr_assert_float_eq(f[i].finish_time, a[i].finish_time, 1e-12, "a free transfer changes nothing");
+        cr_assert_float_eq(p[i].first_token_time, a[i].first_token_time, 1e-12);
+        double transfer = 2e-3 + 1e-5 * a[i].prompt_len;
+        cr_assert_float_eq(p[i].finish_time - a[i].finish_time, transfer, 1e-12, "request %zu", i);
+    }
+    /* the mean transfer is the mean of 2 ms + 10 us a prompt token; nothing waits to decode */
+    double want = 0;
+    for (size_t i = 0; i < n; i++) want += 2e-3 + 1e-5 * a[i].prompt_len;
+    cr_assert_float_eq(st.kv_transfer_mean_s, want / 40, 1e-12);
+    cr_assert_float_eq(st.decode_wait_mean_s, 0, 1e-12);
+    met_free(agg);
+    met_free(free_kv);
+    met_free(paid);
+    wl_free(&w);
+}
+
+/* Under load: two prefill and three decode instances, every request accounted for once on
+ * each side, all finished at their length; a one-token request never leaves its prefill
+ * instance. */
+Test(disagg, every_request_through_one_prefill_and_one_decode_instance)
+{
+    wl_config wc = constant_workload(600, 120);
+    workload w;
+    char err[512];
+    cr_assert_eq(wl_build(&wc, &w, err, sizeof err), 0, "%s", err);
+    w.reqs[7].output_len = 1;
+    w.cfg.arrival = ARRIVAL_TRACE;
+    met_acc *met;
+    int64_t counts[5] = {0};
+    sim_stats st;
+    disagg_run(&w, 2, 3, 1e-4, 1e-6, &met, counts, &st);
+    cr_assert_eq(counts[0] + counts[1], 600);
+    cr_assert_eq(counts[2] + counts[3] + counts[4], 599);
+    cr_assert_eq(st.kv_transfers, 599);
+    cr_assert_gt(st.decode_wait_p99_s, 0, "under load some wait for the decode side");
+    size_t n;
+    const req_record *r = met_requests(met, &n);
+    cr_assert_eq(n, 600);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(r[i].stop, STOP_LENGTH);
+        cr_assert_eq(r[i].output_len, w.reqs[r[i].request_id].output_len);
+    }
+    met_free(met);
+    wl_free(&w);
+}
+
 /* run.token_times: one row per generated token, in order per request, the last at the
  * request's finish, its index output_len - 1; off by default (no tokens.csv). */
 Test(sim, token_times_write_every_token)
