@@ -25,11 +25,14 @@
 
 static const char plan_usage[] =
     "usage: servesim plan SCENARIO.ini (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
-    "                     [--routers A,B] [--vary SECTION.KEY=V1,V2]... [--max-tp N] [--max-rate R]\n"
+    "                     [--routers A,B] [--pd P:D,...] [--vary SECTION.KEY=V1,V2]... [--max-tp N]\n"
+    "                     [--max-rate R]\n"
     "                     [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Searches deployments of the scenario's model on its GPU for its traffic: tensor\n"
     "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits) x replicas x\n"
-    "  router (--routers, default least_outstanding) x every combination of --vary values.\n"
+    "  router (--routers, default least_outstanding) x every combination of --vary values;\n"
+    "  aggregated, and disaggregated at each --pd prefill:decode ratio (whole groups of P + D\n"
+    "  instances, KV moved as deployment.kv_transfer_* say).\n"
     "  A layout's capacity is the highest arrival rate it serves: every SLO met (as for\n"
     "  `servesim capacity`) and >= 90% of the offered rate achieved; a trace is replayed\n"
     "  faster or slower (workload.trace_time_scale) to probe rates; generated arrivals span the\n"
@@ -59,6 +62,8 @@ typedef struct plan_cli {
     double target, max_rate;
     router_kind routers[ROUTER_COUNT];
     int nrouters;
+    int pd[8][2];            /* --pd: prefill:decode ratios to try besides aggregated serving */
+    int npd;
     vary_key vary[MAX_VARY];
     int nvary;
     const char *out;
@@ -66,7 +71,9 @@ typedef struct plan_cli {
 } plan_cli;
 
 typedef struct layout {
-    int tp, replicas;
+    int tp;
+    int replicas;            /* units: replicas aggregated; groups of ratio_p + ratio_d instances disaggregated */
+    int ratio_p, ratio_d;    /* disaggregated: prefill to decode instances (0: aggregated) */
     router_kind router;
     int value[MAX_VARY];     /* index into each --vary key's values */
     /* --gpus: the capacity on those GPUs and the summary there */
@@ -118,6 +125,22 @@ static int parse_routers(const char *v, plan_cli *c)
     return c->nrouters ? 0 : -1;
 }
 
+static int parse_pd(const char *v, plan_cli *c)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int a, b, n = 0;
+        if (c->npd == 8 || sscanf(tok, "%d:%d%n", &a, &b, &n) != 2 || tok[n] || a < 1 || b < 1 || a > 64 || b > 64) {
+            fprintf(stderr, "servesim: --pd %s: expected prefill:decode ratios such as 1:3,1:1 (at most 8, each 1..64)\n", v);
+            return -1;
+        }
+        c->pd[c->npd][0] = a;
+        c->pd[c->npd++][1] = b;
+    }
+    return 0;
+}
+
 static int parse_vary(const char *v, plan_cli *c)
 {
     const char *eq = strchr(v, '=');
@@ -167,6 +190,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
     }
     if (strcmp(flag, "--routers") == 0) return parse_routers(value, c);
     if (strcmp(flag, "--vary") == 0) return parse_vary(value, c);
+    if (strcmp(flag, "--pd") == 0) return parse_pd(value, c);
     if (strcmp(flag, "--out") == 0) c->out = value;
     else c->quiet = true;
     return 0;
@@ -174,7 +198,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
 
 static const cli_opt plan_opts[] = {
     {"--slo", true}, {"--gpus", true}, {"--rate", true}, {"--max-rate", true}, {"--max-tp", true},
-    {"--routers", true}, {"--vary", true}, {"--out", true}, {"--quiet", false},
+    {"--routers", true}, {"--vary", true}, {"--pd", true}, {"--out", true}, {"--quiet", false},
 };
 
 static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -188,15 +212,30 @@ static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...)
     return scenario_set(sc, a, err, errlen);
 }
 
-/* The scenario of layout L at REPLICAS replicas, offered RATE requests/s. */
+/* GPUs of layout L at UNITS replicas (aggregated) or groups of ratio_p + ratio_d instances. */
+static int gpus_of(const layout *l, int units)
+{
+    return units * (l->ratio_p ? l->ratio_p + l->ratio_d : 1) * l->tp;
+}
+
+/* The scenario of layout L at UNITS (replicas, or prefill:decode groups), offered RATE requests/s. */
 static int layout_scenario(const plan *p, const layout *l, int replicas, double rate, scenario *sc, char *err,
                            size_t errlen)
 {
     *sc = *p->base;
     if (set(sc, err, errlen, "deployment.tensor_parallel=%d", l->tp) < 0 ||
-        set(sc, err, errlen, "deployment.replicas=%d", replicas) < 0 ||
         set(sc, err, errlen, "deployment.router=%s", router_name(l->router)) < 0)
         return -1;
+    if (l->ratio_p) {
+        if (set(sc, err, errlen, "deployment.replicas=1") < 0 ||
+            set(sc, err, errlen, "deployment.prefill_instances=%d", replicas * l->ratio_p) < 0 ||
+            set(sc, err, errlen, "deployment.decode_instances=%d", replicas * l->ratio_d) < 0)
+            return -1;
+    } else if (set(sc, err, errlen, "deployment.replicas=%d", replicas) < 0 ||
+               set(sc, err, errlen, "deployment.prefill_instances=0") < 0 ||
+               set(sc, err, errlen, "deployment.decode_instances=0") < 0) {
+        return -1;
+    }
     for (int k = 0; k < p->cli->nvary; k++)
         if (set(sc, err, errlen, "%s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]) < 0) return -1;
     if (rate <= 0) return 0;
@@ -235,14 +274,14 @@ static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
     char why[256] = "no request finished";
     *ok = j.have_summary && cap_served(p->cli->slo, p->cli->nslo, &j.sum, rate, why, sizeof why);
     *sum = j.sum;
-    int gpus = replicas * l->tp;
+    int gpus = gpus_of(l, replicas);
     if (p->npts < MAX_POINTS)
         p->pts[p->npts++] = (point){p->cur, replicas, rate, *ok, j.have_summary && j.sum.tpot_ms.median > 0,
                                     j.sum.output_throughput / gpus,
                                     j.sum.tpot_ms.median > 0 ? 1000.0 / j.sum.tpot_ms.median : 0, j.sum};
     if (!p->cli->quiet && isatty(2))
-        fprintf(stderr, "plan: tp %d x %d replicas (%s), %.4g req/s: %s\n", l->tp, replicas, router_name(l->router),
-                rate, *ok ? "served" : why);
+        fprintf(stderr, "plan: tp %d x %d %s (%s), %.4g req/s: %s\n", l->tp, replicas, l->ratio_p ? "P:D groups" : "replicas",
+                router_name(l->router), rate, *ok ? "served" : why);
     return 0;
 }
 
@@ -316,7 +355,8 @@ static int fewest_replicas(plan *p, int estimate, int limit)
 
 static void layout_name(const plan *p, const layout *l, char *out, size_t len)
 {
-    int n = snprintf(out, len, "tp%d %s", l->tp, router_name(l->router));
+    int n = l->ratio_p ? snprintf(out, len, "tp%d disagg %d:%d %s", l->tp, l->ratio_p, l->ratio_d, router_name(l->router))
+                       : snprintf(out, len, "tp%d %s", l->tp, router_name(l->router));
     for (int k = 0; k < p->cli->nvary && n > 0 && (size_t)n < len; k++)
         n += snprintf(out + n, len - (size_t)n, " %s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]);
 }
@@ -332,9 +372,16 @@ static int enumerate(plan *p)
     for (int t = 0; t < TP_CHOICES; t++) {
         int tp = tps[t];
         if (tp > c->max_tp || (c->gpus && tp > c->gpus)) continue;
+        for (int pd = -1; pd < c->npd; pd++)
         for (int ri = 0; ri < c->nrouters; ri++)
             for (int combo = 0; combo < combos; combo++) {
                 layout l = {.tp = tp, .replicas = c->gpus ? (int)(c->gpus / tp) : 1, .router = c->routers[ri]};
+                if (pd >= 0) { /* as many whole prefill:decode groups as the GPUs hold */
+                    l.ratio_p = c->pd[pd][0];
+                    l.ratio_d = c->pd[pd][1];
+                    l.replicas = c->gpus ? (int)(c->gpus / gpus_of(&l, 1)) : 1;
+                    if (l.replicas < 1) continue;
+                }
                 for (int k = 0, rest = combo; k < c->nvary; k++) {
                     l.value[k] = rest % c->vary[k].n;
                     rest /= c->vary[k].n;
@@ -368,7 +415,7 @@ static int enumerate(plan *p)
 
 static int by_capacity_per_gpu(const layout *x, const layout *y)
 {
-    double u = x->capacity / (x->tp * x->replicas), v = y->capacity / (y->tp * y->replicas);
+    double u = x->capacity / gpus_of(x, x->replicas), v = y->capacity / gpus_of(y, y->replicas);
     return (u < v) - (u > v);
 }
 
@@ -387,7 +434,7 @@ static void write_plan_csv(FILE *f, const plan *p, const int *order)
 {
     fputs("layout,tensor_parallel,router", f);
     for (int k = 0; k < p->cli->nvary; k++) fprintf(f, ",%s", p->cli->vary[k].key);
-    fputs(",cost_model,gpus,replicas,capacity_rps,capacity_rps_per_gpu,output_tok_s_per_gpu,tok_s_per_user,p99_ttft_ms,p99_tpot_ms", f);
+    fputs(",prefill_to_decode,cost_model,gpus,replicas,capacity_rps,capacity_rps_per_gpu,output_tok_s_per_gpu,tok_s_per_user,p99_ttft_ms,p99_tpot_ms", f);
     if (p->cli->target > 0) fputs(",target_rps,min_replicas,min_gpus", f);
     fputc('\n', f);
     for (int o = 0; o < p->nlay; o++) {
@@ -396,8 +443,10 @@ static void write_plan_csv(FILE *f, const plan *p, const int *order)
         layout_name(p, l, name, sizeof name);
         fprintf(f, "\"%s\",%d,%s", name, l->tp, router_name(l->router));
         for (int k = 0; k < p->cli->nvary; k++) fprintf(f, ",%s", p->cli->vary[k].values[l->value[k]]);
+        if (l->ratio_p) fprintf(f, ",%d:%d", l->ratio_p, l->ratio_d);
+        else fputs(",aggregated", f);
         fprintf(f, ",%s", l->cost);
-        int gpus = l->tp * l->replicas;
+        int gpus = gpus_of(l, l->replicas);
         if (p->cli->gpus && l->have)
             fprintf(f, ",%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", gpus, l->replicas, l->capacity, l->capacity / gpus,
                     l->at.output_throughput / gpus, 1000.0 / l->at.tpot_ms.median, l->at.ttft_ms.p99, l->at.tpot_ms.p99);
@@ -407,7 +456,7 @@ static void write_plan_csv(FILE *f, const plan *p, const int *order)
             fputs(",,,,,,,,", f);
         if (p->cli->target > 0) {
             if (l->min_replicas)
-                fprintf(f, ",%.6g,%d,%d", p->cli->target, l->min_replicas, l->min_replicas * l->tp);
+                fprintf(f, ",%.6g,%d,%d", p->cli->target, l->min_replicas, gpus_of(l, l->min_replicas));
             else
                 fprintf(f, ",%.6g,,", p->cli->target);
         }
@@ -424,7 +473,7 @@ static void write_points(FILE *f, const plan *p, bool front_only)
         const layout *l = &p->lay[pt->layout];
         char name[600];
         layout_name(p, l, name, sizeof name);
-        fprintf(f, "\"%s\",%d,%d,%d,%.6g,%d,%.6g,%.6g\n", name, l->tp, pt->replicas, pt->replicas * l->tp, pt->rate,
+        fprintf(f, "\"%s\",%d,%d,%d,%.6g,%d,%.6g,%.6g\n", name, l->tp, pt->replicas, gpus_of(l, pt->replicas), pt->rate,
                 pt->served, pt->tok_per_gpu, pt->tok_per_user);
     }
 }
@@ -453,7 +502,7 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             const layout *l = &p->lay[order[o]];
             char name[600];
             layout_name(p, l, name, sizeof name);
-            int gpus = l->tp * l->replicas;
+            int gpus = gpus_of(l, l->replicas);
             char label[700];
             snprintf(label, sizeof label, "%s x %d", name, l->replicas);
             if (!l->have) {
@@ -468,8 +517,8 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         if (best->have) {
             char name[600];
             layout_name(p, best, name, sizeof name);
-            fprintf(f, "Best on %ld GPUs: %s x %d replicas, %.4g req/s (%.3g per GPU)%s\n", c->gpus, name, best->replicas,
-                    best->capacity, best->capacity / (best->tp * best->replicas),
+            fprintf(f, "Best on %ld GPUs: %s x %d, %.4g req/s (%.3g per GPU)%s\n", c->gpus, name, best->replicas,
+                    best->capacity, best->capacity / gpus_of(best, best->replicas),
                     best->fail == 0 ? ", the --max-rate bound: it may serve more" : "");
         } else {
             fprintf(f, "No layout on %ld GPUs meets the SLOs at any rate tried.\n", c->gpus);
@@ -486,14 +535,15 @@ static void write_answer(FILE *f, const plan *p, const int *order)
                 fprintf(f, "  %-44s none up to the replica limit\n", name);
                 continue;
             }
-            fprintf(f, "  %-44s %4d replicas = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", name, l->min_replicas,
-                    l->min_replicas * l->tp, l->at_target.ttft_ms.p99, l->at_target.tpot_ms.p99);
-            if (best < 0 || l->min_replicas * l->tp < p->lay[best].min_replicas * p->lay[best].tp) best = i;
+            fprintf(f, "  %-44s %4d %s = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", name, l->min_replicas,
+                    l->ratio_p ? "groups  " : "replicas", gpus_of(l, l->min_replicas), l->at_target.ttft_ms.p99,
+                    l->at_target.tpot_ms.p99);
+            if (best < 0 || gpus_of(l, l->min_replicas) < gpus_of(&p->lay[best], p->lay[best].min_replicas)) best = i;
         }
         if (best >= 0) {
             char name[600];
             layout_name(p, &p->lay[best], name, sizeof name);
-            fprintf(f, "Smallest: %d GPUs (%s x %d replicas)\n", p->lay[best].min_replicas * p->lay[best].tp, name,
+            fprintf(f, "Smallest: %d GPUs (%s x %d)\n", gpus_of(&p->lay[best], p->lay[best].min_replicas), name,
                     p->lay[best].min_replicas);
         } else {
             fprintf(f, "No layout serves %.4g req/s within the replica limit.\n", c->target);
@@ -598,7 +648,7 @@ static int run_plan(plan *p)
                 bool have;
                 if (capacity(p, 1, &per_replica, &fail, &s, &have) < 0) return -1;
             }
-            int limit = 4096 / l->tp;
+            int limit = 4096 / gpus_of(l, 1);
             int estimate = per_replica > 0 ? (int)fmin(ceil(c->target / per_replica), limit) : limit;
             if (fewest_replicas(p, estimate, limit) < 0) return -1;
         }

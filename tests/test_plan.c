@@ -68,7 +68,7 @@ Test(plan, layouts_that_fit_and_a_front_no_served_probe_beats)
         char cost[32];
         int gpus;
         double cap;
-        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%d,least_outstanding,%31[^,],%d,%d,%lf", &tps[n], cost, &gpus, &reps[n], &cap), 5,
+        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%d,least_outstanding,aggregated,%31[^,],%d,%d,%lf", &tps[n], cost, &gpus, &reps[n], &cap), 5,
                      "%s", line);
         cr_assert_str_eq(cost, "measured", "%s", line);
         cr_assert_eq(gpus, 8);
@@ -124,10 +124,44 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, closed), 2);
     char *dep[] = {"plan", "--gpus", "2", "--vary", "deployment.replicas=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, dep), 2);
+    char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, pd), 2);
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, router), 2);
     char *vary[] = {"plan", "--gpus", "2", "--vary", "scheduler.nope=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, vary), 2);
     FILE *f = fopen("/tmp/ss-plan-bad/plan.csv", "r");
     cr_assert_null(f, "nothing written");
+}
+
+/* --pd 1:1 on 8 GPUs adds disaggregated layouts of whole groups: at TP 2, 2 groups of one
+ * prefill and one decode instance (8 GPUs); at TP 4, 1 group; at TP 8 none fits (16 GPUs). */
+Test(plan, disaggregated_layouts_are_whole_prefill_decode_groups)
+{
+    system("rm -rf /tmp/ss-plan-pd");
+    char *argv[] = {"plan", "--gpus", "8", "--pd", "1:1", "--set", "model.preset=llama-3-70b", "--set",
+                    "workload.num_requests=300", "--out", "/tmp/ss-plan-pd", "--quiet"};
+    cr_assert_eq(cmd_plan(12, argv), 0);
+    FILE *f = fopen("/tmp/ss-plan-pd/plan.csv", "r");
+    cr_assert_not_null(f);
+    char line[1024];
+    int disagg = 0, agg = 0;
+    cr_assert(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f)) {
+        int tp, gpus, units;
+        char pd[16];
+        cr_assert_eq(sscanf(line, "\"%*[^\"]\",%d,least_outstanding,%15[^,],measured,%d,%d", &tp, pd, &gpus, &units), 4, "%s", line);
+        cr_assert_eq(gpus, 8, "%s", line);
+        if (strcmp(pd, "1:1") == 0) {
+            cr_assert_eq(units * 2 * tp, 8, "%s", line);
+            cr_assert_neq(tp, 8);
+            disagg++;
+        } else {
+            cr_assert_str_eq(pd, "aggregated");
+            agg++;
+        }
+    }
+    fclose(f);
+    cr_assert_eq(disagg, 2);
+    cr_assert_eq(agg, 3);
 }
