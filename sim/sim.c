@@ -281,8 +281,13 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
     m->scheds = calloc(o->num_replicas, sizeof *m->scheds);
     m->touched = calloc(o->num_replicas, sizeof *m->touched);
     if (drv_init(&m->drv, w, cfg) < 0 || !m->reps || !m->scheds || !m->touched) return -1;
+    /* a decode instance puts its running decodes first and admits arriving KV into what is
+     * left of the step (vLLM V1's order); prefill-first would spend a step on each arrival,
+     * apart from the decodes, as it does for a new prompt */
+    sched_config decode_side = o->sched;
+    decode_side.chunked_prefill = true;
     for (int i = 0; i < o->num_replicas; i++) {
-        m->reps[i].s = m->scheds[i] = sched_create(&o->sched);
+        m->reps[i].s = m->scheds[i] = sched_create(o->num_prefill > 0 && i >= o->num_prefill ? &decode_side : &o->sched);
         m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
         m->reps[i].wake = (sim_event){.kind = EV_WAKE, .replica = i};
         if (!m->reps[i].s) return -1;
