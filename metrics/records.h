@@ -53,6 +53,8 @@ typedef struct step_record {
     double schedule_time, prepare_time, forward_time, sample_time;
     /* The real engine under validation: what the cost model says this very batch costs. */
     double predicted_time;
+    /* Which instance ran it (deployment's replicas, prefill instances first): 0 for one. */
+    int instance;
 } step_record;
 
 #endif

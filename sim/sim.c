@@ -153,7 +153,7 @@ static void start_step(sim *m, replica *rep, double now)
     step_record *st = &rep->step;
     *st = (step_record){.step_id = rep->next_step_id++, .start_time = now, .end_time = now + dt,
                         .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
-                        .sample_time = NAN, .predicted_time = dt};
+                        .sample_time = NAN, .predicted_time = dt, .instance = (int)(rep - m->reps)};
     sched_fill_step(rep->s, b, st);
     for (int i = 0; m->o->num_prefill > 0 && i < b->num_items; i++) {
         request *r = b->items[i].req;

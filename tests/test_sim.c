@@ -571,7 +571,11 @@ Test(disagg, every_request_through_one_prefill_and_one_decode_instance)
     size_t decode_steps = 0;
     for (size_t i = 0; i < rc.num_steps; i++) {
         const step_record *sr = &rc.steps[i];
-        if (sr->num_prefill_tokens > 0) continue; /* a prefill instance's */
+        if (sr->num_prefill_tokens > 0) { /* a prefill instance's */
+            cr_assert(sr->instance == 0 || sr->instance == 1, "step %zu: instance %d", i, sr->instance);
+            continue;
+        }
+        cr_assert(sr->instance >= 2 && sr->instance <= 4, "step %zu: instance %d", i, sr->instance);
         decode_steps++;
         cr_assert_eq(sr->num_decode_seqs, sr->running, "step %zu leaves %d of %d running sequences out", i,
                      sr->running - sr->num_decode_seqs, sr->running);
