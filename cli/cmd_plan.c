@@ -495,6 +495,11 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         job_cost_describe(&sc, cost, sizeof cost);
         fprintf(f, "Cost model at tensor parallel %d: %s\n", p->lay[i].tp, cost);
     }
+    bool mixed = false;
+    for (int i = 1; i < p->nlay; i++) mixed |= strcmp(p->lay[i].cost, p->lay[0].cost) != 0;
+    if (mixed)
+        fputs("Note: measured tables price some layouts and the roofline others; the roofline runs 10-50% fast at\n"
+              "tensor parallel > 1 and with FP8 (docs/cost-model.md), so compare layouts of one cost model.\n", f);
     if (c->gpus) {
         fprintf(f, "\n%-44s %-9s %6s %10s %10s %12s %10s %10s %10s\n", "layout on all GPUs", "cost", "GPUs", "req/s",
                 "req/s/GPU", "tok/s/GPU", "tok/s/user", "TTFT p99", "TPOT p99");

@@ -44,7 +44,7 @@ static int load(const char *gpu, gpu_tables *g, char *err, size_t errlen)
                       m->vocab, m->rope_theta, m->rms_eps};
         char shape[256], path[1200], why[1200];
         calibrate_shape_string(&s, shape, sizeof shape);
-        if (measured_find(gpu, shape, 1, "", path, sizeof path, why, sizeof why) != 1) continue;
+        if (measured_find(gpu, shape, 1, false, "", path, sizeof path, why, sizeof why) != 1) continue;
         bool seen = false;
         for (int k = 0; k < g->n; k++) seen |= strcmp(g->paths[k], path) == 0;
         if (seen) continue;

@@ -73,8 +73,14 @@ int measured_table_tp(const cost_table *t)
     return *end || tp < 1 || tp > 4096 ? 0 : (int)tp;
 }
 
-int measured_find(const char *gpu, const char *shape, int tp, const char *version, char *path, size_t pathlen,
-                  char *why, size_t whylen)
+bool measured_table_fp8(const cost_table *t)
+{
+    const char *q = ct_meta(t, "quantization");
+    return q && strncmp(q, "fp8", 3) == 0;
+}
+
+int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const char *version, char *path,
+                  size_t pathlen, char *why, size_t whylen)
 {
     char data[4096], dir[4200];
     if (measured_data_dir(data, sizeof data) < 0) {
@@ -101,7 +107,7 @@ int measured_find(const char *gpu, const char *shape, int tp, const char *versio
         const char *v = fw && strncmp(fw, "vllm ", 5) == 0 ? fw + 5 : NULL;
         bool same_shape = s && v && strcmp(s, shape) == 0;
         tp_seen |= same_shape;
-        if (same_shape && measured_table_tp(&t) == tp) {
+        if (same_shape && measured_table_tp(&t) == tp && measured_table_fp8(&t) == fp8) {
             shape_seen = 1;
             bool take = version[0] ? strcmp(v, version) == 0 : !found || version_cmp(v, best_version) > 0;
             if (take) {
@@ -121,8 +127,8 @@ int measured_find(const char *gpu, const char *shape, int tp, const char *versio
         snprintf(why, whylen, "no measured table of vLLM %s for this model on %s (there is: %s)", version, gpu,
                  other_versions);
     else if (tp_seen)
-        snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d in %scosts/%s/", gpu, tp,
-                 data, gpu);
+        snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d%s in %scosts/%s/", gpu, tp,
+                 fp8 ? " with FP8" : "", data, gpu);
     else
         snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
     return 0;
@@ -131,7 +137,7 @@ int measured_find(const char *gpu, const char *shape, int tp, const char *versio
 /* One model's tables of one framework version: the tensor-parallel sizes measured. */
 typedef struct listed {
     char model[64], fw[64];
-    unsigned tps;  /* bit k: tp 2^k */
+    unsigned tps[2];  /* bf16, fp8: bit k for tp 2^k */
 } listed;
 
 void measured_list(const char *gpu, char *out, size_t len)
@@ -151,7 +157,7 @@ void measured_list(const char *gpu, char *out, size_t len)
         cost_table t;
         if (l > 4 && strcmp(names[i]->d_name + l - 4, ".csv") == 0 && ct_read_meta(&t, file, err, sizeof err) == 0) {
             const char *m = ct_meta(&t, "model"), *fw = ct_meta(&t, "framework");
-            listed key = {.tps = 0};
+            listed key = {.tps = {0, 0}};
             snprintf(key.model, sizeof key.model, "%s", m ? m : names[i]->d_name);
             snprintf(key.fw, sizeof key.fw, "%s", fw ? fw : "?");
             size_t k = 0;
@@ -159,7 +165,7 @@ void measured_list(const char *gpu, char *out, size_t len)
             if (k == num && num < sizeof items / sizeof items[0]) items[num++] = key;
             int tp = measured_table_tp(&t);
             for (int b = 0; k < num && b < 31; b++)
-                if (tp == 1 << b) items[k].tps |= 1u << b;
+                if (tp == 1 << b) items[k].tps[measured_table_fp8(&t)] |= 1u << b;
             ct_free(&t);
         }
         free(names[i]);
@@ -168,12 +174,16 @@ void measured_list(const char *gpu, char *out, size_t len)
     for (size_t k = 0; k < num; k++) {
         size_t used = strlen(out);
         used += (size_t)snprintf(out + used, len - used, "%s%s (%s", used ? ", " : "", items[k].model, items[k].fw);
-        const char *sep = "; tp ";
-        for (int b = 0; items[k].tps != 1 && b < 31 && used < len; b++) /* tp 1 alone goes unsaid */
-            if (items[k].tps & (1u << b)) {
-                used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);
-                sep = ", ";
-            }
+        for (int f = 0; f < 2; f++) {
+            unsigned tps = items[k].tps[f];
+            if (!tps || (f == 0 && tps == 1)) continue; /* bf16 at tp 1 alone goes unsaid */
+            const char *sep = f ? "; fp8 tp " : "; tp ";
+            for (int b = 0; b < 31 && used < len; b++)
+                if (tps & (1u << b)) {
+                    used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);
+                    sep = ", ";
+                }
+        }
         if (used < len) snprintf(out + used, len - used, ")");
     }
 }

@@ -391,6 +391,8 @@ static void resolve_model(const scenario *sc, scenario_resolved *out)
         if (overrides[i].v > 0) *overrides[i].field = (int)overrides[i].v;
     out->model = m;
     out->dtype_bytes = strcmp(V(model, dtype).s, "fp32") == 0 ? 4 : 2;
+    out->fp8_weights = strcmp(V(model, quantization).s, "fp8") == 0;
+    out->fp8_kv = strcmp(V(kv, cache_dtype).s, "fp8") == 0;
 }
 
 static void resolve_hardware(const scenario *sc, scenario_resolved *out)
@@ -480,7 +482,8 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     model_shape shard = model_shard(&r->model, r->tensor_parallel);
     double budget = r->hw.mem_gib * (1 << 30) * V(hardware, gpu_memory_utilization).d;
     double weights = (double)model_num_params(&shard) * r->dtype_bytes;
-    double block = (double)model_kv_bytes_per_token(&shard, r->dtype_bytes) * r->sched.block_size;
+    if (r->fp8_weights) weights -= (double)model_linear_params(&shard) * (r->dtype_bytes - 1);
+    double block = (double)model_kv_bytes_per_token(&shard, r->fp8_kv ? 1 : r->dtype_bytes) * r->sched.block_size;
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
         char split[64] = "";
@@ -522,7 +525,8 @@ static int resolve_disaggregation(const scenario *sc, scenario_resolved *out, ch
     out->replicas = p + d;
     out->prefill_instances = p;
     out->kv_latency_s = V(deployment, kv_transfer_latency_ms).d / 1000;
-    out->kv_s_per_token = (double)model_kv_bytes_per_token(&shard, out->dtype_bytes) / (V(deployment, kv_transfer_gbs).d * 1e9);
+    out->kv_s_per_token = (double)model_kv_bytes_per_token(&shard, out->fp8_kv ? 1 : out->dtype_bytes) /
+                          (V(deployment, kv_transfer_gbs).d * 1e9);
     return 0;
 }
 
@@ -622,6 +626,12 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
 {
     const model_shape *m = &r->model;
     memset(kb, 0, sizeof *kb);
+    if (r->fp8_weights || r->fp8_kv) {
+        snprintf(err, errlen, "%s: the real engine computes in fp32 (CPU) or bf16 (CUDA); %s = fp8 is for the "
+                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
+                 r->fp8_weights ? "model.quantization" : "kv.cache_dtype");
+        return -1;
+    }
     if (r->tensor_parallel > 1 || r->replicas > 1) {
         snprintf(err, errlen, "%s: the real engine runs one instance on one device; deployment.%s = %d is for the "
                  "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",

@@ -43,6 +43,7 @@ typedef struct scenario_resolved {
     hw_spec hw;
     roofline_params roofline;
     int dtype_bytes;
+    bool fp8_weights, fp8_kv;   /* model.quantization = fp8, kv.cache_dtype = fp8 */
     sched_config sched;
     wl_config workload;
     slo_config slo;

@@ -12,6 +12,7 @@
     X(model, intermediate, INT, "0", "0", "1000000", "override the MLP dimension (0 = keep)") \
     X(model, vocab, INT, "0", "0", "4000000", "override the vocabulary size (0 = keep)") \
     X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \
+    X(model, quantization, CHOICE, "none", "none|fp8", "", "fp8: the linear layers' weights and activations in FP8, as vLLM's --quantization fp8 (embedding and LM head stay model.dtype)") \
     X(hardware, preset, HW, "h200", "", "", "accelerator, one of the presets listed at the top of `servesim keys`") \
     X(hardware, cost_model, CHOICE, "measured", "measured|roofline", "", "measured: the GPU's cost table from timed vLLM kernels (costs/), when one covers the model; roofline: datasheet peaks x efficiencies") \
     X(hardware, vllm_version, TEXT, "", "", "", "vLLM version of the measured table (empty: the newest there is for the GPU)") \
@@ -27,6 +28,7 @@
     X(hardware, allreduce_us, NUM, "-1", "-1", "100000", "tensor parallelism: fixed time of each all-reduce, microseconds (-1 = preset)") \
     X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
     X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
+    X(kv, cache_dtype, CHOICE, "auto", "auto|fp8", "", "auto: model.dtype; fp8: one byte a KV element, as vLLM's --kv-cache-dtype fp8") \
     X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights)") \
     X(scheduler, policy, CHOICE, "paged", SCHED_POLICY_CHOICES, "", "serving policy (docs/method.md section 5)") \
     X(scheduler, prefix_caching, BOOL, "off", "", "", "share full prompt blocks by hash (paged only)") \

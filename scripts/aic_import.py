@@ -149,25 +149,26 @@ class Gemm:
     (speed-of-light time / measured time) of the four surrounding sites at the same m is
     interpolated bilinearly in (log n, log k), and held flat past the outermost sites."""
 
-    def __init__(self, rows, flops, bw):
-        self.flops, self.bw = flops, bw
+    def __init__(self, rows, flops, bw, dtype="bfloat16"):
+        self.flops, self.bw, self.dtype = flops, bw, dtype
+        self.in_bytes = 1 if dtype == "fp8" else DTYPE_BYTES  # inputs and weights; outputs bf16
         self.sites = {}
         for r in rows:
-            if r["gemm_dtype"] != "bfloat16":
+            if r["gemm_dtype"] != dtype:
                 continue
             self.sites.setdefault((r["n"], r["k"]), {})[r["m"]] = r["latency"] * 1e-3
         if not self.sites:
-            raise ImportError_("no bfloat16 GEMM timings")
+            raise ImportError_(f"no {dtype} GEMM timings")
         self.ns = sorted({n for n, _ in self.sites})
         self.ks = sorted({k for _, k in self.sites})
         ms = None
         for curve in self.sites.values():
             ms = set(curve) if ms is None else ms & set(curve)
         self.ms = sorted(ms)
-        self.sources = sorted({r.get("kernel_source", "") for r in rows if r["gemm_dtype"] == "bfloat16"})
+        self.sources = sorted({r.get("kernel_source", "") for r in rows if r["gemm_dtype"] == dtype})
 
     def sol(self, m, n, k):
-        return max(2.0 * m * n * k / self.flops, DTYPE_BYTES * (m * k + n * k + m * n) / self.bw)
+        return max(2.0 * m * n * k / self.flops, (self.in_bytes * (m * k + n * k) + DTYPE_BYTES * m * n) / self.bw)
 
     def _site(self, m, n, k):
         curve = self.sites.get((n, k))
@@ -232,11 +233,11 @@ def pick_kernel(rows):
     return max(sorted(counts), key=lambda s: counts[s])
 
 
-def attention_rows(rows):
+def attention_rows(rows, kv_dtype="bfloat16"):
     out = [r for r in rows if r.get("attn_dtype", "bfloat16") == "bfloat16"
-           and r["kv_cache_dtype"] == "bfloat16" and r.get("window_size", 0) == 0]
+           and r["kv_cache_dtype"] == kv_dtype and r.get("window_size", 0) == 0]
     if not out:
-        raise ImportError_("no bfloat16 attention timings")
+        raise ImportError_(f"no attention timings with a {kv_dtype} KV cache")
     kernel = pick_kernel(out)
     return [r for r in out if r["kernel_source"] == kernel], kernel
 
@@ -292,9 +293,9 @@ class AttentionTable:
 class Attention:
     """Prefill and decode attention of one model shape on one GPU, per layer, in seconds."""
 
-    def __init__(self, ctx_rows, gen_rows, heads, kv_heads, head_dim):
-        ctx, self.ctx_kernel = attention_rows(ctx_rows)
-        gen, self.gen_kernel = attention_rows(gen_rows)
+    def __init__(self, ctx_rows, gen_rows, heads, kv_heads, head_dim, kv_dtype="bfloat16"):
+        ctx, self.ctx_kernel = attention_rows(ctx_rows, kv_dtype)
+        gen, self.gen_kernel = attention_rows(gen_rows, kv_dtype)
         # context rows: isl = tokens; generation rows: step = tokens already cached, and the
         # query token attends to step + 1
         self.ctx, how_c = AttentionTable(ctx, lambda r: r["isl"]).grid(heads, kv_heads, head_dim)
@@ -472,6 +473,10 @@ class Model:
         return (f"layers={self.layers} hidden={self.hidden} heads={self.heads} kv_heads={self.kv_heads} "
                 f"head_dim={self.head_dim} intermediate={self.intermediate} vocab={self.vocab}")
 
+    def linear_params(self):
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        return self.layers * (self.hidden * (q + 2 * kv) + q * self.hidden + 3 * self.hidden * self.intermediate)
+
     def splits_by(self, tp):
         """Whether vLLM can split the model over TP GPUs (as servesim's model_check_tp)."""
         kv_ok = self.kv_heads % tp == 0 if self.kv_heads >= tp else tp % self.kv_heads == 0
@@ -502,8 +507,10 @@ def read_models(path):
     return [m for m in models if best[m.shape()] is m], [(m, best[m.shape()]) for m in models if best[m.shape()] is not m]
 
 
-def fits(model, mem_bytes, tp=1):
-    return model.params * DTYPE_BYTES / tp + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
+def fits(model, mem_bytes, tp=1, fp8=False):
+    """FP8 keeps the embedding, norms and LM head in bf16 (as vLLM's --quantization fp8)."""
+    weights = model.params * DTYPE_BYTES - (model.linear_params() if fp8 else 0)
+    return weights / tp + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
 
 
 def allreduce_cost(m, ar, tp, T):
@@ -515,7 +522,9 @@ def allreduce_cost(m, ar, tp, T):
 
 
 def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None):
-    """M is the GPU's share (Model.shard) when TP > 1; AR prices the all-reduces."""
+    """M is the GPU's share (Model.shard) when TP > 1; AR prices the all-reduces. With FP8
+    GEMMs each GEMM's input is first quantized (read bf16, write fp8: the kernel the
+    elementwise stand-in is fitted to)."""
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     h, inter, b = m.hidden, m.intermediate, DTYPE_BYTES
     per_layer = (gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
@@ -525,6 +534,8 @@ def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None):
     per_layer += 2 * ew(4 * T * h * b) + ew(3 * T * inter * b) + ew(2 * T * (q + kv) * b)
     if m.qk_norm:
         per_layer += ew(2 * T * q * b) + ew(2 * T * kv * b)
+    if gemm.dtype == "fp8":  # the inputs of QKV, O, gate/up and down
+        per_layer += ew(3 * T * h) + ew(3 * T * q) + ew(3 * T * h) + ew(3 * T * inter)
     # embedding gather (read and write a row per token) and the final norm
     whole = ew(2 * T * h * b) + ew(4 * T * h * b)
     return m.layers * (per_layer + attn_floor) + whole + allreduce_cost(m, ar, tp, T)
@@ -548,8 +559,10 @@ def grid_tokens(gemm, top):
     return [t for t in gemm.ms if t <= top] + ([top] if top > gemm.ms[-1] else [])
 
 
-def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None):
-    """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1)."""
+def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None):
+    """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1). LM_GEMM prices
+    the LM head (bf16 whatever GEMM prices the layers; default GEMM)."""
+    lm_gemm = lm_gemm or gemm
     L = m.layers
     rows = {c: [] for c in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")}
     max_len = min(m.max_position, 131072)
@@ -557,7 +570,7 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None):
         rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, ar)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
-        rows["lm_head"].append((R, 0, lm_head_cost(m, gemm, R, tp, ar, full_vocab)))
+        rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
         # the first GPU samples from the whole vocabulary
         rows["sample"].append((R, 0, sample_cost(m.vocab if tp == 1 else full_vocab, ew, R)))
     # prefill: timed lengths and their geometric midpoints, up to the model's context
@@ -684,6 +697,60 @@ def table_meta(g, version, m, gemm, attn, ew, args):
     ]
 
 
+def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped):
+    """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC ("bf16",
+    or "fp8": FP8 linear layers and KV cache); its path, or None with the reason in SKIPPED."""
+    fp8 = prec == "fp8"
+    label = m.name + (f" tp {tp}" if tp > 1 else "") + (" fp8" if fp8 else "")
+    why = None
+    if tp > 1 and not m.splits_by(tp):
+        why = "its heads or MLP do not split that way"
+    elif tp > 1 and (ar is None or tp not in ar.groups()):
+        why = f"no vLLM all-reduce timings on {tp} GPUs"
+    elif gemm is None:
+        why = "no fp8 GEMM timings"
+    elif not fits(m, spec["mem_capacity"], tp, fp8):
+        why = "does not fit on one GPU" if tp == 1 else f"does not fit on {tp} GPUs"
+    if why:
+        skipped.append((g, label, why))
+        return None
+    shard = m.shard(tp) if tp > 1 else m
+    try:
+        attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim, "fp8" if fp8 else "bfloat16")
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm)
+    except ImportError_ as e:
+        skipped.append((g, label, str(e)))
+        return None
+    drop = decode_drop(rows, attn.floor, m.layers)
+    if drop:
+        skipped.append((g, label, f"its decode attention timings fall with a longer context ({drop}), "
+                                  "noise the despiking does not remove"))
+        return None
+    meta = table_meta(g, version, m, gemm, attn, ew, args)
+    name = m.name
+    if tp > 1:
+        meta += [
+            ("tensor_parallel", str(tp)),
+            ("allreduce", f"vLLM custom all-reduce on {tp} GPUs as timed for {FRAMEWORK} {ar_version}, "
+                          f"2 per layer + 1 in linear (CUDA graph up to {GRAPH_MAX_TOKENS} tokens, eager "
+                          f"above); the logits' gather in lm_head as an all-reduce of half of them"),
+        ]
+        name += f".tp{tp}"
+    if fp8:
+        meta += [
+            ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "
+                             "--quantization fp8), each input quantized by the timed fp8 quantization kernel; "
+                             "embedding and LM head bf16"),
+            ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"),
+        ]
+        name += ".fp8"
+    gdir = os.path.join(args.out, g)
+    os.makedirs(gdir, exist_ok=True)
+    path = os.path.join(gdir, f"{name}.{FRAMEWORK}-{version}.csv")
+    write_table(path, meta, rows)
+    return path
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="aiconfigurator_core/systems (or a fixture)")
@@ -695,7 +762,8 @@ def main(argv=None):
     ap.add_argument("--overhead-source", required=True, help="where --overhead-ms comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
-                    help="model presets to also compose at tensor parallelism 2, 4 and 8 (comma-separated)")
+                    help="model presets to also compose at tensor parallelism 2, 4 and 8, and with FP8 weights "
+                         "and KV cache (comma-separated)")
     args = ap.parse_args(argv)
 
     models, same_shape = read_models(args.models)
@@ -721,51 +789,24 @@ def main(argv=None):
             continue
         ew = elementwise_stand_in(args.db, g, spec, curves)
         for version, gemm_rows, ctx_rows, gen_rows, _ in per_version:
-            gemm = Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
+            gemms = {"bf16": Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])}
+            try:
+                gemms["fp8"] = Gemm(gemm_rows, spec.get("fp8_tc_flops", spec["bfloat16_tc_flops"]), spec["mem_bw"], "fp8")
+            except ImportError_:
+                gemms["fp8"] = None
             ar_version, ar_rows = allreduce_rows(args.db, GPUS[g], version)
             ar = AllReduce(ar_rows) if ar_rows else None
             for m in models:
                 if m.params < MIN_PARAMS:
                     skipped.append((g, m.name, "a toy preset (under 1B parameters)"))
                     continue
-                for tp in (1,) + (TP_DEGREES if m.name in tp_models else ()):
-                    label = m.name if tp == 1 else f"{m.name} tp {tp}"
-                    if tp > 1 and not m.splits_by(tp):
-                        skipped.append((g, label, "its heads or MLP do not split that way"))
-                        continue
-                    if tp > 1 and (ar is None or tp not in ar.groups()):
-                        skipped.append((g, label, f"no vLLM all-reduce timings on {tp} GPUs"))
-                        continue
-                    if not fits(m, spec["mem_capacity"], tp):
-                        skipped.append((g, label, "does not fit on one GPU" if tp == 1 else f"does not fit on {tp} GPUs"))
-                        continue
-                    shard = m.shard(tp) if tp > 1 else m
-                    try:
-                        attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim)
-                        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab)
-                    except ImportError_ as e:
-                        skipped.append((g, label, str(e)))
-                        continue
-                    drop = decode_drop(rows, attn.floor, m.layers)
-                    if drop:
-                        skipped.append((g, label, f"its decode attention timings fall with a longer context ({drop}), "
-                                                  "noise the despiking does not remove"))
-                        continue
-                    meta = table_meta(g, version, m, gemm, attn, ew, args)
-                    name = f"{m.name}.{FRAMEWORK}-{version}.csv"
-                    if tp > 1:
-                        meta += [
-                            ("tensor_parallel", str(tp)),
-                            ("allreduce", f"vLLM custom all-reduce on {tp} GPUs as timed for {FRAMEWORK} {ar_version}, "
-                                          f"2 per layer + 1 in linear (CUDA graph up to {GRAPH_MAX_TOKENS} tokens, eager "
-                                          f"above); the logits' gather in lm_head as an all-reduce of half of them"),
-                        ]
-                        name = f"{m.name}.tp{tp}.{FRAMEWORK}-{version}.csv"
-                    gdir = os.path.join(args.out, g)
-                    os.makedirs(gdir, exist_ok=True)
-                    path = os.path.join(gdir, name)
-                    write_table(path, meta, rows)
-                    written.append(path)
+                more = m.name in tp_models
+                for tp in (1,) + (TP_DEGREES if more else ()):
+                    for prec in ("bf16",) + (("fp8",) if more else ()):
+                        t = compose_one(args, g, spec, version, m, tp, prec, gemms[prec], gemms["bf16"], ar, ar_version, ew,
+                                        ctx_rows, gen_rows, skipped)
+                        if t:
+                            written.append(t)
     for g in gpus:
         for m, kept in same_shape:
             skipped.append((g, m.name, f"same shape as {kept.name}, whose table covers it"))

@@ -34,6 +34,16 @@ void cost_roofline_init(cost_model *c, const model_shape *full, const hw_spec *h
     c->flops_rate = hw->peak_tflops * 1e12 * p->compute_efficiency;
     c->attn_rate = hw->peak_tflops * 1e12 * p->attention_efficiency;
     c->byte_rate = hw->mem_bandwidth_gbs * 1e9 * p->memory_efficiency;
+    c->linear_rate = c->flops_rate;
+}
+
+void cost_roofline_quantize(cost_model *c, bool fp8_weights, bool fp8_kv)
+{
+    if (fp8_weights) {
+        c->linear_bytes /= c->dtype_bytes;
+        if (c->hw.fp8_tflops > 0) c->linear_rate = c->hw.fp8_tflops * 1e12 * c->p.compute_efficiency;
+    }
+    if (fp8_kv) c->kv_bytes_per_token /= c->dtype_bytes;
 }
 
 static double max2(double a, double b) { return a > b ? a : b; }
@@ -47,7 +57,7 @@ double cost_allreduce_time(const cost_model *c, double bytes)
 double cost_step_time(const cost_model *c, const sched_batch *b)
 {
     double tokens = b->num_batched_tokens;
-    double t = max2(c->linear_flops_per_token * tokens / c->flops_rate, c->linear_bytes / c->byte_rate);
+    double t = max2(c->linear_flops_per_token * tokens / c->linear_rate, c->linear_bytes / c->byte_rate);
     if (b->num_outputs > 0) {
         t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
         /* each GPU's slice of the logits gathered to the first: about the traffic of an

@@ -3,6 +3,8 @@
 #ifndef SERVESIM_SIM_COST_H
 #define SERVESIM_SIM_COST_H
 
+#include <stdbool.h>
+
 #include "core/model.h"
 #include "core/sched.h"
 #include "sim/hardware.h"
@@ -25,6 +27,7 @@ typedef struct cost_model {
     double attn_flops_per_pair;   /* per (query token, context token) pair, all layers */
     double kv_bytes_per_token;
     double flops_rate, attn_rate, byte_rate;
+    double linear_rate;           /* FLOP/s of the linear layers: flops_rate, or FP8's (cost_roofline_quantize) */
     int tp;                       /* GPUs of the tensor-parallel group: the figures above are one GPU's */
     double allreduces;            /* all-reduces per step: 2 per layer and 1 after the embedding */
     double allreduce_bytes_per_token;
@@ -34,6 +37,9 @@ typedef struct cost_model {
  * figure) plus the all-reduces that join them; TP 1 is the single GPU. */
 void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
                         const roofline_params *p, int dtype_bytes, int tp);
+/* FP8 linear layers (one byte a weight, FP8 tensor cores where the GPU has them; the LM head
+ * stays as it was) and/or an FP8 KV cache (one byte an element). */
+void cost_roofline_quantize(cost_model *c, bool fp8_weights, bool fp8_kv);
 /* Seconds of one all-reduce of BYTES across C's group (0 when it has one GPU). */
 double cost_allreduce_time(const cost_model *c, double bytes);
 /* Seconds the batch takes. */

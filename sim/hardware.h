@@ -26,6 +26,7 @@ typedef struct hw_spec {
     /* tensor parallelism's all-reduce: t = latency + 2 (tp - 1) / tp x bytes / link */
     double link_gbs;         /* GPU-to-GPU bandwidth, GB/s, one direction (NVLink, else PCIe) */
     double allreduce_us;     /* the smallest all-reduce's time */
+    double fp8_tflops;       /* dense FP8 tensor-core TFLOP/s; 0: none (FP8 weights computed in bf16) */
 } hw_spec;
 
 const hw_spec *hw_preset(const char *name);

@@ -46,6 +46,12 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     calibrate_shape_string(&s, want, sizeof want);
     const char *have = ct_meta(t, "shape");
     int tp = measured_table_tp(t);
+    if (have && strcmp(have, want) == 0 && measured_table_fp8(t) != (r->fp8_weights && r->fp8_kv)) {
+        snprintf(err, errlen, "%s: measured %s, but the scenario's model.quantization is %s and kv.cache_dtype %s", path,
+                 measured_table_fp8(t) ? "with FP8 weights and KV cache" : "in bf16", r->fp8_weights ? "fp8" : "none",
+                 r->fp8_kv ? "fp8" : "auto");
+        return -1;
+    }
     if (have && strcmp(have, want) == 0 && tp != r->tensor_parallel) {
         snprintf(err, errlen, "%s: measured at tensor_parallel %d, but the scenario's deployment.tensor_parallel is %d",
                  path, tp, r->tensor_parallel);
@@ -85,6 +91,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
 {
     memset(c, 0, sizeof *c);
     cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes, r->tensor_parallel);
+    cost_roofline_quantize(&c->roofline, r->fp8_weights, r->fp8_kv);
     if (r->cost_table_path[0]) {
         c->kind = "table";
         return use_table(c, r, r->cost_table_path, r->cost_table_path, err, errlen);
@@ -99,8 +106,12 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
         int found = 0;
         if (r->dtype_bytes != 2)
             snprintf(why, sizeof why, "measured tables are of bf16 kernels, model.dtype is fp32");
+        else if (r->fp8_weights != r->fp8_kv)
+            snprintf(why, sizeof why, "measured FP8 tables have FP8 weights and an FP8 KV cache together; "
+                     "model.quantization and kv.cache_dtype differ");
         else
-            found = measured_find(r->hw.name, shape, r->tensor_parallel, r->vllm_version, path, sizeof path, why, sizeof why);
+            found = measured_find(r->hw.name, shape, r->tensor_parallel, r->fp8_weights, r->vllm_version, path,
+                                  sizeof path, why, sizeof why);
         if (found) {
             c->kind = "measured";
             char data[4096];
@@ -115,10 +126,15 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     c->kind = "roofline";
     snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
     const roofline_params *p = &r->roofline;
-    char tp[160] = "";
+    char tp[300] = "";
+    int n = 0;
     if (r->tensor_parallel > 1)
-        snprintf(tp, sizeof tp, ", tensor parallel %d: all-reduce %g us + 2 (tp-1)/tp x bytes / %g GB/s", r->tensor_parallel,
-                 r->hw.allreduce_us, r->hw.link_gbs);
+        n = snprintf(tp, sizeof tp, ", tensor parallel %d: all-reduce %g us + 2 (tp-1)/tp x bytes / %g GB/s",
+                     r->tensor_parallel, r->hw.allreduce_us, r->hw.link_gbs);
+    if (r->fp8_weights && n >= 0 && (size_t)n < sizeof tp)
+        n += snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 linear layers%s",
+                      r->hw.fp8_tflops > 0 ? "" : " (weights only: no FP8 units)");
+    if (r->fp8_kv && n >= 0 && (size_t)n < sizeof tp) snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 KV cache");
     snprintf(c->source, sizeof c->source,
              "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",
              r->hw.name, r->hw.peak_tflops, p->compute_efficiency, r->hw.mem_bandwidth_gbs, p->memory_efficiency,

@@ -34,17 +34,18 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
-def gemm(m, n, k):
+def gemm(m, n, k, dtype="bfloat16"):
     for r in rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf.csv")):
-        if int(r["m"]) == m and int(r["n"]) == n and int(r["k"]) == k and r["gemm_dtype"] == "bfloat16":
+        if int(r["m"]) == m and int(r["n"]) == n and int(r["k"]) == k and r["gemm_dtype"] == dtype:
             return float(r["latency"]) * 1e-3
     raise KeyError((m, n, k))
 
 
-def attention(table, kernel="vllm_flash_attn_fa3", heads=(32, 8)):
+def attention(table, kernel="vllm_flash_attn_fa3", heads=(32, 8), kv="bfloat16"):
     out = {}
     for r in rows(os.path.join(DATA, "attention", "vllm", "0.24.0", f"{table}_attention_perf.csv")):
-        if r["kernel_source"] == kernel and (int(r["num_heads"]), int(r["num_key_value_heads"])) == heads:
+        if (r["kernel_source"] == kernel and (int(r["num_heads"]), int(r["num_key_value_heads"])) == heads
+                and r["kv_cache_dtype"] == kv):
             length = int(r["isl"]) if table == "context" else int(r["step"]) + 1
             out[(int(r["batch_size"]), length)] = float(r["latency"]) * 1e-3
     return out
@@ -91,7 +92,8 @@ class ImportSlice(unittest.TestCase):
         # exact-short has exact's shape and a shorter context: one table, named for the longer
         self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
-                         ["exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv", "interp.vllm-0.24.0.csv"])
+                         ["exact.fp8.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
+                          "interp.vllm-0.24.0.csv"])
         # the slice times all-reduces on 2 GPUs only
         self.assertIn("skipped h200 exact tp 4: no vLLM all-reduce timings on 4 GPUs", self.stdout)
 
@@ -243,6 +245,35 @@ class ImportSlice(unittest.TestCase):
         for R in (1, 32):
             self.assertAlmostEqual(t["lm_head"][(R, 0)], gemm(R, 4096, 4096) + self.allreduce(R * 4096, True), delta=1e-12)
             self.assertAlmostEqual(t["sample"][(R, 0)], ew(R * 8192 * 6) + ew(R * 8192 * 4), delta=1e-12)
+
+    def test_fp8_table_has_fp8_gemms_their_input_quantization_and_fp8_kv_attention(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        meta, t = read_table(os.path.join(self.out, "h200", "exact.fp8.vllm-0.24.0.csv"))
+        self.assertIn("fp8", meta["quantization"])
+        self.assertIn("fp8", meta["kv_cache_dtype"])
+        self.assertIn("GEMM CutlassFP8ScaledMMLinearKernel", meta["kernels"])
+        ctx8 = aic_import.despike(attention("context", kv="fp8"))
+        floor8 = min(aic_import.despike(attention("generation", kv="fp8")).values())
+        h, q, kv, inter = 4096, 4096, 1024, 6144
+        for T in (1, 64, 8192):
+            gemms = (gemm(T, 6144, 4096, "fp8") + gemm(T, 4096, 4096, "fp8") + gemm(T, 12288, 4096, "fp8")
+                     + gemm(T, 4096, 6144, "fp8"))
+            per_layer = 2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
+            # each GEMM's input quantized: read 2 bytes, write 1, an element
+            per_layer += ew(3 * T * h) + ew(3 * T * q) + ew(3 * T * h) + ew(3 * T * inter)
+            want = 2 * (gemms + per_layer + floor8) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
+        for R in (1, 32):  # the LM head stays bf16
+            self.assertAlmostEqual(t["lm_head"][(R, 0)], gemm(R, 8192, 4096), delta=1e-12)
+
+        def sat(s):
+            return max(min((v - floor8) / b for (b, ss), v in ctx8.items() if ss == s), 0.0)
+
+        self.assertAlmostEqual(t["prefill_attn"][(1024, 0)], 2 * sat(1024), delta=1e-12)
+        # no all-reduce slice beyond 2 GPUs, and no 16/4-head fp8 attention: the fp8 TP 2
+        # table cannot be composed, and says why
+        self.assertIn("skipped h200 exact tp 2 fp8: no attention timings", self.stdout)
 
     def test_all_reduce_between_and_past_its_timed_sizes(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))

@@ -101,3 +101,31 @@ Test(cost, tensor_parallel_prices_one_gpus_share_and_the_all_reduces_by_hand)
     cost_roofline_init(&c, &toy, &hw, &p, 2, 1); /* one GPU: no all-reduce at any price */
     cr_assert_float_eq(cost_step_time(&c, &b), 2480, 1e-9);
 }
+
+/* FP8 linear layers and KV on the toy (1 FLOP/s bf16, 2 FP8): the prefill of 3 after 5 at
+ * 1 B/s: linear max(2 x 288 x 3 / 2, 288 x 1) = 864, LM head (still bf16) max(80, 80) = 80,
+ * attention max(32 x 21, 8 x 8) = 672: 1616 s. A GPU without FP8 units computes them in bf16:
+ * max(1728, 288) + 80 + 672 = 2480. Memory-bound at 0.1 B/s: linear 288 / 0.1 = 2880, LM head
+ * 80 / 0.1 = 800, attention max(672, 64 / 0.1) = 672: 4352 s. */
+Test(cost, fp8_halves_the_linear_bytes_and_kv_and_doubles_the_linear_rate_by_hand)
+{
+    hw_spec hw = {.name = "toy", .peak_tflops = 1e-12, .mem_bandwidth_gbs = 1e-9, .fp8_tflops = 2e-12};
+    roofline_params p = {1, 1, 1, 0};
+    cost_model c;
+    sched_item it;
+    sched_batch b = prefill_after_cache(&it);
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 1);
+    cost_roofline_quantize(&c, true, true);
+    cr_assert_float_eq(c.linear_bytes, 288, 0);
+    cr_assert_float_eq(c.kv_bytes_per_token, 8, 0);
+    cr_assert_float_eq(cost_step_time(&c, &b), 1616, 1e-9, "got %g", cost_step_time(&c, &b));
+    hw.fp8_tflops = 0;
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 1);
+    cost_roofline_quantize(&c, true, true);
+    cr_assert_float_eq(cost_step_time(&c, &b), 2480, 1e-9, "got %g", cost_step_time(&c, &b));
+    hw.mem_bandwidth_gbs = 0.1e-9;
+    hw.fp8_tflops = 2e-12;
+    cost_roofline_init(&c, &toy, &hw, &p, 2, 1);
+    cost_roofline_quantize(&c, true, true);
+    cr_assert_float_eq(cost_step_time(&c, &b), 4352, 1e-6, "got %g", cost_step_time(&c, &b));
+}

@@ -89,11 +89,11 @@ Test(measured, the_newest_version_by_number_not_by_text)
     write_table("a.csv", shape, "0.9.2", 1);
     write_table("b.csv", shape, "0.24.0", 2);
     write_table("c.csv", shape, "0.14.0", 3);
-    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "/costs/h200/b.csv"), "0.24.0 is the newest: %s", path);
-    cr_assert_eq(measured_find("h200", shape, 1, "0.9.2", path, sizeof path, why, sizeof why), 1);
+    cr_assert_eq(measured_find("h200", shape, 1, false, "0.9.2", path, sizeof path, why, sizeof why), 1);
     cr_assert(strstr(path, "/a.csv"));
-    cr_assert_eq(measured_find("h200", shape, 1, "0.11.0", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, false, "0.11.0", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured table of vLLM 0.11.0"), "%s", why);
     cr_assert(strstr(why, "0.24.0") && strstr(why, "0.14.0"), "names the versions there are: %s", why);
 }
@@ -104,12 +104,12 @@ Test(measured, another_shape_or_gpu_finds_nothing_and_says_why)
     shape_of("llama-3.1-8b", shape, sizeof shape);
     shape_of("qwen3-8b", other, sizeof other);
     write_table("a.csv", shape, "0.24.0", 1);
-    cr_assert_eq(measured_find("h200", other, 1, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", other, 1, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "covers this model's shape"), "%s", why);
-    cr_assert_eq(measured_find("h100", shape, 1, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h100", shape, 1, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured tables for h100"), "%s", why);
     setenv("SERVESIM_DATA_DIR", "/nonexistent", 1);
-    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "SERVESIM_DATA_DIR"), "%s", why);
 }
 
@@ -184,11 +184,11 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     shape_of("llama-3.1-70b", shape, sizeof shape);
     write_table("one.csv", shape, "0.24.0", 1e-3);
     write_table_tp("four.csv", shape, "0.24.0", 2e-3, "4");
-    cr_assert_eq(measured_find("h200", shape, 4, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 4, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "four.csv"), "%s", path);
-    cr_assert_eq(measured_find("h200", shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "one.csv"), "%s", path);
-    cr_assert_eq(measured_find("h200", shape, 2, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 2, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "at tensor_parallel 2"), "%s", why);
     scenario sc;
     scenario_defaults(&sc);
@@ -214,6 +214,57 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "measured at tensor_parallel 4, but the scenario's deployment.tensor_parallel is 2"), "%s", err);
+}
+
+/* An FP8 table (its `quantization` header) prices only a scenario with FP8 weights and KV;
+ * one of the two alone gets the roofline and says why; an explicit FP8 table under a bf16
+ * scenario is refused. */
+Test(measured, an_fp8_table_prices_only_fp8_weights_with_an_fp8_kv_cache)
+{
+    char shape[256], err[1024];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table("bf16.csv", shape, "0.24.0", 1e-3);
+    cost_table t;
+    ct_init(&t);
+    write_table("fp8.csv", shape, "0.24.0", 2e-3);
+    char path[700];
+    snprintf(path, sizeof path, "%s/costs/h200/fp8.csv", tmpdir);
+    cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
+    ct_set_meta(&t, "quantization", "fp8: test");
+    cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+    const struct { const char *q, *kv, *kind, *what; } cases[] = {
+        {"none", "auto", "measured", "bf16.csv"},
+        {"fp8", "fp8", "measured", "fp8.csv"},
+        {"fp8", "auto", "roofline", "model.quantization and kv.cache_dtype differ"},
+        {"none", "fp8", "roofline", "model.quantization and kv.cache_dtype differ"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        scenario sc;
+        scenario_defaults(&sc);
+        char a[64], b[64];
+        snprintf(a, sizeof a, "model.quantization=%s", cases[i].q);
+        snprintf(b, sizeof b, "kv.cache_dtype=%s", cases[i].kv);
+        cr_assert_eq(scenario_set(&sc, a, err, sizeof err), 0);
+        cr_assert_eq(scenario_set(&sc, b, err, sizeof err), 0);
+        scenario_resolved r;
+        job_cost c;
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_str_eq(c.kind, cases[i].kind, "%s %s", cases[i].q, cases[i].kv);
+        cr_assert(strstr(c.source, cases[i].what), "%s %s: %s", cases[i].q, cases[i].kv, c.source);
+        job_cost_free(&c);
+    }
+    scenario sc;
+    scenario_defaults(&sc);
+    char set[800];
+    snprintf(set, sizeof set, "hardware.cost_table=%s", path);
+    cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0);
+    scenario_resolved r;
+    job_cost c;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "measured with FP8 weights and KV cache, but the scenario's model.quantization is none"), "%s", err);
 }
 
 /* ---- the committed tables ---- */
@@ -287,7 +338,7 @@ Test(committed_tables, every_gpu_preset_has_tables_and_a_fitted_roofline)
         const hw_spec *hw = hw_preset_at(h);
         char shape[256], path[1200], why[1200];
         shape_of("llama-3.1-8b", shape, sizeof shape);
-        cr_assert_eq(measured_find(hw->name, shape, 1, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
+        cr_assert_eq(measured_find(hw->name, shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
         hw_fit f = hw_preset_fit(hw->name);
         cr_assert_gt(f.max_error, 0, "%s has no fitted roofline (servesim roofline-fit --write)", hw->name);
         cr_assert(f.compute_efficiency > 0 && f.compute_efficiency <= 1, "%s", hw->name);

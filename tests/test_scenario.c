@@ -172,6 +172,30 @@ Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
     cr_assert(strstr(err, "deployment.tensor_parallel = 2 is for the simulator"), "%s", err);
 }
 
+/* FP8 (model.quantization = fp8, kv.cache_dtype = fp8): llama-3-8b's 6,979,321,856 linear
+ * parameters at one byte and the other 1,050,939,392 (embedding, LM head, norms) at two:
+ * 9,081,200,640 bytes; a 16-token block of one-byte KV is 1,048,576 bytes:
+ * (135,679,588,761.6 - 9,081,200,640) / 1,048,576 = 120,733 blocks (57,038 in bf16). The
+ * engine refuses FP8. */
+Test(scenario, fp8_weights_and_kv_cache_by_hand)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_set(&sc, "model.quantization=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.cache_dtype=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_linear_params(&r.model), 6979321856LL);
+    cr_assert_eq(r.sched.num_blocks, 120733);
+    cr_assert(r.fp8_weights && r.fp8_kv);
+    kb_options kb;
+    kb_sampling sp;
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), -1);
+    cr_assert(strstr(err, "model.quantization = fp8 is for the simulator"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "model.quantization=int4", err, sizeof err), -1);
+}
+
 /* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
  * + 3 x 2048 x 8192) + 128256 x 2048 (once) + 2048 x 33 norms = 1,235,814,400, the count
  * Meta publishes. */
