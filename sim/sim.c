@@ -203,6 +203,12 @@ static void finish_step(sim *m, replica *rep, double now)
     int nf = sched_complete(rep->s, now, &fin);
     rec_step(m->rc, &rep->step);
     m->stats.steps++;
+    if (m->o->instances) {
+        sim_instance_stats *is = &m->o->instances[rep - m->reps];
+        is->steps++;
+        is->output_tokens += rep->step.num_outputs;
+        is->busy_s += rep->step.end_time - rep->step.start_time;
+    }
     for (int i = 0; i < nf; i++)
         if (fin[i]->stop == STOP_HANDOFF) send_kv(m, fin[i], now);
         else request_ended(m, fin[i], now);

@@ -32,6 +32,8 @@ typedef struct sim_options {
     /* Requests routed to each replica (NULL: not wanted; else num_replicas counters, zeroed
      * by the caller). */
     int64_t *replica_requests;
+    /* Each replica's work (NULL: not wanted; else num_replicas entries, zeroed by the caller). */
+    struct sim_instance_stats *instances;
     /* Disaggregated prefill and decode (num_prefill > 0): replicas 0 .. num_prefill - 1
      * prefill each request and emit its first token; its KV then moves, taking kv_latency_s
      * + prompt tokens x kv_s_per_token, to one of the other num_replicas - num_prefill
@@ -44,6 +46,12 @@ typedef struct sim_options {
     /* Set (by a signal handler) to stop the run early; may be NULL. */
     const volatile sig_atomic_t *stop;
 } sim_options;
+
+/* One instance's share of the run. */
+typedef struct sim_instance_stats {
+    int64_t steps, output_tokens;
+    double busy_s;             /* seconds spent in steps */
+} sim_instance_stats;
 
 typedef struct sim_stats {
     size_t events;

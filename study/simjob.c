@@ -35,6 +35,21 @@ static json_t *deployment_json(const simjob *j)
             json_decref(o);
             return NULL;
         }
+    /* each instance's work: requests, steps, tokens out, and the share of the run it was busy */
+    json_t *inst = j->instances ? json_put_array(o, "instances") : NULL;
+    for (int i = 0; inst && i < r.replicas; i++) {
+        const sim_instance_stats *is = &j->instances[i];
+        json_t *e = json_object();
+        const char *role = !r.prefill_instances ? "replica" : i < r.prefill_instances ? "prefill" : "decode";
+        if (!e || json_array_append_new(inst, e) < 0 ||
+            (json_put(e, "instance", json_integer(i)) | json_put(e, "role", json_string(role)) |
+             json_put(e, "requests", json_integer(j->replica_requests[i])) | json_put(e, "steps", json_integer(is->steps)) |
+             json_put(e, "output_tokens", json_integer(is->output_tokens)) |
+             json_put(e, "busy_fraction", json_real(j->stats.end_time > 0 ? is->busy_s / j->stats.end_time : 0)))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
     const sim_stats *st = &j->stats;
     if (r.prefill_instances &&
         (json_put(o, "kv_transfers", json_integer(st->kv_transfers)) |
@@ -104,6 +119,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .kv_s_per_token = r->kv_s_per_token,
         .router = r->router,
         .replica_requests = j->replica_requests,
+        .instances = j->instances,
         .progress = j->progress && isatty(2) ? job_progress_show : NULL,
         .progress_ctx = &ps,
         .stop = interrupt_flag(),
@@ -144,13 +160,16 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     bool opened = j->out_dir && status == 0;
     if (opened && r.token_times && res_open_tokens(&dir, err, errlen) < 0) status = -1;
     j->replica_requests = r.replicas > 1 ? calloc((size_t)r.replicas, sizeof *j->replica_requests) : NULL;
-    if (status == 0 && r.replicas > 1 && !j->replica_requests) {
+    j->instances = r.replicas > 1 ? calloc((size_t)r.replicas, sizeof *j->instances) : NULL;
+    if (status == 0 && r.replicas > 1 && (!j->replica_requests || !j->instances)) {
         snprintf(err, errlen, "out of memory");
         status = -1;
     }
     if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, err, errlen);
     free(j->replica_requests);
+    free(j->instances);
     j->replica_requests = NULL;
+    j->instances = NULL;
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     if (status < 0 && opened) res_abort(&dir);

@@ -22,6 +22,7 @@ typedef struct simjob {
     size_t num_records;
     char cost_kind[16];      /* after the run: "measured", "table" or "roofline" */
     int64_t *replica_requests; /* during the run: requests per replica (deployment.replicas > 1) */
+    struct sim_instance_stats *instances; /* during the run: each replica's steps, tokens, busy time */
     char cost_source[1024];  /* which table or roofline priced the steps */
 } simjob;
 

@@ -488,11 +488,11 @@ Test(router, each_replica_behind_round_robin_runs_as_it_would_alone)
  * With a free transfer the runs are the same. Each request goes once through a prefill and
  * once through a decode instance. */
 static void disagg_run_steps(workload *w, int prefill, int decode, double latency, double per_token, met_acc **met,
-                             int64_t *counts, sim_stats *st, recorder *keep)
+                             int64_t *counts, sim_stats *st, recorder *keep, sim_instance_stats *inst)
 {
     sim_options o = {.sched = small_sched(), .cost = {linear_cost, NULL}, .num_replicas = prefill + decode,
                      .num_prefill = prefill, .kv_latency_s = latency, .kv_s_per_token = per_token,
-                     .replica_requests = counts};
+                     .replica_requests = counts, .instances = inst};
     *met = met_create();
     met_keep_requests(*met);
     recorder rc;
@@ -506,7 +506,7 @@ static void disagg_run_steps(workload *w, int prefill, int decode, double latenc
 static void disagg_run(workload *w, int prefill, int decode, double latency, double per_token, met_acc **met,
                        int64_t *counts, sim_stats *st)
 {
-    disagg_run_steps(w, prefill, decode, latency, per_token, met, counts, st, NULL);
+    disagg_run_steps(w, prefill, decode, latency, per_token, met, counts, st, NULL, NULL);
 }
 
 Test(disagg, isolated_requests_finish_one_transfer_later)
@@ -567,7 +567,21 @@ Test(disagg, every_request_through_one_prefill_and_one_decode_instance)
     int64_t counts[5] = {0};
     sim_stats st;
     recorder rc;
-    disagg_run_steps(&w, 2, 3, 1e-4, 1e-6, &met, counts, &st, &rc);
+    sim_instance_stats inst[5] = {{0}};
+    disagg_run_steps(&w, 2, 3, 1e-4, 1e-6, &met, counts, &st, &rc, inst);
+    /* each instance's share adds up to the run: steps, and tokens (one a request on the
+     * prefill side) */
+    int64_t steps = 0, tokens = 0, wanted = 0;
+    for (int i = 0; i < 5; i++) {
+        steps += inst[i].steps;
+        tokens += inst[i].output_tokens;
+        cr_assert(inst[i].busy_s > 0 && inst[i].busy_s <= st.end_time, "instance %d busy %g s of %g", i, inst[i].busy_s,
+                  st.end_time);
+    }
+    for (size_t i = 0; i < w.n; i++) wanted += w.reqs[i].output_len;
+    cr_assert_eq(steps, st.steps);
+    cr_assert_eq(tokens, wanted);
+    cr_assert_eq(inst[0].output_tokens + inst[1].output_tokens, 600, "the prefill side emits first tokens only");
     size_t decode_steps = 0;
     for (size_t i = 0; i < rc.num_steps; i++) {
         const step_record *sr = &rc.steps[i];
