@@ -74,6 +74,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     o.stop = interrupt_flag();
     o.progress_ctx = &ps;
     met_acc *met = met_create();
+    if (met) met_set_percentiles(met, r.percentiles, r.num_percentiles);
     recorder rc;
     rec_init(&rc, met, &dir);
     engine_stats st;

@@ -175,6 +175,7 @@ static int measure(const scenario *sc, const scenario_args *a, const char *out, 
         rf.itls = json_array(), rf.errs = json_array(), rf.starts = json_array();
     }
     met_acc *met = met_create();
+    if (met) met_set_percentiles(met, r.percentiles, r.num_percentiles);
     int status = rf.errors && met ? EXIT_OK : EXIT_FAILURE_OTHER;
     if (status == EXIT_OK) {
         fputs("request_id,error\n", rf.errors);

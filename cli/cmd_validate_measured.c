@@ -204,6 +204,7 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
         snprintf(simdir, sizeof simdir, "%s/sim", od.tmp_path);
         res_dir dir;
         sim_met = met_create();
+        if (sim_met) met_set_percentiles(sim_met, r.percentiles, r.num_percentiles);
         if (!sim_met || res_open(&dir, simdir, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
         else {
             met_keep_requests(sim_met);

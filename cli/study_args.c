@@ -9,7 +9,10 @@
 
 enum { MAX_OPTS = 64 };
 
-static bool is_common(const char *flag) { return strcmp(flag, "--seed") == 0 || strcmp(flag, "--set") == 0; }
+static bool is_common(const char *flag)
+{
+    return strcmp(flag, "--seed") == 0 || strcmp(flag, "--set") == 0 || strcmp(flag, "--percentiles") == 0;
+}
 
 typedef struct walk {
     const char *usage;
@@ -48,6 +51,7 @@ static int apply_common(void *ctx, const char *flag, const char *value)
     if (!is_common(flag)) return 0;
     char assignment[600], err[1024];
     if (strcmp(flag, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", value);
+    else if (strcmp(flag, "--percentiles") == 0) snprintf(assignment, sizeof assignment, "run.percentiles=%s", value);
     else snprintf(assignment, sizeof assignment, "%s", value);
     if (scenario_set(w->sc, assignment, err, sizeof err) == 0) return 0;
     const char *why = strstr(err, ": ");
@@ -65,8 +69,8 @@ static int apply_own(void *ctx, const char *flag, const char *value)
 int study_parse_args(int argc, char **argv, const char *usage, const cli_opt *opts, int nopts, scenario *sc,
                      int (*on_opt)(void *ctx, const char *flag, const char *value), void *ctx)
 {
-    cli_opt all[MAX_OPTS] = {{"--seed", true}, {"--set", true}};
-    int n = 2;
+    cli_opt all[MAX_OPTS] = {{"--seed", true}, {"--set", true}, {"--percentiles", true}};
+    int n = 3;
     for (int i = 0; i < nopts && n < MAX_OPTS; i++) all[n++] = opts[i];
     walk w = {.usage = usage, .sc = sc, .on_opt = on_opt, .ctx = ctx};
     /* every option is checked, and the file found, before anything is loaded */

@@ -604,6 +604,25 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     return 0;
 }
 
+/* run.percentiles: up to 8 numbers in (0, 100]. */
+static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    const char *p = V(run, percentiles).s;
+    out->num_percentiles = 0;
+    while (*p) {
+        char *end;
+        double q = strtod(p, &end);
+        if (end == p || !(q > 0 && q <= 100) || (*end && (*end != ',' || !end[1])) || out->num_percentiles == 8) {
+            snprintf(err, errlen, "run.percentiles (%s): expected up to 8 numbers in (0, 100], comma-separated, got \"%s\"",
+                     V(run, percentiles).origin, V(run, percentiles).s);
+            return -1;
+        }
+        out->percentiles[out->num_percentiles++] = q;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     char why[1024];
@@ -611,7 +630,8 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
     resolve_model(sc, out);
     resolve_hardware(sc, out);
     if (model_check(&out->model, why, sizeof why) < 0 || check_cost_keys(sc, why, sizeof why) < 0 ||
-        resolve_sched(sc, out, why, sizeof why) < 0 || resolve_workload(sc, out, why, sizeof why) < 0) {
+        resolve_sched(sc, out, why, sizeof why) < 0 || resolve_workload(sc, out, why, sizeof why) < 0 ||
+        resolve_percentiles(sc, out, why, sizeof why) < 0) {
         snprintf(err, errlen, "%s: %s", sc->path[0] ? sc->path : "built-in scenario", why);
         return -1;
     }

@@ -52,6 +52,8 @@ typedef struct scenario_resolved {
     int prefill_instances;      /* disaggregated: replicas 0 .. prefill_instances - 1 prefill (0: aggregated) */
     double kv_latency_s, kv_s_per_token; /* disaggregated: a request's KV transfer, per GPU */
     bool token_times;           /* run.token_times: write tokens.csv */
+    int num_percentiles;        /* run.percentiles */
+    double percentiles[8];
     router_kind router;         /* deployment.router */
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */

@@ -172,7 +172,10 @@ void res_write_request(res_dir *d, const req_record *q)
     end_row(&r, d->requests);
 }
 
-static int json_latency(json_t *obj, const char *name, const latency_stats *st)
+/* "99.9" for 99.9, "50" for 50: the percentile as vLLM spells it in its keys. */
+static void percentile_label(double q, char *out, size_t len) { snprintf(out, len, "%.10g", q); }
+
+static int json_latency(json_t *obj, const char *name, const latency_stats *st, const summary *s)
 {
     const struct { const char *stat; double v; } fields[] = {
         {"mean", st->mean}, {"median", st->median}, {"std", st->std}, {"p50", st->p50},
@@ -183,6 +186,12 @@ static int json_latency(json_t *obj, const char *name, const latency_stats *st)
         char key[32];
         snprintf(key, sizeof key, "%s_%s_ms", fields[i].stat, name);
         bad |= json_put(obj, key, json_num(fields[i].v));
+    }
+    for (int i = 0; i < s->num_percentiles; i++) {
+        char q[32], key[64];
+        percentile_label(s->percentiles[i], q, sizeof q);
+        snprintf(key, sizeof key, "p%s_%s_ms", q, name);
+        bad |= json_put(obj, key, json_num(st->extra[i]));
     }
     return bad;
 }
@@ -196,7 +205,7 @@ json_t *res_summary_json(const summary *s)
     json_t *obj = json_object();
     int bad = !obj;
 #define S(name, type, csv, label, what) bad |= !obj || json_put(obj, #name, json_##type(s->name));
-#define L(name, title, abbrev, what) bad |= !obj || json_latency(obj, #name, &s->name##_ms);
+#define L(name, title, abbrev, what) bad |= !obj || json_latency(obj, #name, &s->name##_ms, s);
     SUMMARY_FIELDS(S, L)
 #undef S
 #undef L
@@ -254,16 +263,30 @@ static void print_rule(FILE *f, char fill, const char *title)
     fputc('\n', f);
 }
 
-static void print_latency(FILE *f, const char *title, const char *name, const latency_stats *st)
+/* Mean, median, P90, P99, the other percentiles asked for, and for the inter-token
+ * latency the longest stall. */
+static void print_latency(FILE *f, const char *title, const char *name, const latency_stats *st, const summary *s)
 {
     const struct { const char *stat; double v; } rows[] = {
         {"Mean", st->mean}, {"Median", st->median}, {"P90", st->p90}, {"P99", st->p99},
     };
     print_rule(f, '-', title);
+    char label[64];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        char label[48];
         snprintf(label, sizeof label, "%s %s (ms):", rows[i].stat, name);
         fprintf(f, "%-40s %.2f\n", label, rows[i].v);
+    }
+    for (int i = 0; i < s->num_percentiles; i++) {
+        double q = s->percentiles[i];
+        if (q == 50 || q == 90 || q == 99) continue; /* printed above */
+        char ql[32];
+        percentile_label(q, ql, sizeof ql);
+        snprintf(label, sizeof label, "P%s %s (ms):", ql, name);
+        fprintf(f, "%-40s %.2f\n", label, st->extra[i]);
+    }
+    if (strcmp(name, "ITL") == 0) {
+        snprintf(label, sizeof label, "Max %s (ms):", name);
+        fprintf(f, "%-40s %.2f\n", label, st->max);
     }
 }
 
@@ -285,7 +308,7 @@ void res_print_summary(FILE *f, const summary *s)
 {
     print_rule(f, '=', " Serving Benchmark Result ");
 #define S(name, type, csv, label, what) print_##type(f, label, s->name);
-#define L(name, title, abbrev, what) print_latency(f, title, abbrev, &s->name##_ms);
+#define L(name, title, abbrev, what) print_latency(f, title, abbrev, &s->name##_ms, s);
     SUMMARY_FIELDS(S, L)
 #undef S
 #undef L

@@ -22,6 +22,8 @@ typedef struct req_latency {
 
 struct met_acc {
     double window_start;
+    int num_percentiles;
+    double percentiles[MET_MAX_PERCENTILES];
 
     bool keep_requests;
     req_record *reqs;          /* only when keep_requests */
@@ -120,7 +122,15 @@ met_acc *met_create(void)
     m->first_arrival = INFINITY;
     m->last_finish = -INFINITY;
     m->min_free_blocks = INT32_MAX;
+    m->num_percentiles = 1;
+    m->percentiles[0] = 99.9;
     return m;
+}
+
+void met_set_percentiles(met_acc *m, const double *q, int n)
+{
+    m->num_percentiles = n < MET_MAX_PERCENTILES ? n : MET_MAX_PERCENTILES;
+    for (int i = 0; i < m->num_percentiles; i++) m->percentiles[i] = q[i];
 }
 
 void met_free(met_acc *m)
@@ -266,7 +276,7 @@ static double percentile(const double *v, const int64_t *w, size_t n, double q)
 
 /* Statistics of sorted values V with weights W (NULL = 1 each), in seconds, reported in ms.
  * The median is numpy's: the mean of the two middle values when their count is even. */
-static latency_stats stats_ms(const double *v, const int64_t *w, size_t n)
+static latency_stats stats_ms(const met_acc *m, const double *v, const int64_t *w, size_t n)
 {
     latency_stats st = {0};
     if (n == 0)
@@ -288,13 +298,14 @@ static latency_stats stats_ms(const double *v, const int64_t *w, size_t n)
     st.p99 = percentile(v, w, n, 99) * 1000;
     st.min = v[0] * 1000;
     st.max = v[n - 1] * 1000;
+    for (int i = 0; i < m->num_percentiles; i++) st.extra[i] = percentile(v, w, n, m->percentiles[i]) * 1000;
     return st;
 }
 
-static latency_stats sorted_stats_ms(double *v, size_t n)
+static latency_stats sorted_stats_ms(const met_acc *m, double *v, size_t n)
 {
     qsort(v, n, sizeof *v, met_cmp_double);
-    return stats_ms(v, NULL, n);
+    return stats_ms(m, v, NULL, n);
 }
 
 static latency_stats itl_stats_ms(met_acc *m)
@@ -309,7 +320,7 @@ static latency_stats itl_stats_ms(met_acc *m)
         v[i] = m->itl[i].gap;
         w[i] = m->itl[i].count;
     }
-    latency_stats st = stats_ms(v, w, n);
+    latency_stats st = stats_ms(m, v, w, n);
     free(v);
     free(w);
     return st;
@@ -354,7 +365,7 @@ static latency_stats latency_of(const met_acc *m, size_t offset, double *scratch
         double v = *(const double *)((const char *)&m->lat[i] + offset);
         if (!isnan(v)) scratch[n++] = v;
     }
-    return sorted_stats_ms(scratch, n);
+    return sorted_stats_ms(m, scratch, n);
 }
 
 static void summarize_steps(const met_acc *m, summary *s)
@@ -386,7 +397,8 @@ static void summarize_steps(const met_acc *m, summary *s)
 
 int met_summarize(met_acc *m, const slo_config *slo, summary *out)
 {
-    summary s = {0};
+    summary s = {.num_percentiles = m->num_percentiles};
+    for (int i = 0; i < m->num_percentiles; i++) s.percentiles[i] = m->percentiles[i];
     double *scratch = checked(malloc((m->num_lat ? m->num_lat : 1) * sizeof *scratch));
     summarize_requests(m, slo, &s);
     s.ttft_ms = latency_of(m, offsetof(req_latency, ttft), scratch);

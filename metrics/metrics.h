@@ -14,8 +14,11 @@ typedef struct slo_config {
     double ttft_ms, tpot_ms, e2el_ms;   /* 0 = no objective on that metric */
 } slo_config;
 
+enum { MET_MAX_PERCENTILES = 8 };
+
 typedef struct latency_stats {
     double mean, median, std, p50, p90, p99, min, max;
+    double extra[MET_MAX_PERCENTILES]; /* at summary.percentiles, the ones asked for besides */
 } latency_stats;
 
 /* Every field of a run's summary, once, in the order of summary.json, the printed table and
@@ -67,6 +70,10 @@ typedef struct summary {
     SUMMARY_FIELDS(S, L)
 #undef S
 #undef L
+    /* the percentiles every latency_stats.extra holds (run.percentiles, vLLM's
+     * --metric-percentiles): summary.json's pQ_NAME_ms keys, e.g. p99.9_itl_ms */
+    int num_percentiles;
+    double percentiles[MET_MAX_PERCENTILES];
 } summary;
 
 /* Percentile Q (0..100) of sorted V[0..n), linear between closest ranks. n > 0. */
@@ -93,6 +100,9 @@ void met_on_itl_n(met_acc *m, double gap, int64_t count);
 /* A request that ended. Only its latencies are kept (24 bytes, for exact percentiles), the
  * record itself only after met_keep_requests. */
 void met_on_request(met_acc *m, const req_record *r);
+/* The percentiles (each in (0, 100]) met_summarize reports besides P50, P90 and P99; 99.9
+ * until told otherwise. N <= MET_MAX_PERCENTILES. */
+void met_set_percentiles(met_acc *m, const double *q, int n);
 /* Keep every request record for met_requests (validation and tests compare them). */
 void met_keep_requests(met_acc *m);
 /* Fills OUT from everything seen. Returns 0, or -1 when no measured request finished. */

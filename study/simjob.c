@@ -125,6 +125,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .stop = interrupt_flag(),
     };
     met_acc *met = met_create();
+    if (met) met_set_percentiles(met, r->percentiles, r->num_percentiles);
     if (met && j->keep_records) met_keep_requests(met);
     recorder rc;
     rec_init(&rc, met, dir);

@@ -355,3 +355,33 @@ Test(metrics, a_one_token_request_has_no_tpot_even_when_it_ends_after_its_token)
     cr_assert_float_eq(s.tpot_ms.max, 300.0, 1e-9);
     met_free(m);
 }
+
+/* Percentiles asked for besides P50/P90/P99 (run.percentiles; 99.9 by default), by hand on
+ * the ITL gaps above, sorted ms [10, 20 x5, 50] (positions 0..6): P99.9 at 5.994 -> 20 +
+ * 0.994 x 30 = 49.82; P25 at 1.5 -> 20; P100 = 50. And on three TTFTs {100, 200, 400} ms:
+ * P99.9 at 1.998 -> 200 + 0.998 x 200 = 399.6. summary.json names them p99.9_itl_ms. */
+Test(metrics, percentiles_asked_for_by_hand)
+{
+    met_acc *m = met_create();
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.1, .finish_time = 1, .output_len = 8,
+                                    .stop = STOP_LENGTH});
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.2, .finish_time = 1, .output_len = 8,
+                                    .stop = STOP_LENGTH});
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.4, .finish_time = 1, .output_len = 8,
+                                    .stop = STOP_LENGTH});
+    const double gaps[] = {0.02, 0.02, 0.02, 0.05, 0.02, 0.02, 0.01};
+    for (size_t i = 0; i < 7; i++) met_on_itl(m, gaps[i]);
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_eq(s.num_percentiles, 1, "99.9 by default");
+    cr_assert_float_eq(s.percentiles[0], 99.9, 0);
+    cr_assert_float_eq(s.itl_ms.extra[0], 49.82, 1e-9);
+    cr_assert_float_eq(s.ttft_ms.extra[0], 399.6, 1e-9);
+    met_set_percentiles(m, (const double[]){25, 99.9, 100}, 3);
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_eq(s.num_percentiles, 3);
+    cr_assert_float_eq(s.itl_ms.extra[0], 20, 1e-9);
+    cr_assert_float_eq(s.itl_ms.extra[1], 49.82, 1e-9);
+    cr_assert_float_eq(s.itl_ms.extra[2], 50, 1e-9);
+    met_free(m);
+}

@@ -351,3 +351,17 @@ Test(results, json_strings_are_valid_whatever_the_bytes)
         free(got);
     }
 }
+
+/* Each percentile asked for is a key of its own, spelled as vLLM spells them. */
+Test(results, summary_json_names_the_percentiles_asked_for)
+{
+    summary s = {.num_percentiles = 2, .percentiles = {99.9, 25}};
+    s.itl_ms.extra[0] = 49.82;
+    s.ttft_ms.extra[1] = 7;
+    json_t *o = res_summary_json(&s);
+    cr_assert_not_null(o);
+    cr_assert_float_eq(json_real_value(json_object_get(o, "p99.9_itl_ms")), 49.82, 1e-12);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "p25_ttft_ms")), 7, 1e-12);
+    cr_assert_not_null(json_object_get(o, "p99_itl_ms"), "the fixed ones stay");
+    json_decref(o);
+}

@@ -196,6 +196,31 @@ Test(scenario, fp8_weights_and_kv_cache_by_hand)
     cr_assert_eq(scenario_set(&sc, "model.quantization=int4", err, sizeof err), -1);
 }
 
+/* run.percentiles: numbers in (0, 100], at most 8; "" for none beyond P50/P90/P99. */
+Test(scenario, percentiles_are_checked)
+{
+    scenario sc;
+    scenario_resolved r;
+    char err[1024];
+    const char *bad[] = {"run.percentiles=0", "run.percentiles=101", "run.percentiles=99,x", "run.percentiles=1,2,3,4,5,6,7,8,9",
+                         "run.percentiles=99,"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        scenario_defaults(&sc);
+        cr_assert_eq(scenario_set(&sc, bad[i], err, sizeof err), 0);
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1, "%s", bad[i]);
+        cr_assert(strstr(err, "run.percentiles (--set): expected up to 8 numbers in (0, 100]"), "%s", err);
+    }
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.num_percentiles == 1 && r.percentiles[0] == 99.9);
+    cr_assert_eq(scenario_set(&sc, "run.percentiles=50,99.99", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.num_percentiles == 2 && r.percentiles[1] == 99.99);
+    cr_assert_eq(scenario_set(&sc, "run.percentiles=", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.num_percentiles, 0);
+}
+
 /* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
  * + 3 x 2048 x 8192) + 128256 x 2048 (once) + 2048 x 33 norms = 1,235,814,400, the count
  * Meta publishes. */
