@@ -178,21 +178,13 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
 
 static int plot_latency(const char *dir, char *err, size_t errlen)
 {
-    char term[32];
-    if (!plot_available(term, sizeof term)) {
-        printf("note: gnuplot not found, no plots\n");
-        return 0;
-    }
-    plot pl;
-    FILE *f = plot_begin(&pl, term, "latency.png", "latency against arrival rate", 1200, 500);
-    if (!f) return -1;
-    fputs("set multiplot layout 1,2\nset xlabel 'arrival rate (requests/s)'\nset logscale x\n"
-          "set title 'TTFT (ms)'\nplot 'capacity.csv' using 'rate':'median_ttft_ms' title 'P50', "
-          "'' using 'rate':'p99_ttft_ms' title 'P99'\n"
-          "set title 'TPOT (ms)'\nplot 'capacity.csv' using 'rate':'median_tpot_ms' title 'P50', "
-          "'' using 'rate':'p99_tpot_ms' title 'P99'\nunset multiplot\n",
-          f);
-    return plot_finish(&pl, dir, err, errlen);
+    return plot_script(dir, "latency.png", "latency against arrival rate", 1200, 500,
+                       "set multiplot layout 1,2\nset xlabel 'arrival rate (requests/s)'\nset logscale x\n"
+                       "set title 'TTFT (ms)'\nplot 'capacity.csv' using 'rate':'median_ttft_ms' title 'P50', "
+                       "'' using 'rate':'p99_ttft_ms' title 'P99'\n"
+                       "set title 'TPOT (ms)'\nplot 'capacity.csv' using 'rate':'median_tpot_ms' title 'P50', "
+                       "'' using 'rate':'p99_tpot_ms' title 'P99'\nunset multiplot\n",
+                       err, errlen);
 }
 
 static int write_outputs(const search_ctx *s, const cap_search_result *res, const char *out, char *err, size_t errlen)

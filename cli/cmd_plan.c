@@ -558,20 +558,12 @@ static void write_answer(FILE *f, const plan *p, const int *order)
 
 static int plot_pareto(const char *dir, char *err, size_t errlen)
 {
-    char term[32];
-    if (!plot_available(term, sizeof term)) {
-        printf("note: gnuplot not found, no plots\n");
-        return 0;
-    }
-    plot pl;
-    FILE *f = plot_begin(&pl, term, "pareto.png", "throughput per GPU against each user's token rate", 900, 600);
-    if (!f) return -1;
-    fputs("set xlabel 'tokens/s per user (1000 / median TPOT)'\nset ylabel 'output tokens/s per GPU'\n"
-          "plot 'points.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' with points pt 7 ps 0.6 lc rgb '#bbbbbb' "
-          "title 'probes', 'pareto.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' with linespoints pt 7 "
-          "lw 2 title 'Pareto front (served)'\n",
-          f);
-    return plot_finish(&pl, dir, err, errlen);
+    return plot_script(dir, "pareto.png", "throughput per GPU against each user's token rate", 900, 600,
+                       "set xlabel 'tokens/s per user (1000 / median TPOT)'\nset ylabel 'output tokens/s per GPU'\n"
+                       "plot 'points.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' with points pt 7 ps 0.6 "
+                       "lc rgb '#bbbbbb' title 'probes', 'pareto.csv' using 'tok_s_per_user':'output_tok_s_per_gpu' "
+                       "with linespoints pt 7 lw 2 title 'Pareto front (served)'\n",
+                       err, errlen);
 }
 
 static int by_user_rate(const void *a, const void *b)

@@ -107,3 +107,18 @@ int plot_finish(plot *p, const char *dir, char *err, size_t errlen)
     unlink(log);
     return rc == 0 ? 0 : -1;
 }
+
+int plot_script(const char *dir, const char *png, const char *title, int width, int height, const char *script,
+                char *err, size_t errlen)
+{
+    char term[32];
+    if (!plot_available(term, sizeof term)) {
+        printf("note: gnuplot not found, no plots\n");
+        return 0;
+    }
+    plot pl;
+    FILE *f = plot_begin(&pl, term, png, title, width, height);
+    if (!f) return -1;
+    fputs(script, f);
+    return plot_finish(&pl, dir, err, errlen);
+}

@@ -21,6 +21,10 @@ bool plot_available(char *term, size_t len);
 FILE *plot_begin(plot *p, const char *term, const char *png, const char *title, int width, int height);
 /* Runs the script with DIR as the working directory. -1 with gnuplot's complaint in ERR. */
 int plot_finish(plot *p, const char *dir, char *err, size_t errlen);
+/* One plot from SCRIPT (gnuplot commands after plot_begin's set-up), drawn as PNG in DIR;
+ * without gnuplot it prints a note and draws nothing (0). -1 with gnuplot's complaint. */
+int plot_script(const char *dir, const char *png, const char *title, int width, int height, const char *script,
+                char *err, size_t errlen);
 /* S as a gnuplot single-quoted string. */
 void plot_quote(FILE *f, const char *s);
 
