@@ -21,6 +21,7 @@ struct bm {
     int32_t *prev, *next;
     int32_t head, tail;
     int num_free;
+    int64_t evictions;      /* cached blocks handed out for other content */
     /* prefix cache */
     uint64_t *hash;         /* per block, valid when has_hash */
     uint64_t *parent_hash;  /* per block: the chain it continues, for hit confirmation */
@@ -249,7 +250,10 @@ static int take_free_block(bm *m)
     if (m->cfg.prefix_caching) {
         b = m->head;
         queue_remove(m, b);
-        if (m->has_hash[b]) uncache(m, b);
+        if (m->has_hash[b]) {
+            uncache(m, b);
+            m->evictions++;
+        }
     } else {
         b = m->prev[--m->num_free];
     }
@@ -390,3 +394,5 @@ const char *bm_check(const bm *m)
     if (entries != m->table_entries) return "block table entry count is wrong";
     return check_references(m);
 }
+
+int64_t bm_evictions(const bm *m) { return m->evictions; }

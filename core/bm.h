@@ -24,6 +24,7 @@ void bm_free(bm *m);
 
 int bm_num_free(const bm *m);       /* blocks no sequence holds (cached ones included) */
 int bm_num_cached(const bm *m);     /* blocks carrying a prefix-cache hash */
+int64_t bm_evictions(const bm *m);  /* cached blocks handed out for other content, so far */
 int64_t bm_table_entries(const bm *m);  /* blocks in all block tables (shared counted per table) */
 int bm_block_size(const bm *m);
 static inline int bm_blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }

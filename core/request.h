@@ -32,6 +32,7 @@ typedef struct request {
     double first_token_time;
     double finish_time;
     int num_preemptions;
+    bool kv_delayed;           /* once waited at the head of the queue for free KV blocks */
     int cached_prompt_len;     /* prefix-cache hit at its first schedule, in tokens */
     stop_reason stop;
     /* Disaggregated serving: a prefill instance hands the request off once it has generated

@@ -327,6 +327,10 @@ static int admit_head(sched *s, int budget, double now)
     int reserve = s->policy->reserve_max ? s->cfg.max_model_len : cached + n;
     if (!bm_allocate(s->bm, r, hits, reserve)) {
         bm_release(s->bm, r);
+        if (!r->kv_delayed) { /* the budget and a sequence slot were there; the blocks were not */
+            r->kv_delayed = true;
+            s->batch.num_kv_delayed++;
+        }
         return 0;
     }
     if (r->kv_transferred == 0) { /* a handed-off request's prefill was counted where it ran */
@@ -407,6 +411,10 @@ static void form_static_batch(sched *s, double now)
         if (!bm_seq_open(s->bm, r)) break;
         if (!bm_allocate(s->bm, r, 0, s->cfg.max_model_len)) {
             bm_release(s->bm, r);
+            if (!r->kv_delayed) {
+                r->kv_delayed = true;
+                s->batch.num_kv_delayed++;
+            }
             break;
         }
         deque_pop_front(&s->waiting);
@@ -440,9 +448,11 @@ static void schedule_static(sched *s, double now)
 int sched_schedule(sched *s, double now, const sched_batch **out)
 {
     batch_reset(&s->batch);
+    int64_t evicted = bm_evictions(s->bm);
     if (s->policy->whole_batch) schedule_static(s, now);
     else if (s->cfg.chunked_prefill) schedule_decode_first(s, now);
     else schedule_prefill_first(s, now);
+    s->batch.prefix_evictions = bm_evictions(s->bm) - evicted;
     *out = &s->batch;
     return s->batch.num_items;
 }
@@ -563,6 +573,8 @@ void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec)
     rec->num_padding_tokens = b->num_padding_tokens;
     rec->chunked = b->chunked;
     rec->num_preempted = b->num_preempted;
+    rec->num_kv_delayed = b->num_kv_delayed;
+    rec->prefix_evictions = b->prefix_evictions;
     rec->prefix_hits = b->prefix_hits;
     rec->prefix_queries = b->prefix_queries;
     rec->num_free_blocks = bm_num_free(s->bm);

@@ -86,6 +86,8 @@ typedef struct sched_batch {
     bool chunked;
     request **preempted;
     int num_preempted;
+    int num_kv_delayed;            /* requests first held at the head of the queue for KV blocks this step */
+    int64_t prefix_evictions;      /* cached prefix blocks handed out for other content this step */
     int64_t prefix_hits, prefix_queries;
 } sched_batch;
 

@@ -16,7 +16,7 @@
     "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"           \
     "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"      \
     "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"         \
-    "forward_time,sample_time,predicted_time,instance\n"
+    "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions\n"
 
 #define REQUESTS_HEADER                                                                    \
     "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"         \
@@ -152,6 +152,8 @@ void res_write_step(res_dir *d, const step_record *s)
     put_time(&r, s->sample_time);
     put_time(&r, s->predicted_time);
     put_int(&r, s->instance);
+    put_int(&r, s->num_kv_delayed);
+    put_int(&r, s->prefix_evictions);
     end_row(&r, d->steps);
 }
 

@@ -49,7 +49,7 @@ struct met_acc {
     int64_t prefix_hits, prefix_queries;
     int64_t kv_allocated, kv_unused;
     int peak_running;
-    int64_t preemptions;
+    int64_t preemptions, kv_delayed, prefix_evictions;
 };
 
 /* Out of memory while accumulating has no sensible recovery: a run would lose records. */
@@ -174,6 +174,8 @@ void met_on_step(met_acc *m, const step_record *s)
     if (s->running > m->peak_running)
         m->peak_running = s->running;
     m->preemptions += s->num_preempted;
+    m->kv_delayed += s->num_kv_delayed;
+    m->prefix_evictions += s->prefix_evictions;
 }
 
 static int cmp_run(const void *a, const void *b);
@@ -391,6 +393,8 @@ static void summarize_steps(const met_acc *m, summary *s)
     s->kv_fragmentation = m->kv_allocated ? (double)m->kv_unused / m->kv_allocated : 0;
     s->peak_running = m->peak_running;
     s->num_preemptions = m->preemptions;
+    s->kv_delayed_requests = m->kv_delayed;
+    s->prefix_evictions = m->prefix_evictions;
     s->total_prefill_tokens = m->prefill_tokens;
     s->total_padding_tokens = m->padding_tokens;
 }

@@ -58,6 +58,8 @@ typedef struct latency_stats {
     S(kv_fragmentation, DBL, 1, "", "unused / allocated KV slots, summed over steps") \
     S(peak_running, INT, 1, "", "most requests running in one step") \
     S(num_preemptions, I64, 1, "", "recompute preemptions") \
+    S(kv_delayed_requests, I64, 1, "", "requests held at the head of the queue for lack of free KV blocks (each once)") \
+    S(prefix_evictions, I64, 1, "", "cached prefix blocks evicted to make room") \
     S(total_prefill_tokens, I64, 1, "", "prompt tokens computed (recomputation included)") \
     S(total_padding_tokens, I64, 1, "", "padding tokens computed (static batching)")
 

@@ -49,6 +49,8 @@ typedef struct step_record {
     int64_t prefix_hits, prefix_queries;   /* tokens, during this step's scheduling */
     int64_t kv_allocated_slots, kv_unused_slots; /* over running sequences, after scheduling */
     int num_preempted;
+    int num_kv_delayed;            /* requests first held back for lack of KV blocks this step */
+    int64_t prefix_evictions;      /* cached prefix blocks evicted this step */
     /* Measured by the real engine only; NAN in the simulator. */
     double schedule_time, prepare_time, forward_time, sample_time;
     /* The real engine under validation: what the cost model says this very batch costs. */

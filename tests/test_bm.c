@@ -177,6 +177,7 @@ Test(bm, lru_evicts_the_longest_free_block_and_a_prefix_last)
     cr_assert_eq(tb[2], 1);
     /* B registered its own two full blocks; A's [3,4] block was evicted, [1,2] survives */
     cr_assert_eq(bm_num_cached(m), 3);
+    cr_assert_eq(bm_evictions(m), 1, "one cached block handed out for other content");
     start(m, &c, pc, 5, 3);
     cr_assert_eq(bm_count_hits(m, &c), 1);
     expect_consistent(m);

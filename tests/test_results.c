@@ -87,6 +87,8 @@ static void write_run(const char *dir, const json_t *extra)
     res_write_step(&d, &step1);
     step_record s2 = step1;
     s2.instance = 3;
+    s2.num_kv_delayed = 2;
+    s2.prefix_evictions = 9;
     s2.step_id = 1;
     s2.start_time = 0.625;
     s2.end_time = 1.0 / 3;
@@ -128,9 +130,9 @@ Test(results, commit_creates_dir_with_three_files_and_exact_csv)
         "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"
         "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"
         "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"
-        "forward_time,sample_time,predicted_time,instance\n"
-        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,,0.250000000,0\n"
-        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,,0.250000000,3\n");
+        "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions\n"
+        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,,0.250000000,0,0,0\n"
+        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,,0.250000000,3,2,9\n");
     char *reqs = slurp(dir, "requests.csv");
     cr_assert_str_eq(reqs,
         "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"

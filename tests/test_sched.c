@@ -653,3 +653,68 @@ Test(sched, a_handoff_leaves_the_prefill_side_and_decodes_on_the_other)
     sched_free(dec);
     free_workload(&w);
 }
+
+/* A request held at the head of the queue for lack of KV blocks is counted once, in the step
+ * where it first could not start: 10 blocks of 16 slots; request 0 (100 + 50 tokens) takes 7
+ * for its prompt and grows; request 1 (60 prompt tokens, 4 blocks) arrives while 0 decodes
+ * and cannot start until 0 ends and frees its blocks. */
+Test(sched, a_request_waiting_for_kv_blocks_is_counted_once)
+{
+    int pl[] = {100, 60}, ol[] = {50, 2};
+    workload_t w = make_workload(2, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_blocks = 10;
+    c.max_model_len = 160;
+    c.max_num_batched_tokens = 160;
+    sched *s = sched_create(&c);
+    cr_assert(sched_add(s, &w.reqs[0], 0));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(s, 0, &b), 1);
+    cr_assert_eq(b->num_kv_delayed, 0);
+    sched_complete(s, 1, &fin);
+    cr_assert(sched_add(s, &w.reqs[1], 1));
+    int delayed = 0, steps_with = 0;
+    double t = 1;
+    while (!sched_idle(s)) {
+        cr_assert_gt(sched_schedule(s, t, &b), 0);
+        delayed += b->num_kv_delayed;
+        steps_with += b->num_kv_delayed > 0;
+        sched_complete(s, ++t, &fin);
+    }
+    cr_assert_eq(delayed, 1, "counted once however long it waits");
+    cr_assert_eq(steps_with, 1);
+    cr_assert(w.reqs[1].kv_delayed);
+    cr_assert(!w.reqs[0].kv_delayed);
+    cr_assert_eq(w.reqs[1].stop, STOP_LENGTH);
+    sched_free(s);
+    free_workload(&w);
+}
+
+/* A step that hands cached prefix blocks out for other content says how many: 6 blocks of
+ * 16; A (64 prompt tokens, 1 output) leaves its 4 full prompt blocks cached and free; B (80
+ * other tokens) needs 5 blocks: the 2 never used and 3 of A's, evicted in B's first step. */
+Test(sched, prefix_evictions_are_counted_in_the_step_that_makes_them)
+{
+    int pl[] = {64, 80}, ol[] = {1, 1};
+    workload_t w = make_workload(2, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_blocks = 6;
+    c.max_model_len = 96;
+    c.max_num_batched_tokens = 96;
+    c.prefix_caching = true;
+    sched *s = sched_create(&c);
+    const sched_batch *b;
+    request **fin;
+    cr_assert(sched_add(s, &w.reqs[0], 0));
+    cr_assert_eq(sched_schedule(s, 0, &b), 1);
+    cr_assert_eq(b->prefix_evictions, 0);
+    sched_complete(s, 1, &fin);
+    cr_assert(sched_add(s, &w.reqs[1], 1));
+    cr_assert_eq(sched_schedule(s, 1, &b), 1);
+    cr_assert_eq(b->prefix_evictions, 3, "got %lld", (long long)b->prefix_evictions);
+    sched_complete(s, 2, &fin);
+    cr_assert_null(sched_check(s));
+    sched_free(s);
+    free_workload(&w);
+}
