@@ -595,6 +595,14 @@ static int long_prompt_threshold(const sweep_result *r)
     return (int)ceil(sqrt((double)lo * hi));
 }
 
+/* The summary's P99.9 of ITL (run.percentiles has it by default), or NAN. */
+static double itl_p999(const summary *s)
+{
+    for (int i = 0; i < s->num_percentiles; i++)
+        if (s->percentiles[i] == 99.9) return s->itl_ms.extra[i];
+    return NAN;
+}
+
 static int report_chunked(report *rp)
 {
     int off = find_version(rp, "paged", -1, 0), on = find_version(rp, "paged", -1, 1);
@@ -617,15 +625,18 @@ static int report_chunked(report *rp)
     if (step_spread(rp, off, &std_off, &p99_off) < 0 || step_spread(rp, on, &std_on, &p99_on) < 0) return -1;
     char a[256], b[256], c[256], d[256], e[256], f[256];
     fprintf(rp->md, "Requests with prompts of at least %d tokens count as long (%d of them; %d short ones).\n\n"
-                    "| | short: P90 TPOT | short: P99 TPOT | long: mean TTFT | long: P99 TTFT | step time std | step "
-                    "time P99 | out tok/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                    "| | short: P90 TPOT | short: P99 TPOT | P99 ITL | P99.9 ITL | longest stall | long: mean TTFT | "
+                    "long: P99 TTFT | step time std | step time P99 | out tok/s |\n"
+                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             cut, l_off.n, s_off.n);
     const struct { const char *name; class_stats *s, *l; double std, p99; int i; } rows[] = {
         {"off", &s_off, &l_off, std_off, p99_off, off}, {"on", &s_on, &l_on, std_on, p99_on, on}};
-    for (int k = 0; k < 2; k++)
-        fprintf(rp->md, "| chunked prefill %s | %.2f | %.2f | %.1f | %.1f | %.2f | %.2f | %.0f |\n", rows[k].name,
-                rows[k].s->tpot_p90, rows[k].s->tpot_p99, rows[k].l->ttft_mean, rows[k].l->ttft_p99, rows[k].std,
-                rows[k].p99, sum_of(rp, rows[k].i)->output_throughput);
+    for (int k = 0; k < 2; k++) {
+        const summary *sk = sum_of(rp, rows[k].i);
+        fprintf(rp->md, "| chunked prefill %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
+                rows[k].name, rows[k].s->tpot_p90, rows[k].s->tpot_p99, sk->itl_ms.p99, itl_p999(sk), sk->itl_ms.max,
+                rows[k].l->ttft_mean, rows[k].l->ttft_p99, rows[k].std, rows[k].p99, sk->output_throughput);
+    }
     rpt_change(a, sizeof a, "the running (short-prompt) requests' P99 TPOT", s_off.tpot_p99, s_on.tpot_p99, "ms");
     rpt_change(b, sizeof b, "the long prompts' mean TTFT", l_off.ttft_mean, l_on.ttft_mean, "ms");
     rpt_change(c, sizeof c, "their P90 TPOT", s_off.tpot_p90, s_on.tpot_p90, "ms");
@@ -633,8 +644,14 @@ static int report_chunked(report *rp)
     rpt_change(e, sizeof e, "output throughput", sum_of(rp, off)->output_throughput, sum_of(rp, on)->output_throughput,
                "tokens/s");
     rpt_change(f, sizeof f, "the long prompts' P99 TTFT", l_off.ttft_p99, l_on.ttft_p99, "ms");
-    fprintf(rp->md, "\n## What the numbers say\n\n- Chunked prefill %s and %s.\n- It %s and %s; it %s.\n- It %s.\n", a,
-            b, c, d, e, f);
+    char g[256], h[256], k2[256];
+    const summary *so = sum_of(rp, off), *sn = sum_of(rp, on);
+    rpt_change(g, sizeof g, "P99 ITL", so->itl_ms.p99, sn->itl_ms.p99, "ms");
+    rpt_change(h, sizeof h, "P99.9 ITL", itl_p999(so), itl_p999(sn), "ms");
+    rpt_change(k2, sizeof k2, "the longest stall between two tokens", so->itl_ms.max, sn->itl_ms.max, "ms");
+    fprintf(rp->md, "\n## What the numbers say\n\n- Chunked prefill %s and %s.\n- It %s and %s; it %s.\n- It %s.\n"
+                    "- Over every request's token gaps it %s, %s and %s.\n",
+            a, b, c, d, e, f, g, h, k2);
     fputs("\n## Plots\n\n", rp->md);
     embed(rp, "timeline.png", "prefill tokens, decode sequences and step time per step");
     embed(rp, "queues.png", "queues and free KV blocks");
