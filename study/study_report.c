@@ -568,8 +568,12 @@ static int report_prefix(report *rp)
                    (double)b->total_prefill_tokens, "");
         rpt_change(freeb, sizeof freeb, "the fewest free KV blocks", a->min_free_blocks, b->min_free_blocks, "");
         rpt_percent(hit, sizeof hit, b->prefix_hit_rate);
+        /* the cost side: room the cache keeps from new requests, and the blocks it had to give up */
         fprintf(rp->md, "- **%s**: at a hit rate of %s, prefix caching %s, %s and %s; the cache held up to %.0f "
-                        "blocks and %s.\n", name, hit, tokens, ttft, p99, cached, freeb);
+                        "blocks and %s; %lld cached blocks were evicted to make room, and %lld requests waited "
+                        "at the head of the queue for free blocks (%lld without the cache).\n",
+                name, hit, tokens, ttft, p99, cached, freeb, (long long)b->prefix_evictions,
+                (long long)b->kv_delayed_requests, (long long)a->kv_delayed_requests);
         last_off = off, last_on = on;
     }
     int pair[2] = {last_off, last_on};
