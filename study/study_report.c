@@ -665,6 +665,24 @@ static int report_chunked(report *rp)
 
 /* ---- 6. memory ---- */
 
+/* Unused share of allocated slots and peak concurrency against block size, paged points only. */
+static int plot_block_size(report *rp)
+{
+    if (!rp->term[0]) return 0;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, "block_size.png", "paged KV against block size", 1200, 450);
+    if (!f) return -1;
+    fputs("set multiplot layout 1,2\nset xlabel 'block size (tokens)'\nset logscale x 2\nset key off\n"
+          "paged(c) = strcol('scheduler.policy') eq 'paged' ? column(c) : NaN\n"
+          "set title 'unused share of allocated KV slots (%)'\n"
+          "plot 'sweep.csv' using (paged('kv.block_size')):(100 * paged('kv_fragmentation')) smooth unique with linespoints pt 7\n"
+          "set title 'peak concurrent sequences'\n"
+          "plot 'sweep.csv' using (paged('kv.block_size')):(paged('peak_running')) smooth unique with linespoints pt 7\n"
+          "unset multiplot\n",
+          f);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
 static int report_memory(report *rp)
 {
     int cont = find_version(rp, "continuous", -1, -1), paged = -1, small = -1, big = -1;
@@ -722,8 +740,10 @@ static int report_memory(report *rp)
                 sc.v[K_kv_block_size].i, sc.v[K_kv_num_blocks].i, s->peak_running, s->mean_running, s->mean_waiting,
                 100 * s->kv_fragmentation, s->min_free_blocks);
     }
+    if (plot_block_size(rp) < 0) return -1;
     fputs("\n## Plots\n\n", rp->md);
     embed(rp, "queues.png", "queues and free KV blocks, contiguous and paged");
+    embed(rp, "block_size.png", "fragmentation and peak concurrency against block size (paged)");
     sweep_plots_section(rp);
     return 0;
 }
