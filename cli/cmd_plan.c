@@ -122,7 +122,9 @@ static int parse_routers(const char *v, plan_cli *c)
         }
         c->nrouters++;
     }
-    return c->nrouters ? 0 : -1;
+    if (c->nrouters) return 0;
+    fprintf(stderr, "servesim: --routers %s: name at least one router (%s)\n", v, ROUTER_CHOICES);
+    return -1;
 }
 
 static int parse_pd(const char *v, plan_cli *c)
@@ -161,9 +163,17 @@ static int parse_vary(const char *v, plan_cli *c)
         snprintf(k->values[k->n++], sizeof k->values[0], "%s", tok);
     }
     if (strncmp(k->key, "deployment.", 11) == 0) {
-        fprintf(stderr, "servesim: --vary %s: plan chooses the deployment itself (--routers, --max-tp)\n", v);
+        fprintf(stderr, "servesim: --vary %s: plan chooses the deployment itself (--routers, --max-tp, --pd)\n", v);
         return -1;
     }
+    static const char *const own[] = {"workload.rate", "workload.arrival", "workload.trace_time_scale",
+                                      "workload.num_requests"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (strcmp(k->key, own[i]) == 0) {
+            fprintf(stderr, "servesim: --vary %s: plan sets %s itself on every probe (the rate it searches); set the "
+                            "arrival process with --set\n", v, own[i]);
+            return -1;
+        }
     c->nvary++;
     return 0;
 }
@@ -177,7 +187,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
         fprintf(stderr, "servesim: %s\n", err);
         return -1;
     }
-    if (strcmp(flag, "--gpus") == 0) return cli_parse_long(flag, value, 1, 65536, &c->gpus);
+    if (strcmp(flag, "--gpus") == 0) return cli_parse_long(flag, value, 1, 4096, &c->gpus);
     if (strcmp(flag, "--max-tp") == 0) return cli_parse_long(flag, value, 1, 8, &c->max_tp);
     if (strcmp(flag, "--rate") == 0 || strcmp(flag, "--max-rate") == 0) {
         double v = strtod(value, &end);
@@ -258,6 +268,13 @@ static int layout_scenario(const plan *p, const layout *l, int replicas, double 
 static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
 {
     const layout *l = &p->lay[p->cur];
+    /* a search halving toward nothing leaves the keys' range: no rate that low is served */
+    double scale = p->trace_rate > 0 ? p->base->v[K_workload_trace_time_scale].d * p->trace_rate / rate : 1;
+    if (rate < 1e-6 || scale > 1e6) {
+        *ok = false;
+        *sum = (summary){0};
+        return 0;
+    }
     for (int i = 0; i < p->npts; i++) /* probed before: the same deterministic answer */
         if (p->pts[i].layout == p->cur && p->pts[i].replicas == replicas && p->pts[i].rate == rate) {
             *ok = p->pts[i].served;
@@ -380,7 +397,12 @@ static int enumerate(plan *p)
                     l.ratio_p = c->pd[pd][0];
                     l.ratio_d = c->pd[pd][1];
                     l.replicas = c->gpus ? (int)(c->gpus / gpus_of(&l, 1)) : 1;
-                    if (l.replicas < 1) continue;
+                    if (l.replicas < 1) {
+                        if (ri == 0 && combo == 0 && !c->quiet)
+                            fprintf(stderr, "plan: --pd %d:%d at tensor parallel %d needs %d GPUs, more than --gpus %ld\n",
+                                    l.ratio_p, l.ratio_d, tp, gpus_of(&l, 1), c->gpus);
+                        continue;
+                    }
                 }
                 for (int k = 0, rest = combo; k < c->nvary; k++) {
                     l.value[k] = rest % c->vary[k].n;
@@ -449,7 +471,8 @@ static void write_plan_csv(FILE *f, const plan *p, const int *order)
         int gpus = gpus_of(l, l->replicas);
         if (p->cli->gpus && l->have)
             fprintf(f, ",%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", gpus, l->replicas, l->capacity, l->capacity / gpus,
-                    l->at.output_throughput / gpus, 1000.0 / l->at.tpot_ms.median, l->at.ttft_ms.p99, l->at.tpot_ms.p99);
+                    l->at.output_throughput / gpus, l->at.tpot_ms.median > 0 ? 1000.0 / l->at.tpot_ms.median : 0,
+                    l->at.ttft_ms.p99, l->at.tpot_ms.p99);
         else if (p->cli->gpus)
             fprintf(f, ",%d,%d,0,0,,,,", gpus, l->replicas);
         else
@@ -515,7 +538,8 @@ static void write_answer(FILE *f, const plan *p, const int *order)
                 continue;
             }
             fprintf(f, "%-44s %-9s %6d %10.3g %10.3g %12.0f %10.1f %10.0f %10.1f\n", label, l->cost, gpus, l->capacity,
-                    l->capacity / gpus, l->at.output_throughput / gpus, 1000.0 / l->at.tpot_ms.median, l->at.ttft_ms.p99,
+                    l->capacity / gpus, l->at.output_throughput / gpus,
+                    l->at.tpot_ms.median > 0 ? 1000.0 / l->at.tpot_ms.median : 0, l->at.ttft_ms.p99,
                     l->at.tpot_ms.p99);
         }
         const layout *best = &p->lay[order[0]];
@@ -600,7 +624,9 @@ static int write_outputs(plan *p, const char *out, char *err, size_t errlen)
         else write_points(f, p, files[i].what == 2);
         status = od_fclose(f, files[i].name, err, errlen);
     }
-    if (status == 0 && p->npts > 0) status = plot_pareto(od.tmp_path, err, errlen);
+    bool any = false;
+    for (int i = 0; i < p->npts; i++) any |= p->pts[i].have;
+    if (status == 0 && any) status = plot_pareto(od.tmp_path, err, errlen);
     if (status == 0) status = od_commit(&od, err, errlen);
     if (status < 0) {
         od_abort(&od);

@@ -655,8 +655,8 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
     if (r->tensor_parallel > 1 || r->replicas > 1) {
         snprintf(err, errlen, "%s: the real engine runs one instance on one device; deployment.%s = %d is for the "
                  "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
-                 r->tensor_parallel > 1 ? "tensor_parallel" : "replicas",
-                 r->tensor_parallel > 1 ? r->tensor_parallel : r->replicas);
+                 r->tensor_parallel > 1 ? "tensor_parallel" : r->prefill_instances ? "prefill_instances" : "replicas",
+                 r->tensor_parallel > 1 ? r->tensor_parallel : r->prefill_instances ? r->prefill_instances : r->replicas);
         return -1;
     }
     kb->kind = strcmp(V(engine, backend).s, "cuda") == 0 ? KB_CUDA : KB_CPU;

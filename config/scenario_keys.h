@@ -37,7 +37,7 @@
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = max_model_len, or 2048 with chunked prefill)") \
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
-    X(deployment, tensor_parallel, INT, "1", "1", "64", "GPUs per instance, splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces join them)") \
+    X(deployment, tensor_parallel, INT, "1", "1", "8", "GPUs per instance within one node (up to 8), splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces over the node's links join them)") \
     X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \
     X(deployment, prefill_instances, INT, "0", "0", "4096", "disaggregated serving: instances that only prefill (and emit the first token); 0 = aggregated") \
     X(deployment, decode_instances, INT, "0", "0", "4096", "disaggregated serving: instances that decode what the prefill instances hand over") \

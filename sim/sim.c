@@ -27,6 +27,7 @@ typedef struct replica {
     sim_event done, wake;
     bool busy, waking;       /* a step in flight; a start deferred to step_cost.ready_time */
     bool touched;            /* in sim.touched: its scheduler changed since it last tried a step */
+    double link_free_at;     /* disaggregated prefill instance: when its link finishes the KV it is sending */
     step_record step;        /* the step in flight */
     int64_t next_step_id;
 } replica;
@@ -166,10 +167,14 @@ static void start_step(sim *m, replica *rep, double now)
     heap_push(&m->events, &rep->done.node, now + dt);
 }
 
-/* R's prefill is done and its first token out: its KV leaves for the decode side. */
-static void send_kv(sim *m, request *r, double now)
+/* R's prefill is done and its first token out: its KV leaves REP for the decode side, after
+ * the KV its link is still sending (one link per instance: transfers queue, they do not
+ * overlap; 1 GB/s cannot carry 2.6 GB/s of KV however many requests share it). */
+static void send_kv(sim *m, replica *rep, request *r, double now)
 {
-    double dt = m->o->kv_latency_s + r->num_computed * m->o->kv_s_per_token;
+    double start = rep->link_free_at > now ? rep->link_free_at : now;
+    rep->link_free_at = start + r->num_computed * m->o->kv_s_per_token;
+    double dt = rep->link_free_at + m->o->kv_latency_s - now;
     sim_event *ev = malloc(sizeof *ev);
     if (!ev || !sample(&m->transfer_s, dt)) {
         free(ev);
@@ -210,7 +215,7 @@ static void finish_step(sim *m, replica *rep, double now)
         is->busy_s += rep->step.end_time - rep->step.start_time;
     }
     for (int i = 0; i < nf; i++)
-        if (fin[i]->stop == STOP_HANDOFF) send_kv(m, fin[i], now);
+        if (fin[i]->stop == STOP_HANDOFF) send_kv(m, rep, fin[i], now);
         else request_ended(m, fin[i], now);
     int nr = sched_released(rep->s, &fin);
     for (int i = 0; i < nr; i++)

@@ -128,6 +128,12 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, pd), 2);
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, router), 2);
+    char *rate[] = {"plan", "--gpus", "2", "--vary", "workload.rate=1,2", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, rate), 2, "plan sets the rate itself");
+    char *arrival[] = {"plan", "--gpus", "2", "--vary", "workload.arrival=closed,poisson", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, arrival), 2);
+    char *comma[] = {"plan", "--gpus", "2", "--routers", ",", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, comma), 2);
     char *vary[] = {"plan", "--gpus", "2", "--vary", "scheduler.nope=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, vary), 2);
     FILE *f = fopen("/tmp/ss-plan-bad/plan.csv", "r");
@@ -164,4 +170,27 @@ Test(plan, disaggregated_layouts_are_whole_prefill_decode_groups)
     fclose(f);
     cr_assert_eq(disagg, 2);
     cr_assert_eq(agg, 3);
+}
+
+/* Searches that find nothing still answer: one-token answers have no TPOT (no front, no plot;
+ * the search once died in gnuplot, exit 1, nothing written), and an SLO no rate meets halves
+ * the rate below what workload.rate accepts (once exit 2, blaming --set). */
+Test(plan, searches_that_find_nothing_still_answer)
+{
+    system("rm -rf /tmp/ss-plan-one /tmp/ss-plan-never");
+    char *one[] = {"plan", "--gpus", "1", "--set", "workload.output_len=fixed:1", "--set", "workload.num_requests=100",
+                   "--out", "/tmp/ss-plan-one", "--quiet"};
+    cr_assert_eq(cmd_plan(10, one), 0);
+    cr_assert_eq(count_lines("/tmp/ss-plan-one/plan.csv"), 2);
+    cr_assert_eq(count_lines("/tmp/ss-plan-one/pareto.csv"), 1, "a header, no front without TPOT");
+    char *never[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "workload.rate=0.5", "--set",
+                     "workload.num_requests=50", "--slo", "ttft_p99_ms=0.001", "--out", "/tmp/ss-plan-never", "--quiet"};
+    cr_assert_eq(cmd_plan(14, never), 0);
+    FILE *f = fopen("/tmp/ss-plan-never/plan.txt", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    bool none = false;
+    while (fgets(line, sizeof line, f)) none |= strstr(line, "No layout on 1 GPUs meets the SLOs") != NULL;
+    fclose(f);
+    cr_assert(none);
 }

@@ -550,6 +550,24 @@ Test(disagg, isolated_requests_finish_one_transfer_later)
     wl_free(&w);
 }
 
+/* One link an instance: two 100-token prompts prefilled in one step hand off together, and
+ * the second's KV follows the first's: 1 ms + 100 x 10 us = 2 ms, then 1 ms + 200 x 10 us =
+ * 3 ms (the fixed cost is each transfer's own). Mean 2.5 ms. */
+Test(disagg, transfers_from_one_instance_queue_on_its_link)
+{
+    double at[2] = {0, 0};
+    int none[2] = {-1, -1};
+    workload w = hand_workload(2, at, none);
+    met_acc *met;
+    sim_stats st;
+    disagg_run(&w, 1, 1, 1e-3, 1e-5, &met, NULL, &st);
+    cr_assert_eq(st.kv_transfers, 2);
+    cr_assert_float_eq(st.kv_transfer_mean_s, 2.5e-3, 1e-12, "got %g", st.kv_transfer_mean_s);
+    cr_assert_float_eq(st.kv_transfer_p99_s, 3e-3, 1e-12);
+    met_free(met);
+    free(w.reqs);
+}
+
 /* Under load: two prefill and three decode instances, every request accounted for once on
  * each side, all finished at their length; a one-token request never leaves its prefill
  * instance. A decode instance runs every running sequence in every step: arriving KV joins
