@@ -11,17 +11,14 @@
 #include "study/job.h"
 
 /* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
-static json_t *deployment_json(const simjob *j)
+static json_t *deployment_json(const simjob *j, const scenario_resolved *r)
 {
-    scenario_resolved r;
-    char err[256];
     json_t *o = json_object();
-    if (!o || scenario_resolve(j->sc, &r, err, sizeof err) < 0 ||
-        json_put(o, "gpus", json_integer((json_int_t)r.replicas * r.tensor_parallel)) |
-            json_put(o, "tensor_parallel", json_integer(r.tensor_parallel)) |
-            json_put(o, "prefill_instances", json_integer(r.prefill_instances)) |
-            json_put(o, "decode_instances", json_integer(r.prefill_instances ? r.replicas - r.prefill_instances : 0)) |
-            json_put(o, "replicas", json_integer(r.replicas)) | json_put(o, "router", json_string(router_name(r.router)))) {
+    if (!o || json_put(o, "gpus", json_integer((json_int_t)r->replicas * r->tensor_parallel)) |
+            json_put(o, "tensor_parallel", json_integer(r->tensor_parallel)) |
+            json_put(o, "prefill_instances", json_integer(r->prefill_instances)) |
+            json_put(o, "decode_instances", json_integer(r->prefill_instances ? r->replicas - r->prefill_instances : 0)) |
+            json_put(o, "replicas", json_integer(r->replicas)) | json_put(o, "router", json_string(router_name(r->router)))) {
         json_decref(o);
         return NULL;
     }
@@ -30,17 +27,17 @@ static json_t *deployment_json(const simjob *j)
         json_decref(o);
         return NULL;
     }
-    for (int i = 0; j->replica_requests && i < r.replicas; i++)
+    for (int i = 0; j->replica_requests && i < r->replicas; i++)
         if (json_array_append_new(counts, json_integer(j->replica_requests[i])) < 0) {
             json_decref(o);
             return NULL;
         }
     /* each instance's work: requests, steps, tokens out, and the share of the run it was busy */
     json_t *inst = j->instances ? json_put_array(o, "instances") : NULL;
-    for (int i = 0; inst && i < r.replicas; i++) {
+    for (int i = 0; inst && i < r->replicas; i++) {
         const sim_instance_stats *is = &j->instances[i];
         json_t *e = json_object();
-        const char *role = !r.prefill_instances ? "replica" : i < r.prefill_instances ? "prefill" : "decode";
+        const char *role = !r->prefill_instances ? "replica" : i < r->prefill_instances ? "prefill" : "decode";
         if (!e || json_array_append_new(inst, e) < 0 ||
             (json_put(e, "instance", json_integer(i)) | json_put(e, "role", json_string(role)) |
              json_put(e, "requests", json_integer(j->replica_requests[i])) | json_put(e, "steps", json_integer(is->steps)) |
@@ -51,7 +48,7 @@ static json_t *deployment_json(const simjob *j)
         }
     }
     const sim_stats *st = &j->stats;
-    if (r.prefill_instances &&
+    if (r->prefill_instances &&
         (json_put(o, "kv_transfers", json_integer(st->kv_transfers)) |
          json_put(o, "mean_kv_transfer_ms", json_real(st->kv_transfer_mean_s * 1e3)) |
          json_put(o, "p99_kv_transfer_ms", json_real(st->kv_transfer_p99_s * 1e3)) |
@@ -64,13 +61,13 @@ static json_t *deployment_json(const simjob *j)
 }
 
 /* What summary.json says besides the summary: what ran, on which cost model, the scenario. */
-static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_t seed)
+static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost)
 {
     json_t *obj = json_object();
-    if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)seed)) |
+    if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
-                    json_put(obj, "deployment", deployment_json(j)) |
+                    json_put(obj, "deployment", deployment_json(j, r)) |
                     job_scenario_json(obj, j->sc)) {
         json_decref(obj);
         return NULL;
@@ -78,10 +75,10 @@ static json_t *summary_extra_json(const simjob *j, const job_cost *cost, uint64_
     return obj;
 }
 
-static int write_results(simjob *j, const job_cost *cost, res_dir *dir, uint64_t seed, char *err,
+static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, res_dir *dir, char *err,
                          size_t errlen)
 {
-    json_t *extra = summary_extra_json(j, cost, seed);
+    json_t *extra = summary_extra_json(j, r, cost);
     if (!extra) {
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
@@ -139,7 +136,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
-    if (status == 0 && dir) status = write_results(j, jc, dir, r->workload.seed, err, errlen);
+    if (status == 0 && dir) status = write_results(j, r, jc, dir, err, errlen);
     if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);
     return status;
