@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "metrics/metrics.h"
 #include "workload/driver.h"
 #include "sim/heap.h"
 
@@ -103,12 +104,6 @@ static bool sample(samples *s, double v)
     return true;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Mean and P99 (nearest rank) of S, sorting it. */
 static void summarize_samples(samples *s, double *mean, double *p99)
 {
@@ -116,7 +111,7 @@ static void summarize_samples(samples *s, double *mean, double *p99)
     if (s->n == 0) return;
     double sum = 0;
     for (size_t i = 0; i < s->n; i++) sum += s->v[i];
-    qsort(s->v, s->n, sizeof *s->v, cmp_double);
+    qsort(s->v, s->n, sizeof *s->v, met_cmp_double);
     *mean = sum / (double)s->n;
     *p99 = s->v[(size_t)ceil(0.99 * (double)s->n) - 1];
 }
