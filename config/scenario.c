@@ -474,6 +474,9 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     return 0;
 }
 
+/* Bytes of one KV element: kv.cache_dtype = fp8 stores one, else model.dtype's. */
+static int kv_element_bytes(const scenario_resolved *r) { return r->fp8_kv ? 1 : r->dtype_bytes; }
+
 /* KV blocks that fit beside the weights in the memory the utilization allows, on each GPU of
  * a tensor-parallel group (each holds its share of the weights and of every token's KV, so
  * the group's pool has as many blocks as one GPU's). */
@@ -483,7 +486,7 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     double budget = r->hw.mem_gib * (1 << 30) * V(hardware, gpu_memory_utilization).d;
     double weights = (double)model_num_params(&shard) * r->dtype_bytes;
     if (r->fp8_weights) weights -= (double)model_linear_params(&shard) * (r->dtype_bytes - 1);
-    double block = (double)model_kv_bytes_per_token(&shard, r->fp8_kv ? 1 : r->dtype_bytes) * r->sched.block_size;
+    double block = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(r)) * r->sched.block_size;
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
         char split[64] = "";
@@ -525,7 +528,7 @@ static int resolve_disaggregation(const scenario *sc, scenario_resolved *out, ch
     out->replicas = p + d;
     out->prefill_instances = p;
     out->kv_latency_s = V(deployment, kv_transfer_latency_ms).d / 1000;
-    out->kv_s_per_token = (double)model_kv_bytes_per_token(&shard, out->fp8_kv ? 1 : out->dtype_bytes) /
+    out->kv_s_per_token = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(out)) /
                           (V(deployment, kv_transfer_gbs).d * 1e9);
     return 0;
 }
