@@ -228,6 +228,12 @@ static int gpus_of(const layout *l, int units)
     return units * (l->ratio_p ? l->ratio_p + l->ratio_d : 1) * l->tp;
 }
 
+/* The trace's time scale that offers RATE requests/s. */
+static double trace_scale(const plan *p, double rate)
+{
+    return p->base->v[K_workload_trace_time_scale].d * p->trace_rate / rate;
+}
+
 /* The scenario of layout L at UNITS (replicas, or prefill:decode groups), offered RATE requests/s. */
 static int layout_scenario(const plan *p, const layout *l, int replicas, double rate, scenario *sc, char *err,
                            size_t errlen)
@@ -250,8 +256,7 @@ static int layout_scenario(const plan *p, const layout *l, int replicas, double 
         if (set(sc, err, errlen, "%s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]) < 0) return -1;
     if (rate <= 0) return 0;
     if (p->trace_rate > 0)
-        return set(sc, err, errlen, "workload.trace_time_scale=%.17g",
-                   p->base->v[K_workload_trace_time_scale].d * p->trace_rate / rate);
+        return set(sc, err, errlen, "workload.trace_time_scale=%.17g", trace_scale(p, rate));
     /* as many requests as make the arrivals span the scenario's own span and at least
      * MIN_SPAN_S: achieved throughput counts the drain after the last arrival (as vLLM's
      * benchmark does), and a drain of a long answer's latency (1,000 tokens at 25 ms: 25 s)
@@ -269,7 +274,7 @@ static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
 {
     const layout *l = &p->lay[p->cur];
     /* a search halving toward nothing leaves the keys' range: no rate that low is served */
-    double scale = p->trace_rate > 0 ? p->base->v[K_workload_trace_time_scale].d * p->trace_rate / rate : 1;
+    double scale = p->trace_rate > 0 ? trace_scale(p, rate) : 1;
     if (rate < 1e-6 || scale > 1e6) {
         *ok = false;
         *sum = (summary){0};
