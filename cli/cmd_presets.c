@@ -17,12 +17,13 @@ static const char presets_usage[] =
 
 static void models_csv(void)
 {
-    puts("name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params");
+    puts("name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params,experts,"
+         "experts_per_token");
     for (size_t i = 0; model_preset_at(i); i++) {
         const model_shape *m = model_preset_at(i);
-        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld\n", m->name, m->num_layers, m->hidden, m->num_heads,
+        printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%d,%d\n", m->name, m->num_layers, m->hidden, m->num_heads,
                m->num_kv_heads, m->head_dim, m->intermediate, m->vocab, m->qk_norm, m->max_position,
-               (long long)model_num_params(m));
+               (long long)model_num_params(m), m->num_experts, m->experts_per_token);
     }
 }
 
@@ -48,6 +49,10 @@ static void table(void)
         printf("  %-14s %6d %6d %5d %8d %8d %12d %7d %7.2fB %7d %s\n", m->name, m->num_layers, m->hidden, m->num_heads,
                m->num_kv_heads, m->head_dim, m->intermediate, m->vocab, model_num_params(m) / 1e9, m->max_position,
                m->qk_norm ? "qk-norm" : m->tied_embeddings ? "tied embeddings" : "");
+        if (m->num_experts > 0)
+            printf("  %-14s %d experts of that intermediate, %d per token: %.2fB parameters active\n", "",
+                   m->num_experts, m->experts_per_token,
+                   (model_num_params(m) - model_linear_params(m) + model_active_linear_params(m)) / 1e9);
     }
     char data[4096];
     if (measured_data_dir(data, sizeof data) < 0) snprintf(data, sizeof data, "(none found: set SERVESIM_DATA_DIR) ");

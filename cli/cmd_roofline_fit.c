@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "io/costtab.h"
+#include "metrics/metrics.h"
 #include "io/outdir.h"
-#include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/measured.h"
@@ -34,16 +34,18 @@ typedef struct gpu_tables {
     int n;
 } gpu_tables;
 
-/* The newest measured table of every model preset on GPU (one per distinct shape). */
-static int load(const char *gpu, gpu_tables *g, char *err, size_t errlen)
+/* The newest measured table of every dense model preset on GPU (one per distinct shape), or
+ * with MOE of every mixture of experts. The fit sees dense models only: the roofline prices
+ * a mixture of experts' weights by the experts a step touches under uniform routing, a
+ * guess the fit should not bend the efficiencies to; it is reported against the tables. */
+static int load(const char *gpu, gpu_tables *g, bool moe, char *err, size_t errlen)
 {
     g->n = 0;
     for (size_t i = 0; model_preset_at(i) && g->n < MAX_CASES; i++) {
         const model_shape *m = model_preset_at(i);
-        kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
-                      m->vocab, m->rope_theta, m->rms_eps};
+        if ((m->num_experts > 0) != moe) continue;
         char shape[256], path[1200], why[1200];
-        calibrate_shape_string(&s, shape, sizeof shape);
+        model_shape_string(m, shape, sizeof shape);
         if (measured_find(gpu, shape, 1, false, "", path, sizeof path, why, sizeof why) != 1) continue;
         bool seen = false;
         for (int k = 0; k < g->n; k++) seen |= strcmp(g->paths[k], path) == 0;
@@ -125,8 +127,10 @@ int cmd_roofline_fit(int argc, char **argv)
     FILE *rf = open_memstream(&rows, &rows_len);
     if (!rf) return EXIT_FAILURE_OTHER;
     int fitted = 0, status = EXIT_OK;
-    gpu_tables *gp = calloc(1, sizeof *gp); /* large: on the heap */
-    if (!gp) {
+    gpu_tables *gp = calloc(1, sizeof *gp), *moe = calloc(1, sizeof *moe); /* large: on the heap */
+    if (!gp || !moe) {
+        free(gp);
+        free(moe);
         fclose(rf);
         free(rows);
         return EXIT_FAILURE_OTHER;
@@ -137,7 +141,7 @@ int cmd_roofline_fit(int argc, char **argv)
            "held med", "held max", "tables");
     for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++) {
         const hw_spec *hw = hw_preset_at(h);
-        if (load(hw->name, gp, err, sizeof err) < 0) {
+        if (load(hw->name, gp, false, err, sizeof err) < 0 || load(hw->name, moe, true, err, sizeof err) < 0) {
             fprintf(stderr, "servesim: %s\n", err);
             status = EXIT_BAD_INPUT;
         } else if (gp->n == 0) {
@@ -158,6 +162,21 @@ int cmd_roofline_fit(int argc, char **argv)
                         double e = roofline_fit_error(hw, &gp->cases[c], &f, i, what, sizeof what);
                         printf("    %-14s %-32s %6.1f%%\n", gp->cases[c].model->name, what, 100 * e);
                     }
+                for (int c = 0; c < moe->n; c++) {
+                    int n = roofline_fit_steps();
+                    double *e = malloc((size_t)n * sizeof *e), sum = 0;
+                    if (!e) break;
+                    for (int i = 0; i < n; i++) {
+                        char what[96];
+                        e[i] = roofline_fit_error(hw, &moe->cases[c], &f, i, what, sizeof what);
+                        sum += e[i];
+                    }
+                    qsort(e, n, sizeof *e, met_cmp_double);
+                    printf("%-13s   %s (mixture of experts, not in the fit): median %.1f%%, mean %.1f%%, max %.1f%%\n",
+                           "", moe->cases[c].model->name, 100 * (n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2),
+                           100 * sum / n, 100 * e[n - 1]);
+                    free(e);
+                }
                 fprintf(rf, "FIT(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", hw->name,
                         f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
                         f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
@@ -165,6 +184,7 @@ int cmd_roofline_fit(int argc, char **argv)
             }
         }
         unload(gp);
+        unload(moe);
     }
     fclose(rf);
     if (status == EXIT_OK && write && fitted == 0) {
@@ -175,5 +195,6 @@ int cmd_roofline_fit(int argc, char **argv)
     if (status == EXIT_OK && write) status = write_fits(write, rows);
     free(rows);
     free(gp);
+    free(moe);
     return status;
 }

@@ -385,7 +385,8 @@ static void resolve_model(const scenario *sc, scenario_resolved *out)
         {&m.num_layers, V(model, num_layers).i}, {&m.hidden, V(model, hidden).i},
         {&m.num_heads, V(model, num_heads).i}, {&m.num_kv_heads, V(model, num_kv_heads).i},
         {&m.head_dim, V(model, head_dim).i}, {&m.intermediate, V(model, intermediate).i},
-        {&m.vocab, V(model, vocab).i},
+        {&m.vocab, V(model, vocab).i}, {&m.num_experts, V(model, num_experts).i},
+        {&m.experts_per_token, V(model, experts_per_token).i},
     };
     for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
         if (overrides[i].v > 0) *overrides[i].field = (int)overrides[i].v;
@@ -485,7 +486,9 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     model_shape shard = model_shard(&r->model, r->tensor_parallel);
     double budget = r->hw.mem_gib * (1 << 30) * V(hardware, gpu_memory_utilization).d;
     double weights = (double)model_num_params(&shard) * r->dtype_bytes;
-    if (r->fp8_weights) weights -= (double)model_linear_params(&shard) * (r->dtype_bytes - 1);
+    /* FP8 quantizes the linear layers but a mixture of experts' router (vLLM keeps it) */
+    if (r->fp8_weights)
+        weights -= (double)(model_linear_params(&shard) - model_router_params(&shard)) * (r->dtype_bytes - 1);
     double block = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(r)) * r->sched.block_size;
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
@@ -653,6 +656,12 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
         snprintf(err, errlen, "%s: the real engine computes in fp32 (CPU) or bf16 (CUDA); %s = fp8 is for the "
                  "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
                  r->fp8_weights ? "model.quantization" : "kv.cache_dtype");
+        return -1;
+    }
+    if (m->num_experts > 0) {
+        snprintf(err, errlen, "%s: the real engine's forward has a dense MLP; %s is a mixture of experts "
+                 "(model.num_experts = %d), for the simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
+                 m->name, m->num_experts);
         return -1;
     }
     if (r->tensor_parallel > 1 || r->replicas > 1) {

@@ -14,6 +14,10 @@ typedef struct model_shape {
      * real engine's random-weight forward leaves it out (two small norms per layer). */
     int qk_norm;
     int tied_embeddings; /* the LM head reuses the embedding matrix (Llama 3.2 1B and 3B) */
+    /* Mixture of experts: every layer's MLP is NUM_EXPERTS experts of INTERMEDIATE columns,
+     * and a router sends each token to EXPERTS_PER_TOKEN of them (Qwen3-MoE, Mixtral); 0 for
+     * a dense MLP. */
+    int num_experts, experts_per_token;
 } model_shape;
 
 /* NULL when NAME is not a preset. */
@@ -24,8 +28,21 @@ const char *model_preset_names(void);
 const model_shape *model_preset_at(size_t i);
 /* Parameters: every weight matrix, the embedding, and the LM head unless it is tied to it. */
 int64_t model_num_params(const model_shape *m);
-/* Parameters of the per-token linear layers (QKV, O, gate/up, down, all layers). */
+/* Parameters of the per-token linear layers (QKV, O, gate/up, down, all layers; every
+ * expert and the router of a mixture of experts). */
 int64_t model_linear_params(const model_shape *m);
+/* QKV and O projections, all layers. */
+int64_t model_attn_params(const model_shape *m);
+/* One MLP (of a mixture of experts: one expert) in every layer: gate, up and down. */
+int64_t model_mlp_params(const model_shape *m);
+/* The router of a mixture of experts, all layers (0 for a dense model). */
+int64_t model_router_params(const model_shape *m);
+/* Linear parameters one token passes through: the attention projections, the router and its
+ * EXPERTS_PER_TOKEN experts (all of them for a dense model). */
+int64_t model_active_linear_params(const model_shape *m);
+/* "layers=.. hidden=.. ... vocab=.." (and " experts=.. topk=.." for a mixture of experts): the
+ * shape a measured cost table's header names, which picks the table for a model. */
+void model_shape_string(const model_shape *m, char *out, size_t len);
 /* KV bytes per token at DTYPE_BYTES per element, all layers, K and V. */
 int64_t model_kv_bytes_per_token(const model_shape *m, int dtype_bytes);
 /* What one GPU of a tensor-parallel group of TP holds and computes, as vLLM splits a model

@@ -1,7 +1,12 @@
 #include "sim/cost.h"
 
+#include <math.h>
+
 /* Roofline step time (docs/cost-model.md has the derivation):
  *   linear  = max(2 P T / (F e_c), P d / (B e_m))        P linear params, T batched tokens
+ *             (a mixture of experts: P in the FLOPs counts the k experts a token uses, and
+ *             the bytes the attention projections, the router and the experts touched,
+ *             E (1 - (1 - k/E)^T) of them under uniform routing)
  *   lm_head = max(2 V h R / (F e_c), V h d / (B e_m))    R rows sampled (outputs)
  *   prefill attention, per sequence with n new tokens after c cached:
  *             max(4 L H D (n c + n (n+1)/2) / (F e_a), (c + n) k / (B e_m))
@@ -24,9 +29,17 @@ void cost_roofline_init(cost_model *c, const model_shape *full, const hw_spec *h
     c->hw = *hw;
     c->p = *p;
     c->dtype_bytes = dtype_bytes;
-    double linear = (double)model_linear_params(m);
-    c->linear_flops_per_token = 2.0 * linear;
-    c->linear_bytes = linear * dtype_bytes;
+    c->linear_flops_per_token = 2.0 * (double)model_active_linear_params(m);
+    c->num_experts = m->num_experts;
+    c->experts_per_token = m->experts_per_token;
+    if (m->num_experts > 0) {
+        c->linear_bytes = (double)model_attn_params(m) * dtype_bytes;
+        c->router_bytes = (double)model_router_params(m) * dtype_bytes;
+        c->expert_bytes = (double)model_mlp_params(m) * dtype_bytes;
+    } else {
+        c->linear_bytes = (double)model_linear_params(m) * dtype_bytes;
+        c->router_bytes = c->expert_bytes = 0;
+    }
     c->lm_head_flops_per_row = 2.0 * m->vocab * m->hidden;
     c->lm_head_bytes = (double)m->vocab * m->hidden * dtype_bytes;
     c->attn_flops_per_pair = 4.0 * m->num_layers * m->num_heads * m->head_dim;
@@ -41,12 +54,20 @@ void cost_roofline_quantize(cost_model *c, bool fp8_weights, bool fp8_kv)
 {
     if (fp8_weights) {
         c->linear_bytes /= c->dtype_bytes;
+        c->expert_bytes /= c->dtype_bytes;
         if (c->hw.fp8_tflops > 0) c->linear_rate = c->hw.fp8_tflops * 1e12 * c->p.compute_efficiency;
     }
     if (fp8_kv) c->kv_bytes_per_token /= c->dtype_bytes;
 }
 
 static double max2(double a, double b) { return a > b ? a : b; }
+
+double cost_experts_touched(const cost_model *c, double tokens)
+{
+    if (c->num_experts <= 0) return 0;
+    double e = c->num_experts;
+    return e * (1 - pow(1 - c->experts_per_token / e, tokens));
+}
 
 double cost_allreduce_time(const cost_model *c, double bytes)
 {
@@ -57,7 +78,9 @@ double cost_allreduce_time(const cost_model *c, double bytes)
 double cost_step_time(const cost_model *c, const sched_batch *b)
 {
     double tokens = b->num_batched_tokens;
-    double t = max2(c->linear_flops_per_token * tokens / c->linear_rate, c->linear_bytes / c->byte_rate);
+    double weights = c->linear_bytes;
+    if (c->num_experts > 0) weights += c->router_bytes + c->expert_bytes * cost_experts_touched(c, tokens);
+    double t = max2(c->linear_flops_per_token * tokens / c->linear_rate, weights / c->byte_rate);
     if (b->num_outputs > 0) {
         t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
         /* each GPU's slice of the logits gathered to the first: about the traffic of an

@@ -23,6 +23,10 @@ typedef struct cost_model {
     int dtype_bytes;
     /* derived once */
     double linear_flops_per_token, linear_bytes;
+    /* a mixture of experts: linear_bytes is the attention projections', the router's weights
+     * stay in model.dtype, and a step reads each expert its tokens were sent to once */
+    double router_bytes, expert_bytes;   /* expert_bytes: one expert, all layers */
+    int num_experts, experts_per_token;
     double lm_head_flops_per_row, lm_head_bytes;
     double attn_flops_per_pair;   /* per (query token, context token) pair, all layers */
     double kv_bytes_per_token;
@@ -40,6 +44,9 @@ void cost_roofline_init(cost_model *c, const model_shape *m, const hw_spec *hw,
 /* FP8 linear layers (one byte a weight, FP8 tensor cores where the GPU has them; the LM head
  * stays as it was) and/or an FP8 KV cache (one byte an element). */
 void cost_roofline_quantize(cost_model *c, bool fp8_weights, bool fp8_kv);
+/* Experts a step of TOKENS tokens reads, in expectation, when the router picks each token's
+ * experts uniformly: E (1 - (1 - k / E)^T); 0 for a dense model. */
+double cost_experts_touched(const cost_model *c, double tokens);
 /* Seconds of one all-reduce of BYTES across C's group (0 when it has one GPU). */
 double cost_allreduce_time(const cost_model *c, double bytes);
 /* Seconds the batch takes. */

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "calibrate/calibrate.h"
 #include "config/measured.h"
 
 double job_seconds_since(const struct timespec *t0)
@@ -39,11 +38,8 @@ static double roofline_step_time(const void *ctx, const sched_batch *b) { return
 static int check_table_shape(const cost_table *t, const scenario_resolved *r, const char *path, char *err,
                              size_t errlen)
 {
-    const model_shape *m = &r->model;
-    kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
-                  m->vocab, m->rope_theta, m->rms_eps};
     char want[256];
-    calibrate_shape_string(&s, want, sizeof want);
+    model_shape_string(&r->model, want, sizeof want);
     const char *have = ct_meta(t, "shape");
     int tp = measured_table_tp(t);
     if (have && strcmp(have, want) == 0 && measured_table_fp8(t) != (r->fp8_weights && r->fp8_kv)) {
@@ -98,11 +94,8 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     }
     char why[1200] = "hardware.cost_model = roofline";
     if (r->measured) {
-        const model_shape *m = &r->model;
-        kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate,
-                      m->vocab, m->rope_theta, m->rms_eps};
         char shape[256], path[1200];
-        calibrate_shape_string(&s, shape, sizeof shape);
+        model_shape_string(&r->model, shape, sizeof shape);
         int found = 0;
         if (r->dtype_bytes != 2)
             snprintf(why, sizeof why, "measured tables are of bf16 kernels, model.dtype is fp32");

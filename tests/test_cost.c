@@ -102,6 +102,39 @@ Test(cost, tensor_parallel_prices_one_gpus_share_and_the_all_reduces_by_hand)
     cr_assert_float_eq(cost_step_time(&c, &b), 2480, 1e-9);
 }
 
+/* The toy as a mixture of 4 experts of 8 columns, 2 a token: per layer QKV and O 48, one
+ * expert 96, the router 4 x 4 = 16. A token uses 2 x (48 + 16 + 2 x 96) = 512 parameters,
+ * 1024 FLOPs; a step of T tokens reads the projections and the router (2 x 64 x 2 = 256
+ * bytes) and the experts touched, 4 (1 - (1 - 2/4)^T) of 2 x 96 x 2 = 384 bytes each. At
+ * 0.1 B/s one decode at context 10: linear max(1024, (256 + 2 x 384) / 0.1) = 10240, LM head
+ * 800, attention max(320, 160 / 0.1) = 1600: 12640 s. Three decodes (contexts summing to 30)
+ * touch 3.5 experts: max(3072, 1600 / 0.1) + 800 + max(960, 4800) = 21600 s. */
+Test(cost, a_mixture_of_experts_computes_k_experts_and_reads_those_touched_by_hand)
+{
+    model_shape moe = toy;
+    moe.num_experts = 4;
+    moe.experts_per_token = 2;
+    hw_spec hw = {.name = "toy", .peak_tflops = 1e-12, .mem_bandwidth_gbs = 0.1e-9};
+    roofline_params p = {1, 1, 1, 0};
+    cost_model c;
+    cost_roofline_init(&c, &moe, &hw, &p, 2, 1);
+    cr_assert_eq(model_linear_params(&moe), 896);
+    cr_assert_float_eq(c.linear_flops_per_token, 1024, 0);
+    cr_assert_float_eq(cost_experts_touched(&c, 1), 2, 1e-12);
+    cr_assert_float_eq(cost_experts_touched(&c, 3), 3.5, 1e-12);
+    sched_item one = {.num_new_tokens = 1, .context_len = 9, .emits_token = true, .is_decode = true};
+    sched_batch b = {.items = &one, .num_items = 1, .num_batched_tokens = 1, .num_outputs = 1,
+                     .num_decode_seqs = 1, .decode_context_sum = 10};
+    cr_assert_float_eq(cost_step_time(&c, &b), 12640, 1e-6, "got %g", cost_step_time(&c, &b));
+    sched_item three[3] = {{.num_new_tokens = 1, .context_len = 9, .emits_token = true, .is_decode = true},
+                           {.num_new_tokens = 1, .context_len = 9, .emits_token = true, .is_decode = true},
+                           {.num_new_tokens = 1, .context_len = 9, .emits_token = true, .is_decode = true}};
+    b = (sched_batch){.items = three, .num_items = 3, .num_batched_tokens = 3, .num_outputs = 3,
+                      .num_decode_seqs = 3, .decode_context_sum = 30};
+    cr_assert_float_eq(cost_step_time(&c, &b), 21600, 1e-6, "got %g", cost_step_time(&c, &b));
+    cr_assert_float_eq(cost_experts_touched(&(cost_model){.num_experts = 0}, 5), 0, 0); /* dense */
+}
+
 /* FP8 linear layers and KV on the toy (1 FLOP/s bf16, 2 FP8): the prefill of 3 after 5 at
  * 1 B/s: linear max(2 x 288 x 3 / 2, 288 x 1) = 864, LM head (still bf16) max(80, 80) = 80,
  * attention max(32 x 21, 8 x 8) = 672: 1616 s. A GPU without FP8 units computes them in bf16:

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calibrate/calibrate.h"
 #include "study/job.h"
 #include "cli/commands.h"
 #include "config/measured.h"
@@ -41,10 +40,7 @@ static void teardown(void)
 
 static void shape_of(const char *preset, char *out, size_t len)
 {
-    const model_shape *m = model_preset(preset);
-    kb_shape s = {m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->intermediate, m->vocab,
-                  m->rope_theta, m->rms_eps};
-    calibrate_shape_string(&s, out, len);
+    model_shape_string(model_preset(preset), out, len);
 }
 
 /* A full-grid table whose every component is SCALE seconds, for SHAPE and vLLM VERSION. */

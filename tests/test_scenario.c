@@ -231,6 +231,50 @@ Test(scenario, tied_embeddings_are_counted_once)
     cr_assert_eq(model_num_params(m), model_linear_params(m) + 2LL * 128256 * 4096 + 4096LL * 65);
 }
 
+/* qwen3-30b-a3b, a mixture of experts: per layer QKV and O 2048 x (4096 + 2 x 512) + 4096 x
+ * 2048 = 18,874,368, 128 experts of 3 x 2048 x 768 = 4,718,592 each, a 2048 x 128 router;
+ * x 48 layers = 29,909,581,824 linear, + 2 x 151,936 x 2048 embedding and head + 2048 x 97
+ * norms = 30,532,110,336 (Qwen publishes 30.5B), of which a token uses 8 experts:
+ * 48 x (18,874,368 + 262,144 + 8 x 4,718,592) = 2,730,491,904 linear (3.3B with the
+ * embedding). On an H200 the 61,064,220,672 bytes of weights leave
+ * (135,679,588,761.6 - 61,064,220,672) / (16 x 2 x 48 x 4 x 128 x 2 = 1,572,864) = 47,439
+ * blocks. FP8 quantizes all but the router (12,582,912 parameters, bf16 in vLLM):
+ * 61,064,220,672 - (29,909,581,824 - 12,582,912) = 31,167,221,760 bytes, and one-byte KV:
+ * 132,894 blocks. The real engine, dense, refuses it; an expert count without a top-k is
+ * named. */
+Test(scenario, a_mixture_of_experts_counts_every_expert_in_memory_and_k_per_token)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_set(&sc, "model.preset=qwen3-30b-a3b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_linear_params(&r.model), 29909581824LL);
+    cr_assert_eq(model_num_params(&r.model), 30532110336LL);
+    cr_assert_eq(model_active_linear_params(&r.model), 2730491904LL);
+    cr_assert_eq(model_router_params(&r.model), 12582912LL);
+    cr_assert_eq(r.sched.num_blocks, 47439);
+    char shape[256];
+    model_shape_string(&r.model, shape, sizeof shape);
+    cr_assert_str_eq(shape, "layers=48 hidden=2048 heads=32 kv_heads=4 head_dim=128 intermediate=768 vocab=151936 "
+                            "experts=128 topk=8");
+    kb_options kb;
+    kb_sampling sp;
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), -1);
+    cr_assert(strstr(err, "qwen3-30b-a3b is a mixture of experts"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "model.quantization=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.cache_dtype=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.num_blocks, 132894);
+    /* Mixtral 8x7B: 32 x (41,943,040 + 8 x 176,160,768 + 32,768) + 2 x 32,000 x 4096 + 4096 x 65 */
+    cr_assert_eq(model_num_params(model_preset("mixtral-8x7b")), 46702792704LL);
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "model.num_experts=8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "model.experts_per_token (0) must be between 1 and model.num_experts (8)"), "%s", err);
+}
+
 Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
 {
     const struct { const char *sets[2]; const char *want; } cases[] = {
