@@ -33,13 +33,16 @@ MODELS = {
     "qwen3-8b": "Qwen/Qwen3-8B",
     "qwen3-32b": "Qwen/Qwen3-32B",
     "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
 }
+MOE_MODELS = {"qwen3-30b-a3b", "mixtral-8x7b"}
 # (GPU preset, database system, vLLM version of its table, models)
 CASES = [
-    ("h200", "h200_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-8b", "qwen3-32b"]),
-    ("h100", "h100_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-8b", "qwen3-32b"]),
+    ("h200", "h200_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "mixtral-8x7b"]),
+    ("h100", "h100_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b"]),
     ("a100", "a100_sxm", "0.14.0", ["llama-3.1-8b", "qwen3-32b"]),
-    ("b200", "b200_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]),
+    ("b200", "b200_sxm", "0.24.0", ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b"]),
     ("b300", "b300_sxm", "0.24.0", ["llama-3.1-8b"]),
     ("gb200", "gb200", "0.24.0", ["llama-3.1-8b"]),
     ("gb300", "gb300", "0.24.0", ["llama-3.1-8b"]),
@@ -52,10 +55,28 @@ ISLS = [128, 1024, 4096]
 OSLS = [128, 512]
 
 
+def model_path(model):
+    """What AIConfigurator is given for MODEL: its Hugging Face id when the id is among its
+    default models, else a folder holding the config.json its package caches (it would
+    otherwise download it)."""
+    from aiconfigurator_core.sdk.common import DefaultHFModels
+    hf_id = MODELS[model]
+    if hf_id in DefaultHFModels:
+        return hf_id
+    import aiconfigurator_core
+    d = os.path.join(tempfile.gettempdir(), f"servesim-aic-{os.getpid()}-{model}")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(os.path.dirname(aiconfigurator_core.__file__), "model_configs",
+                             hf_id.replace("/", "--") + "_config.json"), os.path.join(d, "config.json"))
+    return d
+
+
 def aic_estimate(model, system, version, b, isl, osl):
     from aiconfigurator.cli.api import cli_estimate
-    r = cli_estimate(MODELS[model], system, mode="static", backend_name="vllm", backend_version=version,
-                     isl=isl, osl=osl, batch_size=b, tp_size=1)
+    # a mixture of experts on one GPU: its experts unsplit (moe_tp 1, no expert parallelism)
+    moe = {"moe_tp_size": 1, "moe_ep_size": 1} if model in MOE_MODELS else {}
+    r = cli_estimate(model_path(model), system, mode="static", backend_name="vllm", backend_version=version,
+                     isl=isl, osl=osl, batch_size=b, tp_size=1, **moe)
     return r.ttft, r.tpot, r.ttft + r.tpot * (osl - 1)
 
 
@@ -164,6 +185,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--db", help="aiconfigurator_core/systems, for --explain")
     ap.add_argument("--explain", nargs=5, metavar=("GPU", "MODEL", "BATCH", "ISL", "OSL"))
+    ap.add_argument("--models", help="only these models (comma-separated); the other models' rows of --out are kept")
     args = ap.parse_args()
     if args.explain:
         gpu, model, b, isl, osl = args.explain
@@ -173,10 +195,22 @@ def main():
         ap.error("--out is required")
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore")
+    only = set(args.models.split(",")) if args.models else None
+    if only and not only <= set(MODELS):
+        ap.error(f"--models: unknown {sorted(only - set(MODELS))} (known: {', '.join(MODELS)})")
+    kept = {}
+    if only and os.path.exists(args.out):
+        with open(args.out, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["model"] not in only:
+                    kept.setdefault((r["gpu"], r["model"]), []).append(r)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for gpu, system, version, models in CASES:
             for model in models:
+                if only and model not in only:
+                    rows += kept.get((gpu, model), [])
+                    continue
                 for b in BATCHES:
                     for isl in ISLS:
                         for osl in OSLS:

@@ -13,6 +13,9 @@ a servesim cost table (docs/cost-model.md, "Measured tables") from those timings
                    final norm, and the per-layer launch floor of the attention kernel, which
                    every step pays once (vLLM runs one attention call per layer for the whole
                    batch)
+                   (a mixture of experts: the router GEMM, its softmax and top-k, and the
+                   fused MoE kernel as timed at T tokens, in place of gate/up, SiLU-and-mul
+                   and down)
   lm_head(R)       the LM-head GEMM at m = R sequences
   prefill_attn(n,c) one sequence's share of a batched prefill attention call: the timed
                    per-sequence cost at full length n + c in a saturated batch, less the launch
@@ -44,7 +47,8 @@ Usage:
 DATA_DIR is aiconfigurator_core/systems (its data/<gpu>/<op>/vllm/<version>/*.parquet and
 <gpu>.yaml), or a fixture of the same layout with .csv in place of .parquet (the tests).
 MODELS.csv has name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,
-max_position,params (what `servesim presets --csv` prints).
+max_position,params, and optionally experts,experts_per_token (what `servesim presets --csv`
+prints).
 """
 import argparse
 import bisect
@@ -74,6 +78,11 @@ MIN_PARAMS = 1e9
 TP_DEGREES = (2, 4, 8)
 # vLLM captures CUDA graphs for batches up to this many tokens (its default capture sizes)
 GRAPH_MAX_TOKENS = 512
+# How a mixture of experts' tokens spread over its experts in the timed MoE kernel:
+# AIConfigurator's default for such models (a power law of exponent 1.2, MOEModel in its
+# sdk/models/moe.py), which is less even than real routing's best case ("balanced") and
+# reads fewer experts at small batches.
+MOE_DISTRIBUTION = "power_law_1.2"
 
 
 class ImportError_(Exception):
@@ -458,6 +467,47 @@ def allreduce_rows(db, system, version):
 
 
 # ---------------------------------------------------------------------------------------
+# Mixture of experts
+
+class MoE:
+    """vLLM's fused MoE kernel (routing of the tokens to their experts, the experts' gate/up
+    GEMM, SiLU-and-mul and down GEMM, and the weighted sum) for one shape, as timed at T
+    tokens on one GPU whose experts each hold 1 / TP of their columns (no expert
+    parallelism: vLLM's default). Timed token counts as they are, linear between them, the
+    smallest timing below the smallest count, and the last two counts' slope past the
+    largest."""
+
+    def __init__(self, rows, hidden, inter, experts, topk, tp, dtype="bfloat16"):
+        mine = [r for r in rows if (r["moe_dtype"], r["hidden_size"], r["inter_size"], r["num_experts"], r["topk"],
+                                    r["moe_tp_size"], r["moe_ep_size"], r["distribution"])
+                == (dtype, hidden, inter, experts, topk, tp, 1, MOE_DISTRIBUTION)]
+        if not mine:
+            raise ImportError_(f"no {dtype} MoE timings for hidden {hidden}, {experts} experts of {inter}, top {topk}, "
+                               f"moe_tp {tp}")
+        self.kernel = pick_kernel(mine)
+        self.curve = {r["num_tokens"]: r["latency"] * 1e-3 for r in mine if r["kernel_source"] == self.kernel}
+        self.tokens = sorted(self.curve)
+        if len(self.tokens) < 2:
+            raise ImportError_(f"too few MoE timings for hidden {hidden}, {experts} experts of {inter}")
+
+    def latency(self, T):
+        c, ts = self.curve, self.tokens
+        if T <= ts[0]:
+            return c[ts[0]]
+        i = bisect.bisect_left(ts, T)
+        lo, hi = (ts[-2], ts[-1]) if i == len(ts) else (ts[i - 1], ts[i])
+        return c[lo] + (T - lo) * (c[hi] - c[lo]) / (hi - lo)
+
+
+def moe_rows(db, system, version):
+    """vLLM's MoE kernel timings on SYSTEM for VERSION, or None."""
+    try:
+        return read_rows(table_path(db, system, "moe", version, "moe_perf"))
+    except ImportError_:
+        return None
+
+
+# ---------------------------------------------------------------------------------------
 # Composition
 
 class Model:
@@ -468,14 +518,23 @@ class Model:
         self.name = row["name"]
         for f in self.FIELDS:
             setattr(self, f, int(row[f]))
+        # a mixture of experts: INTERMEDIATE is one expert's
+        self.experts = int(row.get("experts") or 0)
+        self.experts_per_token = int(row.get("experts_per_token") or 0)
 
     def shape(self):
-        return (f"layers={self.layers} hidden={self.hidden} heads={self.heads} kv_heads={self.kv_heads} "
-                f"head_dim={self.head_dim} intermediate={self.intermediate} vocab={self.vocab}")
+        s = (f"layers={self.layers} hidden={self.hidden} heads={self.heads} kv_heads={self.kv_heads} "
+             f"head_dim={self.head_dim} intermediate={self.intermediate} vocab={self.vocab}")
+        return s + (f" experts={self.experts} topk={self.experts_per_token}" if self.experts else "")
+
+    def router_params(self):
+        return self.layers * self.hidden * self.experts
 
     def linear_params(self):
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        return self.layers * (self.hidden * (q + 2 * kv) + q * self.hidden + 3 * self.hidden * self.intermediate)
+        mlps = max(self.experts, 1)
+        return (self.layers * (self.hidden * (q + 2 * kv) + q * self.hidden + mlps * 3 * self.hidden * self.intermediate)
+                + self.router_params())
 
     def splits_by(self, tp):
         """Whether vLLM can split the model over TP GPUs (as servesim's model_check_tp)."""
@@ -508,8 +567,9 @@ def read_models(path):
 
 
 def fits(model, mem_bytes, tp=1, fp8=False):
-    """FP8 keeps the embedding, norms and LM head in bf16 (as vLLM's --quantization fp8)."""
-    weights = model.params * DTYPE_BYTES - (model.linear_params() if fp8 else 0)
+    """FP8 keeps the embedding, norms, a mixture of experts' router and the LM head in bf16 (as
+    vLLM's --quantization fp8)."""
+    weights = model.params * DTYPE_BYTES - (model.linear_params() - model.router_params() if fp8 else 0)
     return weights / tp + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
 
 
@@ -521,21 +581,31 @@ def allreduce_cost(m, ar, tp, T):
     return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS)
 
 
-def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None):
+def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None, moe=None, router_gemm=None):
     """M is the GPU's share (Model.shard) when TP > 1; AR prices the all-reduces. With FP8
     GEMMs each GEMM's input is first quantized (read bf16, write fp8: the kernel the
-    elementwise stand-in is fitted to)."""
+    elementwise stand-in is fitted to). A mixture of experts' MLP is MOE's fused kernel after
+    the router's bf16 GEMM (ROUTER_GEMM) and its softmax and top-k."""
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     h, inter, b = m.hidden, m.intermediate, DTYPE_BYTES
-    per_layer = (gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
-                 + gemm.latency(T, 2 * inter, h) + gemm.latency(T, h, inter))
-    # two fused residual-add + RMSNorm (read x and residual, write both), SiLU-and-mul
-    # (read 2 I, write I), rotary on q and k in place, and Qwen3's per-head norm of q and k
-    per_layer += 2 * ew(4 * T * h * b) + ew(3 * T * inter * b) + ew(2 * T * (q + kv) * b)
+    per_layer = gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
+    if moe:
+        # the router: T x E logits (bf16), then softmax and top-k (read them, write k ids
+        # and weights of 4 bytes each a token)
+        E, k = m.experts, m.experts_per_token
+        per_layer += router_gemm.latency(T, E, h) + ew(T * E * b + T * k * 8) + moe.latency(T)
+    else:
+        per_layer += gemm.latency(T, 2 * inter, h) + gemm.latency(T, h, inter)
+        per_layer += ew(3 * T * inter * b)  # SiLU-and-mul: read 2 I, write I
+    # two fused residual-add + RMSNorm (read x and residual, write both), rotary on q and k
+    # in place, and Qwen3's per-head norm of q and k
+    per_layer += 2 * ew(4 * T * h * b) + ew(2 * T * (q + kv) * b)
     if m.qk_norm:
         per_layer += ew(2 * T * q * b) + ew(2 * T * kv * b)
-    if gemm.dtype == "fp8":  # the inputs of QKV, O, gate/up and down
-        per_layer += ew(3 * T * h) + ew(3 * T * q) + ew(3 * T * h) + ew(3 * T * inter)
+    if gemm.dtype == "fp8":  # the inputs of QKV and O (and of gate/up and down of a dense MLP)
+        per_layer += ew(3 * T * h) + ew(3 * T * q)
+        if not moe:
+            per_layer += ew(3 * T * h) + ew(3 * T * inter)
     # embedding gather (read and write a row per token) and the final norm
     whole = ew(2 * T * h * b) + ew(4 * T * h * b)
     return m.layers * (per_layer + attn_floor) + whole + allreduce_cost(m, ar, tp, T)
@@ -559,15 +629,16 @@ def grid_tokens(gemm, top):
     return [t for t in gemm.ms if t <= top] + ([top] if top > gemm.ms[-1] else [])
 
 
-def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None):
+def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None):
     """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1). LM_GEMM prices
-    the LM head (bf16 whatever GEMM prices the layers; default GEMM)."""
+    the LM head and a mixture of experts' router (bf16 whatever GEMM prices the layers;
+    default GEMM); MOE its experts."""
     lm_gemm = lm_gemm or gemm
     L = m.layers
     rows = {c: [] for c in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")}
     max_len = min(m.max_position, 131072)
     for T in grid_tokens(gemm, 65536):
-        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, ar)))
+        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, ar, moe, lm_gemm)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -691,13 +762,15 @@ def table_meta(g, version, m, gemm, attn, ew, args):
         ("date", args.date),
         ("method", "composed by scripts/aic_import.py from per-layer kernel timings (docs/cost-model.md, Measured tables)"),
         ("attention_floor_s", f"{attn.floor:.9g}"),
-        ("stand_in_elementwise", "norms, SiLU-and-mul, rotary, QK norm, embedding, sampling: " + ew.how),
+        ("stand_in_elementwise", ("norms, router softmax and top-k" if m.experts else "norms, SiLU-and-mul")
+         + ", rotary, QK norm, embedding, sampling: " + ew.how),
         ("stand_in_sample", "greedy sampling: fp32 cast and argmax over R x vocab logits, priced as elementwise kernels"),
         ("stand_in_overhead", f"{args.overhead_ms:g} ms per step: {args.overhead_source}"),
     ]
 
 
-def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped):
+def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped,
+                moe_table=None):
     """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC ("bf16",
     or "fp8": FP8 linear layers and KV cache); its path, or None with the reason in SKIPPED."""
     fp8 = prec == "fp8"
@@ -711,13 +784,19 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         why = "no fp8 GEMM timings"
     elif not fits(m, spec["mem_capacity"], tp, fp8):
         why = "does not fit on one GPU" if tp == 1 else f"does not fit on {tp} GPUs"
+    elif m.experts and moe_table is None:
+        why = f"no vLLM {version} MoE kernel timings"
     if why:
         skipped.append((g, label, why))
         return None
     shard = m.shard(tp) if tp > 1 else m
     try:
         attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim, "fp8" if fp8 else "bfloat16")
-        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm)
+        moe = None
+        if m.experts:
+            moe = MoE(moe_table, m.hidden, m.intermediate, m.experts, m.experts_per_token, tp,
+                      "fp8" if fp8 else "bfloat16")
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe)
     except ImportError_ as e:
         skipped.append((g, label, str(e)))
         return None
@@ -727,6 +806,9 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                                   "noise the despiking does not remove"))
         return None
     meta = table_meta(g, version, m, gemm, attn, ew, args)
+    if moe:
+        meta += [("moe", f"{m.experts} experts of {m.intermediate}, {m.experts_per_token} a token, 1/{tp} of each per GPU: "
+                         f"fused kernel {moe.kernel} timed with {MOE_DISTRIBUTION} routing; router GEMM bf16")]
     name = m.name
     if tp > 1:
         meta += [
@@ -796,6 +878,7 @@ def main(argv=None):
                 gemms["fp8"] = None
             ar_version, ar_rows = allreduce_rows(args.db, GPUS[g], version)
             ar = AllReduce(ar_rows) if ar_rows else None
+            moe_table = moe_rows(args.db, GPUS[g], version) if any(m.experts for m in models) else None
             for m in models:
                 if m.params < MIN_PARAMS:
                     skipped.append((g, m.name, "a toy preset (under 1B parameters)"))
@@ -804,7 +887,7 @@ def main(argv=None):
                 for tp in (1,) + (TP_DEGREES if more else ()):
                     for prec in ("bf16",) + (("fp8",) if more else ()):
                         t = compose_one(args, g, spec, version, m, tp, prec, gemms[prec], gemms["bf16"], ar, ar_version, ew,
-                                        ctx_rows, gen_rows, skipped)
+                                        ctx_rows, gen_rows, skipped, moe_table)
                         if t:
                             written.append(t)
     for g in gpus:

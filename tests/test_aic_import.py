@@ -20,12 +20,14 @@ def ew(nbytes):
     return T0 + nbytes / BW
 
 # exact: every GEMM shape timed; interp: gate/up n = 28,672 and down k = 14,336 are not
-MODELS = """name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params
-exact,2,4096,32,8,128,6144,8192,0,4096,2000000000
-exact-short,2,4096,32,8,128,6144,8192,0,2048,2000000000
-interp,2,4096,32,8,128,14336,8192,1,4096,2000000000
-toy,2,4096,32,8,128,6144,4096,0,4096,900000000
-huge,3,4096,32,8,128,6144,8192,0,4096,90000000000
+# moe: Mixtral-8x7B's experts (8 of 14,336 columns, 2 a token) on two of exact's layers
+MODELS = """name,layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,qk_norm,max_position,params,experts,experts_per_token
+exact,2,4096,32,8,128,6144,8192,0,4096,2000000000,0,0
+exact-short,2,4096,32,8,128,6144,8192,0,2048,2000000000,0,0
+interp,2,4096,32,8,128,14336,8192,1,4096,2000000000,0,0
+toy,2,4096,32,8,128,6144,4096,0,4096,900000000,0,0
+huge,3,4096,32,8,128,6144,8192,0,4096,90000000000,0,0
+moe,2,4096,32,8,128,14336,8192,0,4096,3000000000,8,2
 """
 
 
@@ -75,7 +77,7 @@ class ImportSlice(unittest.TestCase):
         cls.out = os.path.join(cls.tmp.name, "costs")
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
                             "--models", models, "--out", cls.out, "--gpus", "h200", "--overhead-ms", "0.4",
-                            "--overhead-source", "the test", "--date", "2026-11-30", "--tp-models", "exact"],
+                            "--overhead-source", "the test", "--date", "2026-11-30", "--tp-models", "exact,moe"],
                            capture_output=True, text=True)
         cls.stdout, cls.stderr, cls.rc = r.stdout, r.stderr, r.returncode
         cls.meta, cls.t = read_table(os.path.join(cls.out, "h200", "exact.vllm-0.24.0.csv"))
@@ -93,7 +95,7 @@ class ImportSlice(unittest.TestCase):
         self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
                          ["exact.fp8.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
-                          "interp.vllm-0.24.0.csv"])
+                          "interp.vllm-0.24.0.csv", "moe.tp2.vllm-0.24.0.csv", "moe.vllm-0.24.0.csv"])
         # the slice times all-reduces on 2 GPUs only
         self.assertIn("skipped h200 exact tp 4: no vLLM all-reduce timings on 4 GPUs", self.stdout)
 
@@ -301,6 +303,46 @@ class ImportSlice(unittest.TestCase):
         # within noise: 0.8 of the shorter one less half the floor per layer (0.5 x 1e-5 x 2)
         rows_["decode_attn"][1] = (4, 16, 0.8 * 4e-3 - 1e-5 + 1e-9)
         self.assertIsNone(aic_import.decode_drop(rows_, 1e-5, 2))
+
+    def moe_timing(self, T, tp):
+        for r in rows(os.path.join(DATA, "moe", "vllm", "0.24.0", "moe_perf.csv")):
+            if int(r["num_tokens"]) == T and int(r["moe_tp_size"]) == tp and r["distribution"] == "power_law_1.2":
+                return float(r["latency"]) * 1e-3
+        raise KeyError(T)
+
+    def test_mixture_of_experts_prices_router_and_fused_experts_in_place_of_the_mlp(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        meta, t = read_table(os.path.join(self.out, "h200", "moe.vllm-0.24.0.csv"))
+        self.assertEqual(meta["shape"], "layers=2 hidden=4096 heads=32 kv_heads=8 head_dim=128 intermediate=14336 "
+                                        "vocab=8192 experts=8 topk=2")
+        self.assertIn("power_law_1.2", meta["moe"])  # AIConfigurator's default, not the "balanced" rows
+        self.assertIn("vllm_unquantizedfusedmoe_triton_tritonexperts", meta["moe"])
+        g = aic_import.Gemm(aic_import.read_rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf")), 989e12, 4.8e12)
+        h, q, kv, E, k = 4096, 4096, 1024, 8, 2
+        # timed token counts as they are; 65,536 past the largest (16,384): the slope of the
+        # last two (12,288 and 16,384)
+        last = self.moe_timing(16384, 1)
+        slope = (last - self.moe_timing(12288, 1)) / 4096
+        for T, moe in ((1, self.moe_timing(1, 1)), (64, self.moe_timing(64, 1)), (65536, last + slope * (65536 - 16384))):
+            # QKV and O; the router's T x 8 GEMM, its softmax and top-k (read T x 8 bf16
+            # logits, write 2 ids and weights of 4 bytes each); no gate/up, down or SiLU
+            per_layer = (g.latency(T, q + 2 * kv, h) + g.latency(T, h, q) + g.latency(T, E, h)
+                         + ew(T * E * 2 + T * k * 8) + moe)
+            per_layer += 2 * ew(4 * T * h * 2) + ew(2 * T * (q + kv) * 2)
+            want = 2 * (per_layer + self.floor) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
+        # at TP 2 each GPU runs its half of every expert: the moe_tp 2 timings
+        _, t2 = read_table(os.path.join(self.out, "h200", "moe.tp2.vllm-0.24.0.csv"))
+        floor16 = min(aic_import.despike(attention("generation", heads=(16, 4))).values())
+        T = 64
+        per_layer = (g.latency(T, 2048 + 1024, h) + g.latency(T, h, 2048) + g.latency(T, E, h)
+                     + ew(T * E * 2 + T * k * 8) + self.moe_timing(T, 2))
+        per_layer += 2 * ew(4 * T * h * 2) + ew(2 * T * (2048 + 512) * 2)
+        want = 2 * (per_layer + floor16) + ew(2 * T * h * 2) + ew(4 * T * h * 2) + 5 * self.allreduce(T * h, True)
+        self.assertAlmostEqual(t2["linear"][(T, 0)], want, delta=want * 1e-6)
+        # the slice has no fp8 MoE timings: the fp8 table is left out, and says why
+        self.assertIn("skipped h200 moe fp8: no fp8 MoE timings for hidden 4096, 8 experts of 14336, top 2", self.stdout)
 
     def test_bad_gpu_is_refused(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
