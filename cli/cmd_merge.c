@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -16,7 +17,10 @@ static const char merge_usage[] =
     "usage: servesim merge OUT_DIR SHARD_DIR...\n"
     "  Joins the shards of one sweep (each written by `servesim sweep --shard K/N --out\n"
     "  SHARD_DIR`) into OUT_DIR/sweep.csv, rows in point order, byte for byte what the sweep\n"
-    "  without --shard writes. Fails when a point is missing or in two shards.\n";
+    "  without --shard writes. Fails when a point is missing or in two shards.\n"
+    "  Shards of `servesim plan --shard K/N` (a plan-shard.json in each) are joined into what\n"
+    "  the plan without --shard writes; run it where the shards ran (their scenario is read\n"
+    "  again).\n";
 
 typedef struct merged {
     int total, repeat;
@@ -254,6 +258,9 @@ int cmd_merge(int argc, char **argv)
         fprintf(stderr, "servesim: merge needs OUT_DIR and at least one SHARD_DIR\n%s", merge_usage);
         return EXIT_BAD_INPUT;
     }
+    char probe[1200];
+    snprintf(probe, sizeof probe, "%s/plan-shard.json", argv[2]);
+    if (access(probe, F_OK) == 0) return plan_merge(argv[1], argv + 2, argc - 2);
     merged m = {.total = -1};
     char err[2048];
     int status = EXIT_OK;

@@ -5,7 +5,9 @@
  * count). With --gpus N every layout uses N GPUs and the table ranks them by capacity per
  * GPU; with --rate R each layout also gets the fewest replicas that serve R, and the plan
  * the fewest GPUs. Every probe is a point of the Pareto front of throughput per GPU against
- * each user's token rate. */
+ * each user's token rate. --shard K/N probes every N-th layout and keeps its results in
+ * plan-shard.json; `servesim merge` joins the shards into what one run writes. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/study_args.h"
+#include "io/json.h"
 #include "io/outdir.h"
 #include "io/plot.h"
 #include "metrics/sumfield.h"
@@ -26,7 +29,7 @@
 static const char plan_usage[] =
     "usage: servesim plan SCENARIO.ini (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
     "                     [--routers A,B] [--pd P:D,...] [--vary SECTION.KEY=V1,V2]... [--max-tp N]\n"
-    "                     [--max-rate R]\n"
+    "                     [--max-rate R] [--shard K/N]\n"
     "                     [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Searches deployments of the scenario's model on its GPU for its traffic: tensor\n"
     "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits) x replicas x\n"
@@ -43,7 +46,9 @@ static const char plan_usage[] =
     "  Writes DIR/plan.csv (one row per layout), points.csv (every probe), pareto.csv (output\n"
     "  tokens/s per GPU against tokens/s per user: the served probes no other served one beats\n"
     "  on both),\n"
-    "  pareto.png and plan.txt (default DIR: results/runs/NAME-plan).\n";
+    "  pareto.png and plan.txt (default DIR: results/runs/NAME-plan).\n"
+    "  --shard K/N: only the layouts whose index % N == K-1, their results in DIR/plan-shard.json;\n"
+    "  `servesim merge OUT SHARD_DIR...` (run where the shards ran) joins them into the files above.\n";
 
 #define MIN_SPAN_S 300.0
 
@@ -68,6 +73,9 @@ typedef struct plan_cli {
     int nvary;
     const char *out;
     bool quiet;
+    int shard, num_shards;   /* --shard K/N: this run probes the layouts with index % N == K - 1 */
+    char **argv;             /* the command line, for a shard's plan-shard.json */
+    int argc;
 } plan_cli;
 
 typedef struct layout {
@@ -201,6 +209,19 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
     if (strcmp(flag, "--routers") == 0) return parse_routers(value, c);
     if (strcmp(flag, "--vary") == 0) return parse_vary(value, c);
     if (strcmp(flag, "--pd") == 0) return parse_pd(value, c);
+    if (strcmp(flag, "--shard") == 0) {
+        long long k, n;
+        int used = 0;
+        if (sscanf(value, "%lld/%lld%n", &k, &n, &used) != 2 || value[used] || n < 1 || k < 1 || k > n ||
+            n > MAX_LAYOUTS) {
+            fprintf(stderr, "servesim: --shard %s: expected K/N with 1 <= K <= N <= %d (the K-th of N slices)\n", value,
+                    MAX_LAYOUTS);
+            return -1;
+        }
+        c->shard = (int)(k - 1);
+        c->num_shards = (int)n;
+        return 0;
+    }
     if (strcmp(flag, "--out") == 0) c->out = value;
     else c->quiet = true;
     return 0;
@@ -208,7 +229,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
 
 static const cli_opt plan_opts[] = {
     {"--slo", true}, {"--gpus", true}, {"--rate", true}, {"--max-rate", true}, {"--max-tp", true},
-    {"--routers", true}, {"--vary", true}, {"--pd", true}, {"--out", true}, {"--quiet", false},
+    {"--routers", true}, {"--vary", true}, {"--pd", true}, {"--out", true}, {"--quiet", false}, {"--shard", true},
 };
 
 static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -644,6 +665,137 @@ static int write_outputs(plan *p, const char *out, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- shards: --shard K/N writes plan-shard.json; plan_merge joins them ---- */
+
+/* What makes two plan runs one search: the scenario after every --set, each search option and
+ * the layouts they give (FNV-1a of their text). Shards of another search are refused. */
+static uint64_t plan_identity(const plan *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return 0;
+    json_t *base = scenario_json(p->base);
+    if (base) json_write(f, base);
+    json_decref(base);
+    const plan_cli *c = p->cli;
+    fprintf(f, "gpus %ld rate %.17g max_tp %ld max_rate %.17g\n", c->gpus, c->target, c->max_tp, c->max_rate);
+    for (int i = 0; i < c->nslo; i++) fprintf(f, "slo %d %.17g\n", c->slo[i].field, c->slo[i].limit);
+    for (int i = 0; i < c->nrouters; i++) fprintf(f, "router %s\n", router_name(c->routers[i]));
+    for (int i = 0; i < c->npd; i++) fprintf(f, "pd %d:%d\n", c->pd[i][0], c->pd[i][1]);
+    for (int k = 0; k < c->nvary; k++) {
+        fprintf(f, "vary %s", c->vary[k].key);
+        for (int v = 0; v < c->vary[k].n; v++) fprintf(f, ",%s", c->vary[k].values[v]);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < p->nlay; i++) {
+        char name[600];
+        layout_name(p, &p->lay[i], name, sizeof name);
+        fprintf(f, "layout %s x %d %s\n", name, p->lay[i].replicas, p->lay[i].cost);
+    }
+    fclose(f);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ULL;
+    free(buf);
+    return h;
+}
+
+/* Doubles travel as "%.17g" strings: json_write keeps 10 digits, and the merge must rank and
+ * print exactly what one run would. */
+static json_t *exact(double v)
+{
+    char b[40];
+    snprintf(b, sizeof b, "%.17g", v);
+    return json_string(b);
+}
+
+static int read_exact(const json_t *v, double *out)
+{
+    const char *s = json_string_value(v);
+    char *end;
+    if (!s) return -1;
+    errno = 0;
+    *out = strtod(s, &end);
+    return end == s || *end || errno ? -1 : 0;
+}
+
+/* The shard's command line without --shard, --out and --quiet: what the merge re-parses. */
+static int put_args(json_t *doc, const plan_cli *c)
+{
+    json_t *a = json_put_array(doc, "args");
+    if (!a) return -1;
+    for (int i = 1; i < c->argc; i++) {
+        const char *s = c->argv[i];
+        if (strcmp(s, "--quiet") == 0 || strncmp(s, "--shard=", 8) == 0 || strncmp(s, "--out=", 6) == 0) continue;
+        if (strcmp(s, "--shard") == 0 || strcmp(s, "--out") == 0) {
+            i++;
+            continue;
+        }
+        if (json_array_append_new(a, json_text(s)) < 0) return -1;
+    }
+    return 0;
+}
+
+static int write_shard(plan *p, const char *out, char *err, size_t errlen)
+{
+    const plan_cli *c = p->cli;
+    char id[32], cwd[4096];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)plan_identity(p));
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "(unknown)");
+    json_t *doc = json_object(), *lays = NULL, *pts = NULL;
+    int bad = !doc || json_put(doc, "plan_id", json_string(id)) | json_put(doc, "shard", json_integer(c->shard + 1)) |
+              json_put(doc, "num_shards", json_integer(c->num_shards)) |
+              json_put(doc, "layouts_total", json_integer(p->nlay)) | json_put(doc, "cwd", json_text(cwd)) |
+              put_args(doc, c) | !(lays = json_put_array(doc, "layouts")) | !(pts = json_put_array(doc, "points"));
+    for (int i = 0; !bad && i < p->nlay; i++) {
+        if (i % c->num_shards != c->shard) continue;
+        const layout *l = &p->lay[i];
+        json_t *o = json_object(), *at = json_array(), *tg = json_array();
+        bad = !o || !at || !tg || json_put(o, "index", json_integer(i)) | json_put(o, "capacity", exact(l->capacity)) |
+              json_put(o, "fail", exact(l->fail)) | json_put(o, "have", json_boolean(l->have)) |
+              json_put(o, "min_replicas", json_integer(l->min_replicas)) |
+              json_array_append_new(at, exact(l->at.output_throughput)) | json_array_append_new(at, exact(l->at.tpot_ms.median)) |
+              json_array_append_new(at, exact(l->at.ttft_ms.p99)) | json_array_append_new(at, exact(l->at.tpot_ms.p99)) |
+              json_array_append_new(tg, exact(l->at_target.ttft_ms.p99)) |
+              json_array_append_new(tg, exact(l->at_target.tpot_ms.p99)) | json_put(o, "at", at) |
+              json_put(o, "at_target", tg) | json_array_append_new(lays, o);
+    }
+    for (int i = 0; !bad && i < p->npts; i++) {
+        const point *pt = &p->pts[i];
+        json_t *o = json_object();
+        bad = !o || json_put(o, "layout", json_integer(pt->layout)) | json_put(o, "replicas", json_integer(pt->replicas)) |
+              json_put(o, "rate", exact(pt->rate)) | json_put(o, "served", json_boolean(pt->served)) |
+              json_put(o, "have", json_boolean(pt->have)) | json_put(o, "tok_per_gpu", exact(pt->tok_per_gpu)) |
+              json_put(o, "tok_per_user", exact(pt->tok_per_user)) | json_array_append_new(pts, o);
+    }
+    if (bad) {
+        json_decref(doc);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    outdir od;
+    if (od_open(&od, out, err, errlen) < 0) {
+        json_decref(doc);
+        return -1;
+    }
+    FILE *f = od_fopen(&od, "plan-shard.json", err, errlen);
+    int status = f ? 0 : -1;
+    if (f && json_write(f, doc) < 0) status = -1;
+    if (f && od_fclose(f, "plan-shard.json", err, errlen) < 0) status = -1;
+    json_decref(doc);
+    if (status == 0) status = od_commit(&od, err, errlen);
+    if (status < 0) {
+        od_abort(&od);
+        return -1;
+    }
+    if (!c->quiet) {
+        int mine = (p->nlay - c->shard + c->num_shards - 1) / c->num_shards;
+        printf("%d of %d layouts in %s/plan-shard.json; join the %d shards with `servesim merge OUT DIR...`\n", mine,
+               p->nlay, out, c->num_shards);
+    }
+    return 0;
+}
+
 /* A trace's own rate: its requests over the span of their arrivals (as scaled by the scenario). */
 static int trace_rate(const scenario *sc, double *rate, char *err, size_t errlen)
 {
@@ -664,6 +816,7 @@ static int run_plan(plan *p)
     const plan_cli *c = p->cli;
     for (p->cur = 0; p->cur < p->nlay; p->cur++) {
         layout *l = &p->lay[p->cur];
+        if (p->cur % c->num_shards != c->shard) continue;
         double per_replica = 0;
         if (c->gpus) {
             if (capacity(p, l->replicas, &l->capacity, &l->fail, &l->at, &l->have) < 0) return -1;
@@ -684,37 +837,50 @@ static int run_plan(plan *p)
     return 0;
 }
 
-int cmd_plan(int argc, char **argv)
+/* Parses a plan command line into SC and C, and checks what needs no run; EXIT_OK or the
+ * status to exit with (the message printed). */
+static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
 {
-    if (wants_help(argc, argv)) {
-        fputs(plan_usage, stdout);
-        return EXIT_OK;
-    }
-    plan_cli c = {.max_rate = 100000, .max_tp = 8, .routers = {ROUTER_LEAST_OUTSTANDING}, .nrouters = 1};
-    scenario sc;
-    if (study_parse_args(argc, argv, plan_usage, plan_opts, sizeof plan_opts / sizeof *plan_opts, &sc, on_plan_opt, &c) < 0)
+    *c = (plan_cli){.max_rate = 100000, .max_tp = 8, .routers = {ROUTER_LEAST_OUTSTANDING}, .nrouters = 1,
+                    .num_shards = 1, .argc = argc, .argv = argv};
+    if (study_parse_args(argc, argv, plan_usage, plan_opts, sizeof plan_opts / sizeof *plan_opts, sc, on_plan_opt, c) < 0)
         return EXIT_BAD_INPUT;
-    if (!c.gpus && !(c.target > 0)) {
+    if (!c->gpus && !(c->target > 0)) {
         fprintf(stderr, "servesim: plan needs --gpus N (the best layout on N GPUs), --rate R (the fewest GPUs for R "
                         "req/s), or both\n%s", plan_usage);
         return EXIT_BAD_INPUT;
     }
-    for (int k = 0; k < c.nvary; k++) /* every value a scenario takes, before any run */
-        for (int v = 0; v < c.vary[k].n; v++) {
-            scenario probe = sc;
+    for (int k = 0; k < c->nvary; k++) /* every value a scenario takes, before any run */
+        for (int v = 0; v < c->vary[k].n; v++) {
+            scenario probe = *sc;
             char err[1024];
-            if (set(&probe, err, sizeof err, "%s=%s", c.vary[k].key, c.vary[k].values[v]) < 0) {
+            if (set(&probe, err, sizeof err, "%s=%s", c->vary[k].key, c->vary[k].values[v]) < 0) {
                 const char *why = strstr(err, ": ");
-                fprintf(stderr, "servesim: --vary %s=%s: %s\n", c.vary[k].key, c.vary[k].values[v], why ? why + 2 : err);
+                fprintf(stderr, "servesim: --vary %s=%s: %s\n", c->vary[k].key, c->vary[k].values[v], why ? why + 2 : err);
                 return EXIT_BAD_INPUT;
             }
         }
-    const char *arrival = sc.v[K_workload_arrival].s;
+    const char *arrival = sc->v[K_workload_arrival].s;
     if (strcmp(arrival, "closed") == 0 || strcmp(arrival, "all_at_once") == 0) {
         fprintf(stderr, "servesim: plan varies the arrival rate, but workload.arrival is %s (%s): use poisson, gamma, "
-                        "constant or a trace\n", arrival, sc.v[K_workload_arrival].origin);
+                        "constant or a trace\n", arrival, sc->v[K_workload_arrival].origin);
         return EXIT_BAD_INPUT;
     }
+    return EXIT_OK;
+}
+
+static void plan_free(plan *p)
+{
+    if (!p) return;
+    free(p->pts);
+    free(p->lay);
+    free(p);
+}
+
+/* A plan of SC and C with room for every layout and point, its trace's rate read; NULL with
+ * the message printed and *STATUS set. */
+static plan *plan_new(const scenario *sc, const plan_cli *c, int *status)
+{
     plan *p = calloc(1, sizeof *p);
     layout *lay = calloc(MAX_LAYOUTS, sizeof *lay);
     point *pts = calloc(MAX_POINTS, sizeof *pts);
@@ -723,25 +889,233 @@ int cmd_plan(int argc, char **argv)
         free(lay);
         free(pts);
         fprintf(stderr, "servesim: out of memory\n");
-        return EXIT_FAILURE_OTHER;
+        *status = EXIT_FAILURE_OTHER;
+        return NULL;
     }
-    *p = (plan){.base = &sc, .cli = &c, .lay = lay, .pts = pts, .status = EXIT_OK};
-    int status = EXIT_OK;
-    if (strcmp(arrival, "trace") == 0 && trace_rate(&sc, &p->trace_rate, p->err, sizeof p->err) < 0) {
+    *p = (plan){.base = sc, .cli = c, .lay = lay, .pts = pts, .status = EXIT_OK};
+    if (strcmp(sc->v[K_workload_arrival].s, "trace") == 0 && trace_rate(sc, &p->trace_rate, p->err, sizeof p->err) < 0) {
         fprintf(stderr, "servesim: %s\n", p->err);
-        status = EXIT_BAD_INPUT;
-    } else if (run_plan(p) < 0) {
+        *status = EXIT_BAD_INPUT;
+        plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(plan_usage, stdout);
+        return EXIT_OK;
+    }
+    plan_cli c;
+    scenario sc;
+    int status = plan_parse(argc, argv, &sc, &c);
+    plan *p = status == EXIT_OK ? plan_new(&sc, &c, &status) : NULL;
+    if (!p) return status;
+    if (run_plan(p) < 0) {
         fprintf(stderr, "servesim: %s\n", p->err);
         status = p->status != EXIT_OK ? p->status : EXIT_BAD_INPUT;
     }
     char out[1200], err[2048];
-    scenario_out_dir(&sc, c.out, "plan", out, sizeof out);
-    if (status == EXIT_OK && write_outputs(p, out, err, sizeof err) < 0) {
+    scenario_out_dir(&sc, c.out, c.num_shards > 1 ? "plan-shard" : "plan", out, sizeof out);
+    if (status == EXIT_OK &&
+        (c.num_shards > 1 ? write_shard(p, out, err, sizeof err) : write_outputs(p, out, err, sizeof err)) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         status = EXIT_FAILURE_OTHER;
     }
-    free(pts);
-    free(lay);
-    free(p);
+    plan_free(p);
+    return status;
+}
+
+/* DIR/plan-shard.json as a JSON object, or NULL with the reason in ERR. */
+static json_t *read_shard(const char *dir, char *err, size_t errlen)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/plan-shard.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open (is %s a `plan --shard` output directory?)", path, dir);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!doc) snprintf(err, errlen, "%s:%d: not valid JSON: %s", path, je.line, je.text);
+    else if (!json_is_object(doc) || !json_is_array(json_object_get(doc, "args")) ||
+             !json_is_array(json_object_get(doc, "layouts")) || !json_is_array(json_object_get(doc, "points")) ||
+             !json_string_value(json_object_get(doc, "plan_id")) || !json_is_integer(json_object_get(doc, "shard")) ||
+             !json_is_integer(json_object_get(doc, "num_shards"))) {
+        snprintf(err, errlen, "%s: not a plan shard (plan_id, shard, num_shards, args, layouts and points expected)", path);
+        json_decref(doc);
+        doc = NULL;
+    }
+    return doc;
+}
+
+/* One shard's layouts into P (each exactly once, in its slice) and its points onto TMP. */
+static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded, point *tmp, int *ntmp, char *err,
+                      size_t errlen)
+{
+    int k = (int)json_integer_value(json_object_get(doc, "shard")) - 1;
+    int n = (int)json_integer_value(json_object_get(doc, "num_shards"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(doc, "layouts"), i, o) {
+        json_t *idx = json_object_get(o, "index"), *at = json_object_get(o, "at"), *tg = json_object_get(o, "at_target");
+        int x = json_is_integer(idx) ? (int)json_integer_value(idx) : -1;
+        if (x < 0 || x >= p->nlay || x % n != k || json_array_size(at) != 4 || json_array_size(tg) != 2) {
+            snprintf(err, errlen, "%s/plan-shard.json: layout entry %zu is not one of shard %d/%d's", dir, i, k + 1, n);
+            return -1;
+        }
+        if (loaded[x]) {
+            snprintf(err, errlen, "%s/plan-shard.json: layout %d is in two shards", dir, x);
+            return -1;
+        }
+        layout *l = &p->lay[x];
+        l->at = (summary){0};
+        l->at_target = (summary){0};
+        if (read_exact(json_object_get(o, "capacity"), &l->capacity) < 0 || read_exact(json_object_get(o, "fail"), &l->fail) < 0 ||
+            read_exact(json_array_get(at, 0), &l->at.output_throughput) < 0 ||
+            read_exact(json_array_get(at, 1), &l->at.tpot_ms.median) < 0 ||
+            read_exact(json_array_get(at, 2), &l->at.ttft_ms.p99) < 0 || read_exact(json_array_get(at, 3), &l->at.tpot_ms.p99) < 0 ||
+            read_exact(json_array_get(tg, 0), &l->at_target.ttft_ms.p99) < 0 ||
+            read_exact(json_array_get(tg, 1), &l->at_target.tpot_ms.p99) < 0 ||
+            !json_is_boolean(json_object_get(o, "have")) || !json_is_integer(json_object_get(o, "min_replicas"))) {
+            snprintf(err, errlen, "%s/plan-shard.json: layout %d: a number is missing or malformed", dir, x);
+            return -1;
+        }
+        l->have = json_is_true(json_object_get(o, "have"));
+        l->min_replicas = (int)json_integer_value(json_object_get(o, "min_replicas"));
+        loaded[x] = true;
+    }
+    json_array_foreach(json_object_get(doc, "points"), i, o) {
+        point pt = {0};
+        json_t *lx = json_object_get(o, "layout"), *r = json_object_get(o, "replicas");
+        if (*ntmp == MAX_POINTS || !json_is_integer(lx) || !json_is_integer(r) ||
+            read_exact(json_object_get(o, "rate"), &pt.rate) < 0 || read_exact(json_object_get(o, "tok_per_gpu"), &pt.tok_per_gpu) < 0 ||
+            read_exact(json_object_get(o, "tok_per_user"), &pt.tok_per_user) < 0 || !json_is_boolean(json_object_get(o, "served")) ||
+            !json_is_boolean(json_object_get(o, "have"))) {
+            snprintf(err, errlen, "%s/plan-shard.json: point %zu is malformed (or more than %d points)", dir, i, MAX_POINTS);
+            return -1;
+        }
+        pt.layout = (int)json_integer_value(lx);
+        pt.replicas = (int)json_integer_value(r);
+        pt.served = json_is_true(json_object_get(o, "served"));
+        pt.have = json_is_true(json_object_get(o, "have"));
+        if (pt.layout < 0 || pt.layout >= p->nlay || pt.layout % n != k) {
+            snprintf(err, errlen, "%s/plan-shard.json: point %zu belongs to no layout of shard %d/%d", dir, i, k + 1, n);
+            return -1;
+        }
+        tmp[(*ntmp)++] = pt;
+    }
+    return 0;
+}
+
+int plan_merge(const char *out, char **dirs, int ndirs)
+{
+    char err[2048];
+    json_t *first = read_shard(dirs[0], err, sizeof err);
+    if (!first) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    /* the first shard's command line, parsed again: the same enumeration of layouts */
+    json_t *args = json_object_get(first, "args");
+    int argc = (int)json_array_size(args) + 1;
+    char **argv = calloc((size_t)argc + 1, sizeof *argv);
+    bool *loaded = calloc(MAX_LAYOUTS, sizeof *loaded), *seen = calloc(MAX_LAYOUTS + 1, sizeof *seen);
+    point *tmp = calloc(MAX_POINTS, sizeof *tmp);
+    int status = EXIT_OK, ntmp = 0;
+    plan *p = NULL;
+    plan_cli c;
+    scenario sc;
+    if (!argv || !loaded || !seen || !tmp) {
+        fprintf(stderr, "servesim: out of memory\n");
+        status = EXIT_FAILURE_OTHER;
+        goto done;
+    }
+    argv[0] = "plan";
+    for (int i = 1; i < argc; i++) argv[i] = (char *)json_string_value(json_array_get(args, (size_t)i - 1));
+    for (int i = 1; i < argc; i++)
+        if (!argv[i]) {
+            fprintf(stderr, "servesim: %s/plan-shard.json: args must be strings\n", dirs[0]);
+            status = EXIT_BAD_INPUT;
+            goto done;
+        }
+    status = plan_parse(argc, argv, &sc, &c);
+    if (status == EXIT_OK) p = plan_new(&sc, &c, &status);
+    if (!p) {
+        fprintf(stderr, "servesim: merge: %s/plan-shard.json's command line (run in %s) failed as above\n", dirs[0],
+                json_string_value(json_object_get(first, "cwd")) ? json_string_value(json_object_get(first, "cwd")) : "?");
+        goto done;
+    }
+    c.quiet = true; /* the shards said what they left out */
+    if (enumerate(p) < 0) {
+        fprintf(stderr, "servesim: %s\n", p->err);
+        status = EXIT_BAD_INPUT;
+        goto done;
+    }
+    c.quiet = false;
+    char id[32];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)plan_identity(p));
+    int n = (int)json_integer_value(json_object_get(first, "num_shards"));
+    for (int d = 0; d < ndirs && status == EXIT_OK; d++) {
+        json_t *doc = d == 0 ? json_incref(first) : read_shard(dirs[d], err, sizeof err);
+        int k = doc ? (int)json_integer_value(json_object_get(doc, "shard")) : 0;
+        if (!doc) {
+            status = EXIT_BAD_INPUT;
+        } else if (strcmp(json_string_value(json_object_get(doc, "plan_id")), id) != 0) {
+            if (d == 0)
+                snprintf(err, sizeof err, "%s/plan-shard.json: plan %s, but its command line makes plan %s here: the "
+                         "scenario (or a file it names) changed since the shard ran, or this is not where it ran",
+                         dirs[d], json_string_value(json_object_get(doc, "plan_id")), id);
+            else
+                snprintf(err, sizeof err, "%s/plan-shard.json: plan %s, but %s is of plan %s: shards of two searches "
+                         "(another scenario, --set, --gpus, --rate, --slo, --routers, --pd or --vary)", dirs[d],
+                         json_string_value(json_object_get(doc, "plan_id")), dirs[0], id);
+            status = EXIT_BAD_INPUT;
+        } else if (json_integer_value(json_object_get(doc, "num_shards")) != n || k < 1 || k > n || n > MAX_LAYOUTS) {
+            snprintf(err, sizeof err, "%s/plan-shard.json: shard %d of %lld, but the first is one of %d", dirs[d], k,
+                     (long long)json_integer_value(json_object_get(doc, "num_shards")), n);
+            status = EXIT_BAD_INPUT;
+        } else if (seen[k]) {
+            snprintf(err, sizeof err, "%s/plan-shard.json: shard %d/%d given twice", dirs[d], k, n);
+            status = EXIT_BAD_INPUT;
+        } else if (load_shard(p, doc, dirs[d], loaded, tmp, &ntmp, err, sizeof err) < 0) {
+            status = EXIT_BAD_INPUT;
+        }
+        if (doc) seen[k > 0 && k <= MAX_LAYOUTS ? k : 0] = true;
+        json_decref(doc);
+    }
+    for (int k = 1; status == EXIT_OK && k <= n; k++)
+        if (!seen[k] && k - 1 < p->nlay) {
+            snprintf(err, sizeof err, "shard %d/%d is missing (layouts %d, %d, ...)", k, n, k - 1, k - 1 + n);
+            status = EXIT_BAD_INPUT;
+        }
+    for (int i = 0; status == EXIT_OK && i < p->nlay; i++)
+        if (!loaded[i]) {
+            snprintf(err, sizeof err, "layout %d is in no shard", i);
+            status = EXIT_BAD_INPUT;
+        }
+    if (status != EXIT_OK) {
+        if (status == EXIT_BAD_INPUT) fprintf(stderr, "servesim: merge: %s\n", err);
+        goto done;
+    }
+    /* the points in the order one run makes them: layout by layout, each in probe order */
+    for (int l = 0; l < p->nlay; l++)
+        for (int i = 0; i < ntmp; i++)
+            if (tmp[i].layout == l) p->pts[p->npts++] = tmp[i];
+    if (write_outputs(p, out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        status = EXIT_FAILURE_OTHER;
+    }
+done:
+    plan_free(p);
+    free(tmp);
+    free(seen);
+    free(loaded);
+    free(argv);
+    json_decref(first);
     return status;
 }

@@ -21,6 +21,8 @@ int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+/* `servesim merge OUT DIR...` of `plan --shard` outputs: what one plan run writes, in OUT. */
+int plan_merge(const char *out, char **dirs, int ndirs);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),

@@ -115,6 +115,54 @@ Test(plan, layouts_that_fit_and_a_front_no_served_probe_beats)
     cr_assert_eq(count_lines("/tmp/ss-plan70-4/plan.csv"), 3, "header, TP 2 and TP 4");
 }
 
+static int same_file(const char *a, const char *b)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", a, b);
+    return system(cmd) == 0;
+}
+
+/* Three layouts (TP 1 and 2 on 2 GPUs, two routers: TP 2 is one replica either way) in two
+ * shards, merged in the wrong order: every file as the unsharded plan writes it, the
+ * --rate answer included. A missing shard, a shard twice and a shard of another search
+ * are refused, and the merge writes nothing then. */
+Test(plan, shards_merge_into_exactly_what_one_run_writes)
+{
+    system("rm -rf /tmp/ss-pshard && mkdir -p /tmp/ss-pshard");
+    char *base[] = {"plan", "--gpus", "2", "--rate", "30", "--max-tp", "2", "--routers", "least_outstanding,round_robin",
+                    "--slo", "ttft_p99_ms=2000", "--set", "workload.num_requests=100", "--quiet", "--out", NULL, NULL, NULL};
+    base[15] = "/tmp/ss-pshard/whole";
+    cr_assert_eq(cmd_plan(16, base), 0);
+    base[15] = "/tmp/ss-pshard/s1";
+    base[16] = "--shard=1/2";
+    cr_assert_eq(cmd_plan(17, base), 0);
+    base[15] = "/tmp/ss-pshard/s2";
+    base[16] = "--shard=2/2";
+    cr_assert_eq(cmd_plan(17, base), 0);
+    cr_assert_null(fopen("/tmp/ss-pshard/s1/plan.csv", "r"), "a shard writes plan-shard.json only");
+    char *merge[] = {"merge", "/tmp/ss-pshard/merged", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1"};
+    cr_assert_eq(cmd_merge(4, merge), 0);
+    const char *files[] = {"plan.csv", "points.csv", "pareto.csv", "plan.txt"};
+    for (int i = 0; i < 4; i++) {
+        char a[128], b[128];
+        snprintf(a, sizeof a, "/tmp/ss-pshard/whole/%s", files[i]);
+        snprintf(b, sizeof b, "/tmp/ss-pshard/merged/%s", files[i]);
+        cr_assert(same_file(a, b), "%s differs from the unsharded plan's", files[i]);
+    }
+    cr_assert_gt(count_lines("/tmp/ss-pshard/whole/plan.csv"), 3, "header and more than two layouts");
+    char *missing[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1"};
+    cr_assert_eq(cmd_merge(3, missing), 2);
+    char *twice[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s1"};
+    cr_assert_eq(cmd_merge(4, twice), 2);
+    base[12] = "workload.num_requests=101";
+    base[15] = "/tmp/ss-pshard/other";
+    cr_assert_eq(cmd_plan(17, base), 0);
+    char *other[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/other"};
+    cr_assert_eq(cmd_merge(4, other), 2);
+    cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
+    system("rm -rf /tmp/ss-pshard");
+}
+
 Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
 {
     system("rm -rf /tmp/ss-plan-bad");
