@@ -31,7 +31,7 @@ int cmd_run(int argc, char **argv)
     snprintf(suffix, sizeof suffix, "seed%lld", sc.v[K_run_seed].i);
     scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
     if (a.repeat > 1) return run_repeats(&sc, out, (int)a.repeat, (int)a.jobs, a.quiet);
-    simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet};
+    simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet, .timeline = true};
     char err[1024];
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/plot.h"
 #include "io/results.h"
 #include "io/interrupt.h"
 #include "study/job.h"
@@ -75,6 +76,60 @@ static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, c
     return obj;
 }
 
+enum { TIMELINE_INSTANCES = 8, TIMELINE_POINTS = 40000 };
+
+/* DIR/timeline.png from DIR/steps.csv: each instance's running and waiting requests and the
+ * share of its KV blocks in use, step by step: where a router leaves one instance queueing
+ * while another idles, or a decode side fills its KV. The first TIMELINE_INSTANCES instances
+ * (a title says so when there are more); every K-th step when a run has many more than
+ * TIMELINE_POINTS, which gnuplot would take long to draw and a PNG cannot show. */
+static int plot_timeline(const char *dir, const scenario_resolved *r, int64_t steps, char *err, size_t errlen)
+{
+    int n = r->replicas < TIMELINE_INSTANCES ? r->replicas : TIMELINE_INSTANCES;
+    long every = steps > TIMELINE_POINTS ? (long)((steps + TIMELINE_POINTS - 1) / TIMELINE_POINTS) : 1;
+    char *buf = NULL, title[160];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* rows of other instances are missing, not gaps: each instance's line runs through them */
+    fputs("set datafile missing NaN\nset multiplot layout 3,1\nset xlabel 'time (s)'\n", f);
+    const struct { const char *label, *expr; } panels[] = {
+        {"running requests", "column('running')"},
+        {"waiting requests", "column('waiting')"},
+        {"KV blocks in use (%)", NULL},
+    };
+    for (int k = 0; k < 3; k++) {
+        fprintf(f, "set ylabel '%s'\nplot ", panels[k].label);
+        for (int i = 0; i < n; i++) {
+            char name[48];
+            if (r->prefill_instances)
+                snprintf(name, sizeof name, "%s %d", i < r->prefill_instances ? "prefill" : "decode", i);
+            else
+                snprintf(name, sizeof name, "instance %d", i);
+            fprintf(f, "%s'steps.csv' every %ld using 'start_time':(column('instance') == %d ? ", i ? ", " : "", every, i);
+            if (panels[k].expr) fputs(panels[k].expr, f);
+            else fprintf(f, "100.0 * (1 - column('num_free_blocks') / %d.0)", r->sched.num_blocks);
+            fprintf(f, " : NaN) with steps linecolor %d title '%s'", i + 1, name);
+        }
+        fputc('\n', f);
+    }
+    fputs("unset multiplot\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (r->replicas > n) snprintf(title, sizeof title, "instances 0-%d of %d", n - 1, r->replicas);
+    else snprintf(title, sizeof title, "%d instances", n);
+    if (every > 1) snprintf(title + strlen(title), sizeof title - strlen(title), ", every %ld-th step", every);
+    int rc = plot_script(dir, "timeline.png", title, 1000, 900, buf, err, errlen);
+    free(buf);
+    return rc;
+}
+
 static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, res_dir *dir, char *err,
                          size_t errlen)
 {
@@ -83,9 +138,17 @@ static int write_results(simjob *j, const scenario_resolved *r, const job_cost *
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
     }
-    int rc = job_write_results(dir, &j->sum, extra, err, errlen);
+    int rc = res_write_summary(dir, &j->sum, extra, err, errlen);
     json_decref(extra);
-    return rc;
+    if (rc == 0 && j->timeline && r->replicas > 1) {
+        if (fflush(dir->steps) != 0) {
+            snprintf(err, errlen, "%s/steps.csv: write failed", dir->od.tmp_path);
+            rc = -1;
+        } else {
+            rc = plot_timeline(dir->od.tmp_path, r, j->stats.steps, err, errlen);
+        }
+    }
+    return rc == 0 ? res_commit(dir, err, errlen) : -1;
 }
 
 static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)

@@ -14,6 +14,7 @@ typedef struct simjob {
     const scenario *sc;
     const char *out_dir;     /* NULL: statistics only, no files */
     bool progress;           /* a progress line on stderr when it is a terminal */
+    bool timeline;           /* with OUT_DIR and several instances: OUT_DIR/timeline.png */
     summary sum;
     sim_stats stats;
     bool have_summary;       /* false when no measured request finished */

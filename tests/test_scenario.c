@@ -353,6 +353,30 @@ Test(run_command, bad_input_exits_2_and_writes_nothing)
     unlink(p);
 }
 
+/* Several instances: timeline.png beside the three files (gnuplot is in CI's setup; without
+ * it servesim draws no plot, which is no error), drawn from steps.csv in the temporary
+ * directory before it is put in place. One instance: no timeline. */
+Test(run_command, a_run_of_several_instances_draws_their_timeline)
+{
+    system("rm -rf /tmp/servesim-test-timeline*");
+    const char *a[] = {"run", "--set", "workload.num_requests=60", "--set", "deployment.prefill_instances=1", "--set",
+                       "deployment.decode_instances=2", "--out", "/tmp/servesim-test-timeline", "--quiet"};
+    cr_assert_eq(run_cli(a, 10), 0);
+    cr_assert(exists("/tmp/servesim-test-timeline/steps.csv"));
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        FILE *f = fopen("/tmp/servesim-test-timeline/timeline.png", "rb");
+        cr_assert_not_null(f, "no timeline.png");
+        unsigned char magic[4] = {0};
+        cr_assert_eq(fread(magic, 1, 4, f), 4);
+        fclose(f);
+        cr_assert(magic[0] == 0x89 && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G');
+    }
+    const char *one[] = {"run", "--set", "workload.num_requests=20", "--out", "/tmp/servesim-test-timeline1", "--quiet"};
+    cr_assert_eq(run_cli(one, 6), 0);
+    cr_assert(!exists("/tmp/servesim-test-timeline1/timeline.png"));
+    system("rm -rf /tmp/servesim-test-timeline*");
+}
+
 Test(run_command, a_good_run_writes_three_files_and_no_temporary)
 {
     const char *out = "/tmp/servesim-test-goodout";
