@@ -122,3 +122,21 @@ int plot_script(const char *dir, const char *png, const char *title, int width, 
     fputs(script, f);
     return plot_finish(&pl, dir, err, errlen);
 }
+
+void plot_slo_line(FILE *f, const char *key, double limit)
+{
+    if (!(limit > 0)) return;
+    char title[160];
+    snprintf(title, sizeof title, "SLO: %s = %g ms", key, limit);
+    fprintf(f, ", %.17g with lines dashtype 3 linewidth 2 linecolor rgb '#cc0000' title ", limit);
+    plot_quote(f, title);
+}
+
+void plot_log_y_if_wide(FILE *f, const char *csv, const char *lo, const char *hi, double limit, bool from_zero)
+{
+    fprintf(f, "stats '%s' using '%s' name 'LO' nooutput\nstats '%s' using '%s' name 'HI' nooutput\n", csv, lo, csv, hi);
+    fprintf(f, "lo = LO_min; hi = HI_max; slo = %.17g\n", limit > 0 ? limit : 0);
+    fputs("if (slo > 0 && slo < lo) { lo = slo }\nif (slo > hi) { hi = slo }\n"
+          "if (lo > 0 && hi / lo >= 20) { set logscale y; set yrange [*:*] } else { unset logscale y", f);
+    fputs(from_zero ? "; set yrange [0:*] }\n" : " }\n", f);
+}

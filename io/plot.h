@@ -25,6 +25,13 @@ int plot_finish(plot *p, const char *dir, char *err, size_t errlen);
  * without gnuplot it prints a note and draws nothing (0). -1 with gnuplot's complaint. */
 int plot_script(const char *dir, const char *png, const char *title, int width, int height, const char *script,
                 char *err, size_t errlen);
+/* ", LIMIT as a dashed red line titled 'SLO: KEY = LIMIT ms'": appended to a latency plot
+ * command when the scenario sets that objective (LIMIT > 0; nothing otherwise). */
+void plot_slo_line(FILE *f, const char *key, double limit);
+/* gnuplot commands that put the y axis on a log scale when the columns LO and HI of CSV (and
+ * LIMIT, when > 0) span a factor of 20 or more, and on a linear one otherwise (from 0 with
+ * FROM_ZERO, as bars need). */
+void plot_log_y_if_wide(FILE *f, const char *csv, const char *lo, const char *hi, double limit, bool from_zero);
 /* S as a gnuplot single-quoted string. */
 void plot_quote(FILE *f, const char *s);
 

@@ -6,4 +6,5 @@ export DEBIAN_FRONTEND=noninteractive
 sudo_if_needed apt-get update -qq
 sudo_if_needed apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config libgsl-dev libinih-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libcriterion-dev \
+    libcmark-gfm-dev libcmark-gfm-extensions-dev chromium-headless-shell \
     libopenblas-dev gnuplot-nox python3 >/dev/null

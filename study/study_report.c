@@ -1,4 +1,4 @@
-/* report.md for each experiment of the study (docs/study.md): a table of every point, plots, and sentences
+/* report.md (and report.html, io/html.h) for each experiment of the study (docs/study.md): a table of every point, plots, and sentences
  * computed from the measured numbers (io/report.h picks each direction word by sign). */
 #include <math.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "io/csvcol.h"
 #include "metrics/metrics.h"
+#include "io/html.h"
 #include "io/plot.h"
 #include "io/report.h"
 #include "study/capacity.h"
@@ -227,8 +228,15 @@ static int plot_cdfs(report *rp, const int *pts, int n, const char *png, const c
         {"E2E latency (ms)", "((column('finish_time')-column('arrival_time'))*1000)"},
     };
     fputs("set multiplot layout 1,2\nset ylabel 'fraction of requests'\nset logscale x\nset style data lines\n", f);
+    /* the scenario's objective on each, as a vertical line */
+    double slo[2] = {rp->p->base.v[K_slo_ttft_ms].d, rp->p->base.v[K_slo_e2el_ms].d};
     for (size_t k = 0; k < 2; k++) {
-        fprintf(f, "set title '%s'\nset xlabel '%s'\nplot ", panels[k].title, panels[k].title);
+        fprintf(f, "set title '%s'\nset xlabel '%s'\nunset arrow\nunset label\n", panels[k].title, panels[k].title);
+        if (slo[k] > 0)
+            fprintf(f, "set arrow from %.17g, graph 0 to %.17g, graph 1 nohead dashtype 3 linewidth 2 linecolor rgb "
+                       "'#cc0000'\nset label 'SLO %g ms' at %.17g, graph 0.05 left offset 0.5,0 textcolor rgb '#cc0000'\n",
+                    slo[k], slo[k], slo[k], slo[k]);
+        fputs("plot ", f);
         for (int j = 0; j < n; j++) {
             char dir[64], label[256];
             run_dir(pts[j], dir, sizeof dir);
@@ -427,15 +435,19 @@ static int plot_rate(report *rp)
     FILE *f = plot_begin(&pl, rp->term, "rate.png", "latency and throughput against arrival rate", 1500, 450);
     if (!f) return -1;
     const char *x = "(strcol('workload.arrival') eq 'poisson' ? column('workload.rate') : NaN)";
-    fprintf(f, "set multiplot layout 1,3\nset xlabel 'offered rate (requests/s)'\nset logscale x\n"
+    double slo_ttft = rp->p->base.v[K_slo_ttft_ms].d, slo_tpot = rp->p->base.v[K_slo_tpot_ms].d;
+    fprintf(f, "set multiplot layout 1,3\nset xlabel 'offered rate (requests/s)'\nset logscale x\nset key inside top left\n"
                "set title 'TTFT (ms)'\nset logscale y\n"
-               "plot 'sweep.csv' using %s:'median_ttft_ms' title 'P50', '' using %s:'p99_ttft_ms' title 'P99'\n"
-               "set title 'TPOT (ms)'\n"
-               "plot 'sweep.csv' using %s:'median_tpot_ms' title 'P50', '' using %s:'p99_tpot_ms' title 'P99'\n"
-               "unset logscale y\nset title 'requests/s'\n"
+               "plot 'sweep.csv' using %s:'median_ttft_ms' title 'P50', '' using %s:'p99_ttft_ms' title 'P99'",
+            x, x);
+    plot_slo_line(f, "slo.ttft_ms", slo_ttft);
+    fprintf(f, "\nset title 'TPOT (ms)'\n"
+               "plot 'sweep.csv' using %s:'median_tpot_ms' title 'P50', '' using %s:'p99_tpot_ms' title 'P99'", x, x);
+    plot_slo_line(f, "slo.tpot_ms", slo_tpot);
+    fprintf(f, "\nunset logscale y\nset title 'requests/s'\n"
                "plot 'sweep.csv' using %s:'request_throughput' title 'achieved', '' using %s:%s title 'offered' "
                "dashtype 2\nunset multiplot\n",
-            x, x, x, x, x, x, x);
+            x, x, x);
     return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
 }
 
@@ -770,5 +782,6 @@ int study_report(const char *experiment, const sweep_plan *p, const sweep_result
         snprintf(err, errlen, "%s: write error", path);
         status = -1;
     }
+    if (status == 0) status = html_write_report(dir, experiments[e].title, p->base.path, err, errlen);
     return status;
 }

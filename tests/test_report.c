@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/html.h"
 #include "io/report.h"
 #include "study/study.h"
+#include "file_fixture.h"
 
 Test(report, change_picks_its_direction_from_the_sign)
 {
@@ -79,4 +81,48 @@ Test(report, sentences_change_with_the_numbers)
               "%s", b);
     cr_assert_not(strstr(b, "cut mean TTFT"));
     free(a), free(b);
+}
+
+/* report.html from a hand-made report.md: its table rendered, the PNG inlined byte for byte
+ * (the well-known 1x1 PNG, whose base64 is compared as text), an image that is not there left
+ * a link, the scenario's text escaped; and in a headless browser the PNG renders 1x1, the
+ * missing one 0x0, the table is there. */
+Test(report, html_inlines_every_png_escapes_the_scenario_and_renders)
+{
+    const char *png64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    char cmd[512];
+    cr_assert_eq(system("rm -rf /tmp/ss-html && mkdir -p /tmp/ss-html"), 0);
+    snprintf(cmd, sizeof cmd, "echo %s | base64 -d > /tmp/ss-html/dot.png", png64);
+    cr_assert_eq(system(cmd), 0);
+    FILE *f = fopen("/tmp/ss-html/report.md", "w");
+    fputs("# A report\n\n| a | b |\n|---|---:|\n| x | 1 |\n\n![a dot](dot.png)\n\n![gone](gone.png)\n", f);
+    fclose(f);
+    f = fopen("/tmp/ss-html/s.ini", "w");
+    fputs("; <b>bold</b> & more\n[model]\npreset = tiny\n", f);
+    fclose(f);
+    char err[512];
+    cr_assert_eq(html_write_report("/tmp/ss-html", "A <report>", "/tmp/ss-html/s.ini", err, sizeof err), 0, "%s", err);
+    char *h = slurp("/tmp/ss-html", "report.html");
+    cr_assert(strstr(h, "<title>A &lt;report&gt;</title>"), "%s", h);
+    cr_assert_eq(count_of(h, "<table>"), 1);
+    cr_assert(strstr(h, "<td align=\"right\">1</td>"), "%s", h);
+    char want[256];
+    snprintf(want, sizeof want, "<img src=\"data:image/png;base64,%s\" alt=\"a dot\"", png64);
+    cr_assert(strstr(h, want), "%s", h);
+    cr_assert(strstr(h, "<img src=\"gone.png\""), "%s", h);
+    cr_assert(strstr(h, "; &lt;b&gt;bold&lt;/b&gt; &amp; more"), "%s", h);
+    cr_assert_null(fopen("/tmp/ss-html/report.html.tmp", "r"), "no temporary left");
+    char *dom = browser_dom("/tmp/ss-html", "report.html");
+    if (dom) {
+        cr_assert_eq(count_of(dom, "data-rendered=\"1x1\""), 1, "%s", dom);
+        cr_assert_eq(count_of(dom, "data-rendered=\"0x0\""), 1, "%s", dom);
+        cr_assert_eq(count_of(dom, "<table>"), 1);
+        free(dom);
+    } else {
+        cr_log_warn("no headless Chromium: the page was not rendered");
+    }
+    free(h);
+    cr_assert_eq(html_write_report("/tmp/ss-html/none", "x", NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "/tmp/ss-html/none/report.md: cannot read"), "%s", err);
+    system("rm -rf /tmp/ss-html");
 }

@@ -10,6 +10,7 @@
 #include "metrics/sumfield.h"
 #include "cli/commands.h"
 #include "study/sweep.h"
+#include "tests/file_fixture.h"
 
 static bool exists(const char *p)
 {
@@ -23,20 +24,6 @@ static int cli(int (*cmd)(int, char **), const char **args)
     int n = 0;
     while (args[n]) argv[n] = (char *)args[n], n++;
     return cmd(n, argv);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s missing", path);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    int c;
-    while ((c = fgetc(f)) != EOF) fputc(c, m);
-    fclose(f);
-    fclose(m);
-    return buf;
 }
 
 static scenario tiny(void)
@@ -130,7 +117,7 @@ Test(sweep, jobs_do_not_change_the_csv)
     system("rm -rf /tmp/ss-sweep-j1 /tmp/ss-sweep-j2");
     cr_assert_eq(sweep_with("/tmp/ss-sweep-j1", "1", NULL), 0);
     cr_assert_eq(sweep_with("/tmp/ss-sweep-j2", "2", NULL), 0);
-    char *a = slurp("/tmp/ss-sweep-j1/sweep.csv"), *b = slurp("/tmp/ss-sweep-j2/sweep.csv");
+    char *a = slurp_path("/tmp/ss-sweep-j1/sweep.csv"), *b = slurp_path("/tmp/ss-sweep-j2/sweep.csv");
     cr_assert_str_eq(a, b);
     int rows = 0;
     for (char *c = a; *c; c++) rows += *c == '\n';
@@ -145,12 +132,12 @@ Test(sweep, shards_merge_into_the_unsharded_csv)
     cr_assert_eq(sweep_with("/tmp/ss-shard1", "1", "1/3"), 0);
     cr_assert_eq(sweep_with("/tmp/ss-shard2", "1", "2/3"), 0);
     cr_assert_eq(sweep_with("/tmp/ss-shard3", "1", "3/3"), 0);
-    char *s1 = slurp("/tmp/ss-shard1/sweep.csv");
+    char *s1 = slurp_path("/tmp/ss-shard1/sweep.csv");
     cr_assert(strstr(s1, "\n0,") && strstr(s1, "\n3,") && !strstr(s1, "\n1,"), "shard 1 holds points 0 and 3");
     free(s1);
     const char *merge[] = {"merge", "/tmp/ss-merged", "/tmp/ss-shard3", "/tmp/ss-shard1", "/tmp/ss-shard2", NULL};
     cr_assert_eq(cli(cmd_merge, merge), 0);
-    char *a = slurp("/tmp/ss-whole/sweep.csv"), *b = slurp("/tmp/ss-merged/sweep.csv");
+    char *a = slurp_path("/tmp/ss-whole/sweep.csv"), *b = slurp_path("/tmp/ss-merged/sweep.csv");
     cr_assert_str_eq(a, b);
     free(a), free(b);
 }
@@ -178,7 +165,7 @@ Test(sweep, merge_rejects_corrupt_rows_and_another_sweeps_shard)
     cr_assert_eq(sweep_with("/tmp/ss-cshard1", "1", "1/2"), 0);
     cr_assert_eq(sweep_with("/tmp/ss-cshard2", "1", "2/2"), 0);
     const char *args[] = {"merge", "/tmp/ss-cbad", "/tmp/ss-cshard1", "/tmp/ss-cshard2", NULL};
-    char *orig = slurp("/tmp/ss-cshard2/sweep.csv");
+    char *orig = slurp_path("/tmp/ss-cshard2/sweep.csv");
     const char *bad[] = {"garbage,row\n", NULL, NULL};
     /* a metric that is not a number, in a row of the right length */
     char *swapped = strdup(orig);
@@ -216,7 +203,7 @@ Test(sweep, merge_reads_sweep_json_in_any_layout_and_names_broken_json)
     system("rm -rf /tmp/ss-jshard* /tmp/ss-jmerged /tmp/ss-jbad");
     cr_assert_eq(sweep_with("/tmp/ss-jshard1", "1", "1/2"), 0);
     cr_assert_eq(sweep_with("/tmp/ss-jshard2", "1", "2/2"), 0);
-    char *orig = slurp("/tmp/ss-jshard2/sweep.json");
+    char *orig = slurp_path("/tmp/ss-jshard2/sweep.json");
     const char *id = strstr(orig, "\"sweep_id\": \"");
     cr_assert_not_null(id);
     char hex[65] = "";
@@ -262,12 +249,12 @@ Test(sweep, a_label_with_a_comma_is_one_quoted_field_and_merges)
                               "--set", "workload.num_requests=20", "--shard", shard, "--out", out, "--quiet", NULL};
         cr_assert_eq(cli(cmd_sweep, args), 0);
     }
-    char *csv = slurp("/tmp/ss-qshard1/sweep.csv");
+    char *csv = slurp_path("/tmp/ss-qshard1/sweep.csv");
     cr_assert(strstr(csv, "\n0,\"slow, small\",5,"), "%s", csv);
     free(csv);
     const char *merge[] = {"merge", "/tmp/ss-qmerged", "/tmp/ss-qshard1", "/tmp/ss-qshard2", NULL};
     cr_assert_eq(cli(cmd_merge, merge), 0);
-    csv = slurp("/tmp/ss-qmerged/sweep.csv");
+    csv = slurp_path("/tmp/ss-qmerged/sweep.csv");
     cr_assert(strstr(csv, "\n0,\"slow, small\",5,") && strstr(csv, "\n1,fast,7,"), "%s", csv);
     free(csv);
 }
@@ -304,7 +291,7 @@ Test(sweep, repeat_and_keep_runs_write_their_files)
     cr_assert_eq(cli(cmd_sweep, args), 0);
     cr_assert(exists("/tmp/ss-rep/points/000/steps.csv"));
     cr_assert(exists("/tmp/ss-rep/points/001/summary.json"));
-    char *csv = slurp("/tmp/ss-rep/sweep.csv"), *reps = slurp("/tmp/ss-rep/repeats.csv");
+    char *csv = slurp_path("/tmp/ss-rep/sweep.csv"), *reps = slurp_path("/tmp/ss-rep/repeats.csv");
     cr_assert(strstr(csv, ",repeats,completed_std,"));
     int rows = 0;
     for (char *c = reps; *c; c++) rows += *c == '\n';
@@ -319,9 +306,39 @@ Test(sweep, cost_models_csv_says_what_priced_each_point)
     const char *args[] = {"sweep", "--vary", "model.preset=llama-3.1-8b,tiny", "--set", "workload.num_requests=10",
                           "--out", "/tmp/ss-cost", "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, args), 0);
-    char *csv = slurp("/tmp/ss-cost/cost_models.csv");
+    char *csv = slurp_path("/tmp/ss-cost/cost_models.csv");
     cr_assert(strstr(csv, "point,label,cost_model,cost_source\n0,llama-3.1-8b,measured,\"costs/h200/llama-3.1-8b"),
               "%s", csv);
     cr_assert(strstr(csv, "\n1,tiny,roofline,\"h200 roofline:"), "the toy model has no table:\n%s", csv);
     free(csv);
+}
+
+/* An experiment's report.html (the chunked-prefill one, on its own trace): every plot report.md
+ * shows is inlined, every table rendered, and a headless browser draws each plot at its size
+ * and every table. */
+Test(sweep, an_experiments_report_html_has_every_plot_and_table)
+{
+    system("rm -rf /tmp/ss-html-report");
+    const char *args[] = {"sweep", SERVESIM_SOURCE_DIR "/scenarios/chunked-prefill.ini", "--report", "chunked-prefill",
+                          "--vary", "scheduler.chunked_prefill=off,on", "--out", "/tmp/ss-html-report", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    char *md = slurp("/tmp/ss-html-report", "report.md"), *html = slurp("/tmp/ss-html-report", "report.html");
+    int plots = count_of(md, "](") , tables = count_of(md, "\n|---");
+    cr_assert_geq(plots, 3, "%s", md);
+    cr_assert_geq(tables, 2, "%s", md);
+    cr_assert_eq(count_of(html, "<img src=\"data:image/png;base64,"), plots);
+    cr_assert_eq(count_of(html, "<table>"), tables);
+    cr_assert(strstr(html, "chunk_size = 512"), "the scenario's text is in the page");
+    char *dom = browser_dom("/tmp/ss-html-report", "report.html");
+    if (dom) {
+        cr_assert_eq(count_of(dom, "data-rendered=\""), plots);
+        cr_assert_eq(count_of(dom, "data-rendered=\"0x0\""), 0, "a plot did not render");
+        cr_assert_eq(count_of(dom, "<table>"), tables);
+        free(dom);
+    } else {
+        cr_log_warn("no headless Chromium: the page was not rendered");
+    }
+    free(md);
+    free(html);
+    system("rm -rf /tmp/ss-html-report");
 }
