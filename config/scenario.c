@@ -490,6 +490,13 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     if (r->fp8_weights)
         weights -= (double)(model_linear_params(&shard) - model_router_params(&shard)) * (r->dtype_bytes - 1);
     double block = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(r)) * r->sched.block_size;
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
+        /* a draft model sits beside the target, and each block holds its layers' KV too (as
+         * vLLM's KV cache spec spans both models' layers) */
+        model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
+        weights += (double)model_num_params(&draft) * r->dtype_bytes;
+        block += (double)model_kv_bytes_per_token(&draft, kv_element_bytes(r)) * r->sched.block_size;
+    }
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
         char split[64] = "";
@@ -552,6 +559,22 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     c->block_size = (int)V(kv, block_size).i;
     c->max_model_len = V(scheduler, max_model_len).i ? (int)V(scheduler, max_model_len).i
                                                       : out->model.max_position;
+    c->num_speculative_tokens = (int)V(speculative, num_tokens).i;
+    out->spec_draft_model = strcmp(V(speculative, method).s, "draft") == 0;
+    out->draft_model = *model_preset(V(speculative, draft_model).s);
+    out->acceptance_rate = V(speculative, acceptance_rate).d;
+    if (c->num_speculative_tokens > 0 && out->spec_draft_model && out->draft_model.vocab != out->model.vocab) {
+        snprintf(err, errlen, "speculative.draft_model (%s, vocabulary %d) must share the target's vocabulary (%s: %d)",
+                 out->draft_model.name, out->draft_model.vocab, out->model.name, out->model.vocab);
+        return -1;
+    }
+    char why[400];
+    if (c->num_speculative_tokens > 0 && out->spec_draft_model &&
+        model_check_tp(&out->draft_model, out->tensor_parallel, why, sizeof why) < 0) {
+        snprintf(err, errlen, "speculative.draft_model (%s) runs at the target's tensor parallelism: %s",
+                 out->draft_model.name, why);
+        return -1;
+    }
     c->max_num_batched_tokens = V(scheduler, max_num_batched_tokens).i
                                     ? (int)V(scheduler, max_num_batched_tokens).i
                                     : (c->chunked_prefill ? 2048 : c->max_model_len);
@@ -656,6 +679,11 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
         snprintf(err, errlen, "%s: the real engine computes in fp32 (CPU) or bf16 (CUDA); %s = fp8 is for the "
                  "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario",
                  r->fp8_weights ? "model.quantization" : "kv.cache_dtype");
+        return -1;
+    }
+    if (r->sched.num_speculative_tokens > 0) {
+        snprintf(err, errlen, "%s: the real engine does not speculate yet; speculative.num_tokens = %d is for the "
+                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario", r->sched.num_speculative_tokens);
         return -1;
     }
     if (m->num_experts > 0) {

@@ -55,6 +55,11 @@ typedef struct scenario_resolved {
     int num_percentiles;        /* run.percentiles */
     double percentiles[8];
     router_kind router;         /* deployment.router */
+    /* speculative decoding (sched.num_speculative_tokens > 0): the draft model when drafting
+     * is by a model (else n-gram lookup), and the simulator's per-token acceptance */
+    bool spec_draft_model;
+    model_shape draft_model;
+    double acceptance_rate;
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */

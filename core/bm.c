@@ -340,6 +340,21 @@ void bm_release(bm *m, request *r)
     r->seq_slot = -1;
 }
 
+void bm_truncate(bm *m, request *r, int num_tokens)
+{
+    if (r->seq_slot < 0) return;
+    int keep = bm_blocks_for(num_tokens, m->cfg.block_size);
+    /* a prefix-cached block is a full prompt block: never past the tokens a sequence keeps */
+    if (keep < r->num_hashed_blocks) keep = r->num_hashed_blocks;
+    if (keep >= r->num_blocks) return;
+    const int32_t *t = row(m, r);
+    for (int i = r->num_blocks - 1; i >= keep; i--)
+        if (--m->ref[t[i]] == 0) pool_put(m, t[i]);
+    m->table_entries -= r->num_blocks - keep;
+    r->num_blocks = keep;
+    m->slot_len[r->seq_slot] = keep;
+}
+
 /* Every reference is a block-table entry of an open row: none leaked, none lost. */
 static const char *check_references(const bm *m)
 {

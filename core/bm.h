@@ -50,6 +50,8 @@ static inline bool bm_allocate(bm *m, request *r, int num_hit_blocks, int num_to
     }
     return bm_allocate_blocks(m, r, num_hit_blocks, num_tokens);
 }
+/* Drops R's blocks past the first NUM_TOKENS slots (rejected speculative tokens' blocks). */
+void bm_truncate(bm *m, request *r, int num_tokens);
 /* Drops every block of R (finish or preemption) and frees its row. */
 void bm_release(bm *m, request *r);
 const int32_t *bm_block_table(const bm *m, const request *r);

@@ -45,8 +45,9 @@ void rec_tokens(recorder *rc, const sched_batch *b, double now)
     double last = NAN;
     int64_t run = 0;
     for (int i = 0; rc->dir && rc->dir->tokens && i < b->num_items; i++)
-        if (b->items[i].emits_token)
-            res_write_token(rc->dir, b->items[i].req->id, b->items[i].req->num_generated, now);
+        if (b->items[i].emits_token) /* a verifying decode emits its accepted drafts and one more */
+            for (int j = 0; j <= b->items[i].num_accepted; j++)
+                res_write_token(rc->dir, b->items[i].req->id, b->items[i].req->num_generated + j, now);
     for (int i = 0; i < b->num_items; i++) {
         const request *r = b->items[i].req;
         if (!b->items[i].emits_token || r->num_generated == 0 || r->warmup) continue;

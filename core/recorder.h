@@ -23,7 +23,9 @@ void rec_init(recorder *rc, met_acc *met, res_dir *dir);
 void rec_free(recorder *rc);
 /* R was sent at NOW; the first measured request opens the measurement window. */
 void rec_sent(recorder *rc, const request *r);
-/* Call before sched_complete: the gap since each emitting request's previous token. */
+/* Call before sched_complete (after sched_accept): the gap since each emitting request's
+ * previous token, one per request and step (several tokens of an accepted draft arrive as one
+ * chunk, as vLLM's benchmark counts them). */
 void rec_tokens(recorder *rc, const sched_batch *b, double now);
 void rec_step(recorder *rc, const step_record *s);
 void rec_ended(recorder *rc, const request *r);

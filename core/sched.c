@@ -85,6 +85,15 @@ int sched_config_check(const sched_config *c, char *err, size_t errlen)
                  c->max_num_batched_tokens, c->max_num_seqs);
         return -1;
     }
+    if (c->num_speculative_tokens < 0 || c->num_speculative_tokens > SCHED_MAX_SPECULATIVE) {
+        snprintf(err, errlen, "speculative.num_tokens must be in [0, %d] (got %d)", SCHED_MAX_SPECULATIVE,
+                 c->num_speculative_tokens);
+        return -1;
+    }
+    if (c->num_speculative_tokens > 0 && !sched_policy_info(c->policy)->paged) {
+        snprintf(err, errlen, "speculative.num_tokens needs scheduler.policy = paged (got %s)", sched_policy_name(c->policy));
+        return -1;
+    }
     if (sched_policy_info(c->policy)->reserve_max && bm_blocks_for(c->max_model_len, c->block_size) > c->num_blocks) {
         snprintf(err, errlen,
                  "policy %s reserves max_model_len (%d) slots per sequence, but the KV pool holds "
@@ -277,7 +286,8 @@ static void batch_reset(sched_batch *b)
     b->preempted = preempted;
 }
 
-static inline void add_item(sched *s, request *r, int n, int pad, double now)
+/* N tokens of R, the last DRAFT of them speculative tokens after its last real one. */
+static inline void add_item(sched *s, request *r, int n, int pad, int draft, double now)
 {
     sched_batch *b = &s->batch;
     sched_item *it = &b->items[b->num_items++];
@@ -285,9 +295,15 @@ static inline void add_item(sched *s, request *r, int n, int pad, double now)
     it->num_new_tokens = n;
     it->num_pad_tokens = pad;
     it->context_len = r->num_computed;
-    it->emits_token = n > 0 && r->num_computed + n == req_num_tokens(r);
+    it->num_draft_tokens = draft;
+    it->num_accepted = 0;
+    it->emits_token = n > 0 && r->num_computed + n - draft == req_num_tokens(r);
     it->is_decode = it->emits_token && r->num_generated > 0 &&
-                    (n == 1 || s->policy->recompute);
+                    (n - draft == 1 || s->policy->recompute);
+    if (draft > 0) {
+        b->num_spec_seqs++;
+        b->num_draft_tokens += draft;
+    }
     if (it->is_decode) {
         b->num_decode_seqs++;
     } else if (n > 0) {
@@ -295,12 +311,26 @@ static inline void add_item(sched *s, request *r, int n, int pad, double now)
         b->num_prefill_tokens += n;
         b->chunked |= !it->emits_token;
     }
-    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1;
+    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1; /* a verifying decode prices as a chunk */
     else b->num_multi_token_items++;
     b->num_batched_tokens += n + pad;
     b->num_padding_tokens += pad;
     b->num_outputs += it->emits_token;
     if (n > 0 && isnan(r->scheduled_time)) r->scheduled_time = now;
+}
+
+/* Draft tokens running decode R may verify this step with BUDGET tokens left (its own one
+ * included): up to num_speculative_tokens, never past the tokens it has left to generate (or
+ * to hand off), so a step never computes a token no one will read. */
+static int draft_tokens(const sched *s, const request *r, int budget)
+{
+    int k = s->cfg.num_speculative_tokens;
+    if (k == 0 || r->num_generated == 0 || req_num_tokens(r) - r->num_computed != 1) return 0;
+    int target = r->stop_after > 0 && r->stop_after < r->output_len ? r->stop_after : r->output_len;
+    int left = target - r->num_generated - 1;
+    if (k > left) k = left;
+    if (k > budget - 1) k = budget - 1;
+    return k > 0 ? k : 0;
 }
 
 static int prefill_chunk(const sched *s, int remaining, int budget)
@@ -343,7 +373,7 @@ static int admit_head(sched *s, int budget, double now)
     deque_pop_front(&s->waiting);
     s->waiting_blocks -= waiting_need(s, r);
     running_insert(s, r);
-    add_item(s, r, n, 0, now);
+    add_item(s, r, n, 0, 0, now);
     return n;
 }
 
@@ -373,12 +403,16 @@ static void schedule_prefill_first(sched *s, double now)
 {
     admit_waiting(s, s->cfg.max_num_batched_tokens, now);
     if (s->batch.num_items > 0) return;
+    int budget = s->cfg.max_num_batched_tokens;
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
         if (s->policy->recompute) set_computed(s, r, 0);
-        int n = req_num_tokens(r) - r->num_computed;
+        /* drafts only from what leaves every later sequence its one token */
+        int draft = s->policy->recompute ? 0 : draft_tokens(s, r, budget - (s->num_running - i - 1));
+        int n = req_num_tokens(r) - r->num_computed + draft;
         if (!grow_or_preempt(s, i, n)) break;
-        add_item(s, r, n, 0, now);
+        add_item(s, r, n, 0, draft, now);
+        budget -= n;
     }
 }
 
@@ -389,9 +423,10 @@ static void schedule_decode_first(sched *s, double now)
     int budget = s->cfg.max_num_batched_tokens;
     for (int i = 0; i < s->num_running && budget > 0; i++) {
         request *r = s->running[i];
-        int n = prefill_chunk(s, req_num_tokens(r) - r->num_computed, budget);
+        int draft = draft_tokens(s, r, budget - (s->num_running - i - 1));
+        int n = prefill_chunk(s, req_num_tokens(r) - r->num_computed, budget) + draft;
         if (!grow_or_preempt(s, i, n)) break;
-        add_item(s, r, n, 0, now);
+        add_item(s, r, n, 0, draft, now);
         budget -= n;
     }
     if (s->batch.num_preempted == 0) admit_waiting(s, budget, now);
@@ -428,7 +463,7 @@ static void form_static_batch(sched *s, double now)
     s->num_static_done = 0;
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        add_item(s, r, req_num_tokens(r), longest - req_num_tokens(r), now);
+        add_item(s, r, req_num_tokens(r), longest - req_num_tokens(r), 0, now);
     }
 }
 
@@ -440,8 +475,8 @@ static void schedule_static(sched *s, double now)
     }
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        if (req_is_finished(r)) add_item(s, r, 0, 1, now);
-        else add_item(s, r, 1, 0, now);
+        if (req_is_finished(r)) add_item(s, r, 0, 1, 0, now);
+        else add_item(s, r, 1, 0, 0, now);
     }
 }
 
@@ -471,16 +506,35 @@ static void end_static_batch(sched *s)
     s->static_active = false;
 }
 
+void sched_accept(sched *s, int item, int accepted)
+{
+    if (item < 0 || item >= s->batch.num_items) return;
+    sched_item *it = &s->batch.items[item];
+    it->num_accepted = accepted < 0 ? 0 : accepted > it->num_draft_tokens ? it->num_draft_tokens : accepted;
+}
+
 int sched_complete(sched *s, double now, request ***finished)
 {
     int num_finished = 0;
-    const sched_batch *b = &s->batch;
+    sched_batch *b = &s->batch;
     s->num_released = 0;
     s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
+    b->num_accepted_tokens = 0;
     for (int k = 0; k < b->num_items; k++) {
         const sched_item *it = &b->items[k];
         request *r = it->req;
         r->num_computed += it->num_new_tokens;
+        if (it->num_draft_tokens > 0) {
+            /* the rejected drafts' KV is discarded, and blocks that held only them freed; the
+             * accepted ones are tokens of the sequence, and the token the verification
+             * sampled after them is its next one */
+            int rejected = it->num_draft_tokens - it->num_accepted;
+            r->num_computed -= rejected;
+            s->computed_tokens -= rejected;
+            r->num_generated += it->num_accepted;
+            b->num_accepted_tokens += it->num_accepted;
+            bm_truncate(s->bm, r, r->num_computed + 1);
+        }
         if (!it->emits_token) continue;
         if (r->prefilling) set_prefilling(s, r, false);
         if (r->num_generated++ == 0) r->first_token_time = now;
@@ -574,6 +628,9 @@ void sched_fill_step(const sched *s, const sched_batch *b, step_record *rec)
     rec->chunked = b->chunked;
     rec->num_preempted = b->num_preempted;
     rec->num_kv_delayed = b->num_kv_delayed;
+    rec->num_spec_seqs = b->num_spec_seqs;
+    rec->num_draft_tokens = b->num_draft_tokens;
+    rec->num_accepted_tokens = b->num_accepted_tokens;
     rec->prefix_evictions = b->prefix_evictions;
     rec->prefix_hits = b->prefix_hits;
     rec->prefix_queries = b->prefix_queries;

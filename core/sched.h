@@ -52,6 +52,9 @@ const sched_policy_caps *sched_policy_info(sched_policy p);
 const char *sched_policy_name(sched_policy p);
 int sched_policy_parse(const char *text, sched_policy *out);
 
+/* The most draft tokens a step verifies per sequence. */
+#define SCHED_MAX_SPECULATIVE 16
+
 typedef struct sched_config {
     sched_policy policy;
     bool prefix_caching;        /* paged policies only */
@@ -62,6 +65,10 @@ typedef struct sched_config {
     int block_size;
     int num_blocks;
     int max_model_len;
+    /* Speculative decoding (paged policies): each running sequence's step also verifies up to
+     * this many draft tokens, which count against the token budget and take KV slots; the
+     * executor says how many were accepted (sched_accept). 0 = off. */
+    int num_speculative_tokens;
 } sched_config;
 
 /* Rejects settings that cannot work together; writes a one-line reason. */
@@ -74,6 +81,9 @@ typedef struct sched_item {
     int context_len;      /* tokens already in the cache before this step */
     bool emits_token;     /* reaches the end of the sequence: samples its next token */
     bool is_decode;       /* emits a generated sequence's next token (else a prefill or padding) */
+    /* speculative decoding: of the num_new_tokens, the last num_draft_tokens are drafts to
+     * verify; num_accepted of them (a leading run) were right, as the executor says */
+    int num_draft_tokens, num_accepted;
 } sched_item;
 
 typedef struct sched_batch {
@@ -83,6 +93,8 @@ typedef struct sched_batch {
     int num_batched_tokens, num_padding_tokens, num_outputs;
     int64_t decode_context_sum;   /* sum over one-token items of the tokens they attend to */
     int num_multi_token_items;    /* items computing more than one token (padding included) */
+    int num_spec_seqs, num_draft_tokens; /* decodes verifying drafts, and their drafts */
+    int num_accepted_tokens;      /* drafts accepted: known after sched_accept, counted by sched_complete */
     bool chunked;
     request **preempted;
     int num_preempted;
@@ -102,8 +114,13 @@ bool sched_add(sched *s, request *r, double now);
 /* Picks the next batch; the batch lives until the next call. Returns its item count,
  * 0 when nothing can run. Stamps scheduled_time of requests computed for the first time. */
 int sched_schedule(sched *s, double now, const sched_batch **out);
+/* Speculative decoding: of item I of the last batch, ACCEPTED draft tokens (a leading run,
+ * clamped to its drafts) were right. Call between sched_schedule and sched_complete; an item
+ * never told accepts none (plain decoding's one token). */
+void sched_accept(sched *s, int item, int accepted);
 /* The last batch's tokens are done at NOW: advances progress, stamps token times, frees the
- * blocks of finished requests. Returns how many finished; *FINISHED lists them. A request
+ * blocks of finished requests (and of a sequence's rejected drafts). Returns how many
+ * finished; *FINISHED lists them. A request
  * with stop_after set finishes here with STOP_HANDOFF once it has that many tokens (and
  * more to come): the executor moves it on to a decode instance. */
 int sched_complete(sched *s, double now, request ***finished);

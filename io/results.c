@@ -16,7 +16,8 @@
     "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"           \
     "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"      \
     "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"         \
-    "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions\n"
+    "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions,num_spec_seqs,"             \
+    "num_draft_tokens,num_accepted_tokens,draft_time\n"
 
 #define REQUESTS_HEADER                                                                    \
     "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"         \
@@ -154,6 +155,10 @@ void res_write_step(res_dir *d, const step_record *s)
     put_int(&r, s->instance);
     put_int(&r, s->num_kv_delayed);
     put_int(&r, s->prefix_evictions);
+    put_int(&r, s->num_spec_seqs);
+    put_int(&r, s->num_draft_tokens);
+    put_int(&r, s->num_accepted_tokens);
+    put_time(&r, s->draft_time);
     end_row(&r, d->steps);
 }
 
@@ -314,5 +319,13 @@ void res_print_summary(FILE *f, const summary *s)
     SUMMARY_FIELDS(S, L)
 #undef S
 #undef L
+    if (s->spec_draft_tokens > 0) { /* as vLLM's server logs its SpecDecoding metrics */
+        print_rule(f, '-', "Speculative Decoding");
+        print_num(f, "Acceptance rate (%):", 100 * s->spec_acceptance_rate);
+        print_num(f, "Mean acceptance length:", s->spec_mean_accepted_length);
+        print_int(f, "Drafted tokens:", s->spec_draft_tokens);
+        print_int(f, "Accepted tokens:", s->spec_accepted_tokens);
+        print_num(f, "Drafting share of step time (%):", 100 * s->spec_draft_time_share);
+    }
     print_rule(f, '=', "");
 }

@@ -50,6 +50,8 @@ struct met_acc {
     int64_t kv_allocated, kv_unused;
     int peak_running;
     int64_t preemptions, kv_delayed, prefix_evictions;
+    int64_t spec_seqs, draft_tokens, accepted_tokens;
+    double draft_time;
 };
 
 /* Out of memory while accumulating has no sensible recovery: a run would lose records. */
@@ -176,6 +178,10 @@ void met_on_step(met_acc *m, const step_record *s)
     m->preemptions += s->num_preempted;
     m->kv_delayed += s->num_kv_delayed;
     m->prefix_evictions += s->prefix_evictions;
+    m->spec_seqs += s->num_spec_seqs;
+    m->draft_tokens += s->num_draft_tokens;
+    m->accepted_tokens += s->num_accepted_tokens;
+    if (s->draft_time > 0) m->draft_time += s->draft_time;
 }
 
 static int cmp_run(const void *a, const void *b);
@@ -397,6 +403,11 @@ static void summarize_steps(const met_acc *m, summary *s)
     s->prefix_evictions = m->prefix_evictions;
     s->total_prefill_tokens = m->prefill_tokens;
     s->total_padding_tokens = m->padding_tokens;
+    s->spec_draft_tokens = m->draft_tokens;
+    s->spec_accepted_tokens = m->accepted_tokens;
+    s->spec_acceptance_rate = m->draft_tokens ? (double)m->accepted_tokens / m->draft_tokens : 0;
+    s->spec_mean_accepted_length = m->spec_seqs ? 1 + (double)m->accepted_tokens / m->spec_seqs : 0;
+    s->spec_draft_time_share = m->total_time > 0 ? m->draft_time / m->total_time : 0;
 }
 
 int met_summarize(met_acc *m, const slo_config *slo, summary *out)

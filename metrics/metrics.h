@@ -61,7 +61,12 @@ typedef struct latency_stats {
     S(kv_delayed_requests, I64, 1, "", "requests held at the head of the queue for lack of free KV blocks (each once)") \
     S(prefix_evictions, I64, 1, "", "cached prefix blocks evicted to make room") \
     S(total_prefill_tokens, I64, 1, "", "prompt tokens computed (recomputation included)") \
-    S(total_padding_tokens, I64, 1, "", "padding tokens computed (static batching)")
+    S(total_padding_tokens, I64, 1, "", "padding tokens computed (static batching)") \
+    S(spec_draft_tokens, I64, 1, "", "speculative decoding: draft tokens verified") \
+    S(spec_accepted_tokens, I64, 1, "", "speculative decoding: draft tokens accepted") \
+    S(spec_acceptance_rate, DBL, 1, "", "spec_accepted_tokens / spec_draft_tokens") \
+    S(spec_mean_accepted_length, DBL, 1, "", "tokens a verifying sequence emits per step: 1 + accepted drafts, mean") \
+    S(spec_draft_time_share, DBL, 1, "", "drafting's share of step time")
 
 #define SUMMARY_CTYPE_INT int
 #define SUMMARY_CTYPE_I64 int64_t

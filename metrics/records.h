@@ -57,6 +57,11 @@ typedef struct step_record {
     double predicted_time;
     /* Which instance ran it (deployment's replicas, prefill instances first): 0 for one. */
     int instance;
+    /* Speculative decoding: sequences verifying drafts, their draft tokens, how many were
+     * accepted, and the seconds of the step that drafting took (in the simulator: priced
+     * apart, inside end_time - start_time). */
+    int num_spec_seqs, num_draft_tokens, num_accepted_tokens;
+    double draft_time;
 } step_record;
 
 #endif

@@ -81,11 +81,13 @@ double cost_step_time(const cost_model *c, const sched_batch *b)
     double weights = c->linear_bytes;
     if (c->num_experts > 0) weights += c->router_bytes + c->expert_bytes * cost_experts_touched(c, tokens);
     double t = max2(c->linear_flops_per_token * tokens / c->linear_rate, weights / c->byte_rate);
-    if (b->num_outputs > 0) {
-        t += max2(c->lm_head_flops_per_row * b->num_outputs / c->flops_rate, c->lm_head_bytes / c->byte_rate);
+    /* a row of logits per emitting sequence, and one per draft token a verification checks */
+    double rows = b->num_outputs + b->num_draft_tokens;
+    if (rows > 0) {
+        t += max2(c->lm_head_flops_per_row * rows / c->flops_rate, c->lm_head_bytes / c->byte_rate);
         /* each GPU's slice of the logits gathered to the first: about the traffic of an
          * all-reduce of half of them */
-        if (c->tp > 1) t += cost_allreduce_time(c, 0.5 * b->num_outputs * c->model.vocab * c->dtype_bytes);
+        if (c->tp > 1) t += cost_allreduce_time(c, 0.5 * rows * c->model.vocab * c->dtype_bytes);
     }
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];

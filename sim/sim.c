@@ -146,10 +146,14 @@ static void start_step(sim *m, replica *rep, double now)
     if (sched_schedule(rep->s, now, &b) == 0) return;
     if (m->o->cost.now) *m->o->cost.now = now;
     double dt = m->o->cost.step_time(m->o->cost.ctx, b);
+    /* drafting runs before the verification: the step takes both */
+    double draft = m->o->draft.step_time ? m->o->draft.step_time(m->o->draft.ctx, b) : 0;
+    dt += draft;
     step_record *st = &rep->step;
     *st = (step_record){.step_id = rep->next_step_id++, .start_time = now, .end_time = now + dt,
                         .schedule_time = NAN, .prepare_time = NAN, .forward_time = NAN,
-                        .sample_time = NAN, .predicted_time = dt, .instance = (int)(rep - m->reps)};
+                        .sample_time = NAN, .predicted_time = dt, .instance = (int)(rep - m->reps),
+                        .draft_time = draft};
     sched_fill_step(rep->s, b, st);
     for (int i = 0; m->o->num_prefill > 0 && i < b->num_items; i++) {
         request *r = b->items[i].req;
@@ -195,18 +199,47 @@ static void kv_arrived(sim *m, request *r, double now)
     }
 }
 
+/* A uniform draw in [0, 1) from X (splitmix64's finalizer). */
+static double unit_hash(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+/* How many of the batch's draft tokens the target accepts: for each verifying sequence, the
+ * leading run of drafts whose draw falls under the acceptance rate. A draft's draw depends
+ * on the request and the position it would take, nothing else. */
+static void accept_drafts(sim *m, replica *rep)
+{
+    const sched_batch *b = sched_last_batch(rep->s);
+    for (int i = 0; b->num_spec_seqs > 0 && i < b->num_items; i++) {
+        const sched_item *it = &b->items[i];
+        int a = 0;
+        uint64_t base = m->o->acceptance_seed * 0x100000001b3ULL ^ (uint64_t)it->req->id * 0x9e3779b97f4a7c15ULL;
+        while (a < it->num_draft_tokens &&
+               unit_hash(base + (uint64_t)(it->req->num_generated + a)) < m->o->acceptance_rate)
+            a++;
+        sched_accept(rep->s, i, a);
+    }
+}
+
 static void finish_step(sim *m, replica *rep, double now)
 {
     request **fin;
     rep->busy = false;
+    accept_drafts(m, rep);
     rec_tokens(m->rc, sched_last_batch(rep->s), now);
     int nf = sched_complete(rep->s, now, &fin);
+    rep->step.num_accepted_tokens = sched_last_batch(rep->s)->num_accepted_tokens;
     rec_step(m->rc, &rep->step);
     m->stats.steps++;
     if (m->o->instances) {
         sim_instance_stats *is = &m->o->instances[rep - m->reps];
         is->steps++;
-        is->output_tokens += rep->step.num_outputs;
+        is->output_tokens += rep->step.num_outputs + rep->step.num_accepted_tokens;
         is->busy_s += rep->step.end_time - rep->step.start_time;
     }
     for (int i = 0; i < nf; i++)

@@ -40,6 +40,13 @@ typedef struct sim_options {
      * replicas, which decode the rest. The router picks on each side. 0: aggregated. */
     int num_prefill;
     double kv_latency_s, kv_s_per_token;
+    /* Speculative decoding (sched.num_speculative_tokens > 0): each draft token is accepted
+     * with ACCEPTANCE_RATE once those before it were, drawn from a hash of (ACCEPTANCE_SEED,
+     * request, position), so a token's fate does not depend on the batch it ran in; DRAFT
+     * prices the drafting of a batch (step_time NULL: free, as n-gram lookup on the CPU). */
+    double acceptance_rate;
+    uint64_t acceptance_seed;
+    step_cost draft;
     /* Called now and then with the requests ended so far; may be NULL. */
     void (*progress)(void *ctx, size_t ended, size_t total);
     void *progress_ctx;

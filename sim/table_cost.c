@@ -170,10 +170,11 @@ double tc_step_time(const void *ctx, const sched_batch *b)
 {
     table_cost *tc = (table_cost *)ctx;
     bool outside = false;
-    double seqs = b->num_items;
+    /* a row of logits per sequence, and one per draft token a verification checks */
+    double rows = b->num_items + b->num_draft_tokens;
     double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
-               tc_component(tc, CT_LM_HEAD, seqs, 0, &outside) +
-               tc_component(tc, CT_SAMPLE, seqs, 0, &outside);
+               tc_component(tc, CT_LM_HEAD, rows, 0, &outside) +
+               tc_component(tc, CT_SAMPLE, rows, 0, &outside);
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];
         int n = it->num_new_tokens + it->num_pad_tokens;

@@ -9,6 +9,7 @@
 #include "io/plot.h"
 #include "io/results.h"
 #include "io/interrupt.h"
+#include "sim/draft_cost.h"
 #include "study/job.h"
 
 /* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
@@ -61,14 +62,70 @@ static json_t *deployment_json(const simjob *j, const scenario_resolved *r)
     return o;
 }
 
+/* The price of drafting: none for n-gram lookup (a CPU search of the prompt, between steps);
+ * for a draft model, its steps on the target's GPUs, priced as a run of that model would be
+ * (its own measured table where there is one, else its roofline), in bf16. */
+typedef struct spec_cost {
+    bool on;
+    job_cost model;
+    draft_cost draft;
+} spec_cost;
+
+static int spec_cost_init(spec_cost *sp, const scenario_resolved *r, char *err, size_t errlen)
+{
+    memset(sp, 0, sizeof *sp);
+    if (r->sched.num_speculative_tokens == 0 || !r->spec_draft_model) return 0;
+    scenario_resolved d = *r;
+    d.model = r->draft_model;
+    d.fp8_weights = false;
+    d.fp8_kv = false;
+    d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
+    char why[1024];
+    if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {
+        snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
+        return -1;
+    }
+    draft_cost_init(&sp->draft, job_cost_fn(&sp->model), r->sched.num_speculative_tokens);
+    sp->on = true;
+    return 0;
+}
+
+static void spec_cost_free(spec_cost *sp)
+{
+    if (!sp->on) return;
+    draft_cost_free(&sp->draft);
+    job_cost_free(&sp->model);
+    sp->on = false;
+}
+
 /* What summary.json says besides the summary: what ran, on which cost model, the scenario. */
-static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost)
+/* How a run speculated, when it did: the method, the draft model and what priced it, and the
+ * acceptance the simulator drew from (what it measured is in the summary's spec_ fields). */
+static json_t *speculative_json(const scenario_resolved *r, const spec_cost *sp)
+{
+    json_t *o = json_object();
+    if (!o || json_put(o, "num_tokens", json_integer(r->sched.num_speculative_tokens)) |
+            json_put(o, "method", json_string(r->spec_draft_model ? "draft" : "ngram")) |
+            json_put(o, "acceptance_rate", json_real(r->acceptance_rate)) |
+            (sp->on ? json_put(o, "draft_model", json_string(r->draft_model.name)) |
+                      json_put(o, "draft_cost_model", json_text(sp->model.kind)) |
+                      json_put(o, "draft_cost_source", json_text(sp->model.source))
+                    : 0)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
+                                  const spec_cost *sp)
 {
     json_t *obj = json_object();
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
                     json_put(obj, "deployment", deployment_json(j, r)) |
+                    (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", speculative_json(r, sp)) : 0) |
                     job_scenario_json(obj, j->sc)) {
         json_decref(obj);
         return NULL;
@@ -130,10 +187,10 @@ static int plot_timeline(const char *dir, const scenario_resolved *r, int64_t st
     return rc;
 }
 
-static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, res_dir *dir, char *err,
-                         size_t errlen)
+static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, const spec_cost *sp,
+                         res_dir *dir, char *err, size_t errlen)
 {
-    json_t *extra = summary_extra_json(j, r, cost);
+    json_t *extra = summary_extra_json(j, r, cost, sp);
     if (!extra) {
         snprintf(err, errlen, "out of memory while writing summary.json");
         return -1;
@@ -166,7 +223,7 @@ static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)
 }
 
 static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, job_cost *jc,
-                    char *err, size_t errlen)
+                    spec_cost *sp, char *err, size_t errlen)
 {
     job_progress ps;
     job_progress_start(&ps, "simulating");
@@ -177,6 +234,9 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .num_prefill = r->prefill_instances,
         .kv_latency_s = r->kv_latency_s,
         .kv_s_per_token = r->kv_s_per_token,
+        .acceptance_rate = r->acceptance_rate,
+        .acceptance_seed = r->workload.seed,
+        .draft = sp->on ? draft_cost_fn(&sp->draft) : (step_cost){0},
         .router = r->router,
         .replica_requests = j->replica_requests,
         .instances = j->instances,
@@ -199,7 +259,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
-    if (status == 0 && dir) status = write_results(j, r, jc, dir, err, errlen);
+    if (status == 0 && dir) status = write_results(j, r, jc, sp, dir, err, errlen);
     if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);
     return status;
@@ -211,8 +271,14 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     if (scenario_resolve(j->sc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
     job_cost cost;
     if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
+    spec_cost spec;
+    if (spec_cost_init(&spec, &r, err, errlen) < 0) {
+        job_cost_free(&cost);
+        return EXIT_BAD_INPUT;
+    }
     workload w;
     if (wl_open(&r.workload, &w, err, errlen) < 0) {
+        spec_cost_free(&spec);
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
@@ -226,7 +292,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         status = -1;
     }
-    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, err, errlen);
+    if (status == 0) status = simulate(j, &r, &w, opened ? &dir : NULL, &cost, &spec, err, errlen);
     free(j->replica_requests);
     free(j->instances);
     j->replica_requests = NULL;
@@ -235,6 +301,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
+    spec_cost_free(&spec);
     job_cost_free(&cost);
     return status == -2 ? EXIT_BAD_INPUT : status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
 }

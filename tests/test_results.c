@@ -89,6 +89,10 @@ static void write_run(const char *dir, const json_t *extra)
     s2.instance = 3;
     s2.num_kv_delayed = 2;
     s2.prefix_evictions = 9;
+    s2.num_spec_seqs = 2;
+    s2.num_draft_tokens = 6;
+    s2.num_accepted_tokens = 4;
+    s2.draft_time = 0.0031;
     s2.step_id = 1;
     s2.start_time = 0.625;
     s2.end_time = 1.0 / 3;
@@ -130,9 +134,10 @@ Test(results, commit_creates_dir_with_three_files_and_exact_csv)
         "num_outputs,num_batched_tokens,num_padding_tokens,chunked,num_free_blocks,"
         "num_prefix_cached_blocks,waiting,running,prefilling,prefix_hits,prefix_queries,"
         "kv_allocated_slots,kv_unused_slots,num_preempted,schedule_time,prepare_time,"
-        "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions\n"
-        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,,0.250000000,0,0,0\n"
-        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,,0.250000000,3,2,9\n");
+        "forward_time,sample_time,predicted_time,instance,num_kv_delayed,prefix_evictions,num_spec_seqs,"
+        "num_draft_tokens,num_accepted_tokens,draft_time\n"
+        "0,0.500000000,0.625000000,300,2,3,4,303,0,1,90,5,7,5,2,32,332,640,17,1,,,,,0.250000000,0,0,0,0,0,0,0.000000000\n"
+        "1,0.625000000,0.333333333,300,2,3,4,303,0,0,90,5,7,5,2,32,332,640,17,1,,,0.012300000,,0.250000000,3,2,9,2,6,4,0.003100000\n");
     char *reqs = slurp(dir, "requests.csv");
     cr_assert_str_eq(reqs,
         "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"
@@ -166,14 +171,14 @@ Test(results, summary_json_order_format_and_determinism)
     cr_assert_not_null(strstr(ja, "  \"mean_tpot_ms\": null,\n"), "non-finite is null");
     const char *order[] = {"\"p99_e2el_ms\"", "\"num_steps\": 2", "\"mean_free_blocks\": 55.0",
                            "\"min_free_blocks\": 40", "\"prefix_hit_rate\": 0.25",
-                           "\"total_padding_tokens\": 0"};
+                           "\"total_padding_tokens\": 0", "\"spec_draft_tokens\": 0"};
     const char *at = ja;
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         const char *p = strstr(at, order[i]);
         cr_assert_not_null(p, "%s missing or out of order", order[i]);
         at = p;
     }
-    const char *tail = "  \"total_padding_tokens\": 0,\n  \"scenario\": {\n    \"name\": \"demo\"\n  }\n}\n";
+    const char *tail = "  \"spec_draft_time_share\": 0.0,\n  \"scenario\": {\n    \"name\": \"demo\"\n  }\n}\n";
     cr_assert_str_eq(ja + strlen(ja) - strlen(tail), tail);
     free(ja);
     free(jb);

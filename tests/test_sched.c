@@ -41,6 +41,10 @@ typedef struct run_stats {
     int naive_mismatch;            /* naive steps whose batched tokens != context length */
 } run_stats;
 
+/* With speculative decoding, how many of an item's drafts the target accepts (NULL: none;
+ * the scheduler treats an item no one judged as rejecting all). */
+static int (*accept_drafts)(const sched_item *it);
+
 /* Runs W to the end with STEP seconds per step, checking invariants after every call. */
 static run_stats drive(const sched_config *cfg, workload_t *w, double step)
 {
@@ -84,6 +88,8 @@ static run_stats drive(const sched_config *cfg, workload_t *w, double step)
             if (cfg->policy == POLICY_NAIVE && it->num_new_tokens != req_num_tokens(it->req))
                 st.naive_mismatch++;
         }
+        for (int i = 0; accept_drafts && i < k; i++)
+            if (b->items[i].num_draft_tokens > 0) sched_accept(s, i, accept_drafts(&b->items[i]));
         now += step;
         request **fin;
         int nf = sched_complete(s, now, &fin);
@@ -200,6 +206,16 @@ Test(sched, config_check_rejects_incompatible_settings)
     c.max_num_seqs = 4096; /* a decode step of 4096 sequences would exceed the 2048-token budget */
     cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
     cr_assert(strstr(err, "must be at least scheduler.max_num_seqs"), "%s", err);
+    c = base_config(POLICY_CONTINUOUS);
+    c.num_speculative_tokens = 2;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "speculative.num_tokens needs scheduler.policy = paged"), "%s", err);
+    c = base_config(POLICY_PAGED);
+    c.num_speculative_tokens = SCHED_MAX_SPECULATIVE + 1;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "speculative.num_tokens must be in [0, 16]"), "%s", err);
+    c.num_speculative_tokens = SCHED_MAX_SPECULATIVE;
+    cr_assert_eq(sched_config_check(&c, err, sizeof err), 0);
     c = base_config(POLICY_CONTINUOUS);
     c.num_blocks = 100; /* 1600 slots < 2048 */
     cr_assert_eq(sched_config_check(&c, err, sizeof err), -1);
@@ -717,4 +733,155 @@ Test(sched, prefix_evictions_are_counted_in_the_step_that_makes_them)
     cr_assert_null(sched_check(s));
     sched_free(s);
     free_workload(&w);
+}
+
+static int accept_all(const sched_item *it) { return it->num_draft_tokens; }
+static int accept_none(const sched_item *it) { (void)it; return 0; }
+/* a fixed pseudo-random share, from the request and the position */
+static int accept_some(const sched_item *it)
+{
+    unsigned h = (unsigned)(it->req->id * 2654435761u) ^ (unsigned)(it->req->num_generated * 40503u);
+    return (int)(h >> 7) % (it->num_draft_tokens + 1);
+}
+
+/* k = 3, every draft accepted: the prefill emits token 1; each decode then verifies 3 drafts
+ * and emits 4 tokens (5, then 9), drafting never past the last token: the 10th comes alone.
+ * 4 steps of 0.5 s where plain decoding takes 10. */
+Test(sched, speculation_accepted_in_full_emits_k_plus_one_tokens_a_step)
+{
+    int pl[] = {100}, ol[] = {10};
+    workload_t w = make_workload(1, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_speculative_tokens = 3;
+    sched *s = sched_create(&c);
+    cr_assert(sched_add(s, &w.reqs[0], 0));
+    const sched_batch *b;
+    request **fin;
+    const int batched[] = {100, 4, 4, 1}, generated[] = {1, 5, 9, 10}, drafts[] = {0, 3, 3, 0};
+    for (int step = 0; step < 4; step++) {
+        cr_assert_eq(sched_schedule(s, step * 0.5, &b), 1);
+        cr_assert_eq(b->num_batched_tokens, batched[step], "step %d: %d tokens", step, b->num_batched_tokens);
+        cr_assert_eq(b->num_draft_tokens, drafts[step]);
+        cr_assert_eq(b->num_spec_seqs, drafts[step] > 0);
+        cr_assert_eq(b->items[0].emits_token, true);
+        sched_accept(s, 0, 99); /* clamped to the drafts there are */
+        int nf = sched_complete(s, (step + 1) * 0.5, &fin);
+        cr_assert_eq(b->num_accepted_tokens, drafts[step]);
+        cr_assert_eq(w.reqs[0].num_generated, generated[step]);
+        cr_assert_eq(nf, step == 3);
+        cr_assert_null(sched_check(s));
+    }
+    cr_assert_float_eq(w.reqs[0].finish_time, 2.0, 1e-12);
+    cr_assert_eq(w.reqs[0].stop, STOP_LENGTH);
+    sched_free(s);
+    free_workload(&w);
+}
+
+/* Every draft rejected: the same tokens at the same times as plain decoding (one a step),
+ * and the KV of the rejected drafts given back. Prompt 14, blocks of 16: the first decode
+ * verifies 3 drafts at positions 15-17, which takes a second block; all rejected, the
+ * sequence keeps 15 tokens and the slot for its next, one block: the second is free again. */
+Test(sched, speculation_rejected_in_full_decodes_as_before_and_frees_the_drafts_blocks)
+{
+    int pl[] = {14}, ol[] = {10};
+    workload_t w = make_workload(1, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_speculative_tokens = 3;
+    sched *s = sched_create(&c);
+    cr_assert(sched_add(s, &w.reqs[0], 0));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(s, 0, &b), 1);
+    sched_complete(s, 1, &fin);
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks - 1);
+    cr_assert_eq(sched_schedule(s, 1, &b), 1);
+    cr_assert_eq(b->num_batched_tokens, 4);
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks - 2, "the drafts need a second block");
+    sched_complete(s, 2, &fin);
+    cr_assert_eq(w.reqs[0].num_computed, 15);
+    cr_assert_eq(w.reqs[0].num_generated, 2);
+    cr_assert_eq(bm_num_free(sched_bm(s)), c.num_blocks - 1, "the rejected drafts' block is free");
+    cr_assert_null(sched_check(s));
+    sched_free(s);
+    free_workload(&w);
+    /* the whole run: finish time exactly plain decoding's */
+    w = make_workload(1, pl, ol, NULL);
+    accept_drafts = accept_none;
+    drive(&c, &w, 0.5);
+    accept_drafts = NULL;
+    cr_assert_float_eq(w.reqs[0].finish_time, 5.0, 1e-12);
+    free_workload(&w);
+}
+
+/* Drafts count against the token budget: with 2 running sequences and a budget of 6, the
+ * first may draft only what leaves the second its one token (k = 8 asked for: 4 drafts, 5
+ * tokens, then 1), and a budget step never holds more than the budget. */
+Test(sched, drafts_fit_the_token_budget_and_leave_each_sequence_its_token)
+{
+    int pl[] = {3, 3}, ol[] = {50, 50};
+    workload_t w = make_workload(2, pl, ol, NULL);
+    sched_config c = base_config(POLICY_PAGED);
+    c.num_speculative_tokens = 8;
+    c.max_num_batched_tokens = 6;
+    c.max_num_seqs = 2;
+    c.max_model_len = 64;
+    sched *s = sched_create(&c);
+    cr_assert(sched_add(s, &w.reqs[0], 0));
+    cr_assert(sched_add(s, &w.reqs[1], 0));
+    const sched_batch *b;
+    request **fin;
+    cr_assert_eq(sched_schedule(s, 0, &b), 2); /* the prompts, 3 + 3 */
+    sched_complete(s, 1, &fin);
+    cr_assert_eq(sched_schedule(s, 1, &b), 2);
+    cr_assert_eq(b->items[0].num_new_tokens, 5);
+    cr_assert_eq(b->items[0].num_draft_tokens, 4);
+    cr_assert_eq(b->items[1].num_new_tokens, 1);
+    cr_assert_eq(b->items[1].num_draft_tokens, 0);
+    cr_assert_eq(b->num_batched_tokens, 6);
+    cr_assert_eq(b->num_decode_seqs, 2, "a verifying sequence is a decode");
+    sched_complete(s, 2, &fin);
+    sched_free(s);
+    free_workload(&w);
+}
+
+/* Randomized traffic with speculation, every acceptance pattern, with and without chunked
+ * prefill and prefix caching, and a pool small enough to preempt: the budget holds in every
+ * step, no block leaks (drive checks at every call), every request ends at its exact length. */
+Test(sched, speculation_keeps_every_invariant_on_randomized_workloads)
+{
+    enum { N = 120 };
+    int (*accepts[])(const sched_item *) = {accept_all, accept_none, accept_some};
+    int64_t preemptions = 0;
+    for (int a = 0; a < 3; a++)
+        for (int v = 0; v < 4; v++) {
+            srand(a * 10 + v + 1);
+            int pl[N], ol[N];
+            double at[N], t = 0;
+            for (int i = 0; i < N; i++) {
+                pl[i] = 1 + rand() % 900;
+                ol[i] = 1 + rand() % 300;
+                t += (rand() % 100) * 0.001;
+                at[i] = t;
+            }
+            workload_t w = make_workload(N, pl, ol, at);
+            for (int i = 1; i < N; i += 2)
+                for (int j = 0; j < pl[i] && j < pl[0] && j < 256; j++) w.prompts[i][j] = w.prompts[0][j];
+            sched_config c = base_config(POLICY_PAGED);
+            c.chunked_prefill = v & 1;
+            c.prefix_caching = v & 2;
+            c.num_blocks = 160;
+            c.max_model_len = 1280;
+            c.max_num_batched_tokens = c.chunked_prefill ? 256 : 1280;
+            c.max_num_seqs = 12;
+            c.num_speculative_tokens = 1 + (a + v) % 5;
+            cr_assert_eq(sched_config_check(&c, (char[128]){0}, 128), 0);
+            accept_drafts = accepts[a];
+            run_stats st = drive(&c, &w, 0.01);
+            accept_drafts = NULL;
+            cr_assert_leq(st.max_batched, c.max_num_batched_tokens);
+            cr_assert_eq(st.finished + st.rejected, N);
+            preemptions += st.preemptions;
+            free_workload(&w);
+        }
+    cr_assert_gt(preemptions, 0, "the pool is small enough to preempt");
 }

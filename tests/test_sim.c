@@ -10,6 +10,7 @@
 #include "study/simjob.h"
 #include "sim/heap.h"
 #include "sim/replay.h"
+#include "sim/draft_cost.h"
 #include "sim/sim.h"
 
 Test(heap, pops_by_time_then_insertion_order)
@@ -692,4 +693,122 @@ Test(sim, token_times_write_every_token)
     }
     cr_assert_eq(rows, total);
     cr_assert_eq(system("rm -rf /tmp/servesim-test-tok /tmp/servesim-test-notok"), 0);
+}
+
+/* Speculative decoding by hand: steps of 25 ms, k = 3, every draft accepted; prompt 100,
+ * 11 tokens out. The prefill emits token 1; decodes verify 3 drafts and emit 4 (5, 9), then
+ * the last 2 with one draft: 4 steps, not 11. A draft model priced 5 ms a step runs over the
+ * prompt in the first (5 ms), then 3 steps in each of the next two (15 ms), 1 in the last:
+ * TTFT 30 ms, E2EL 100 + 40 = 140 ms. With every draft rejected: 11 steps as without. */
+Test(spec, every_draft_accepted_gives_k_plus_one_tokens_a_step_by_hand)
+{
+    double step = 0.025, draft_step = 0.005;
+    draft_cost dc;
+    draft_cost_init(&dc, (step_cost){.step_time = constant_cost, .ctx = &draft_step}, 3);
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .acceptance_rate = 1.0, .acceptance_seed = 1};
+    o.sched.num_speculative_tokens = 3;
+    wl_config wc = constant_workload(1, 1);
+    char err[200];
+    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
+    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(st.steps, 4);
+    cr_assert_float_eq(sum.e2el_ms.mean, 100.0, 1e-9);
+    cr_assert_float_eq(sum.tpot_ms.mean, 75.0 / 10, 1e-9);
+    cr_assert_eq(sum.spec_draft_tokens, 7);
+    cr_assert_eq(sum.spec_accepted_tokens, 7);
+    cr_assert_float_eq(sum.spec_mean_accepted_length, 1 + 7.0 / 3, 1e-12);
+    o.draft = draft_cost_fn(&dc);
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 30.0, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 140.0, 1e-9);
+    cr_assert_float_eq(sum.spec_draft_time_share, 40.0 / 140, 1e-9);
+    o.acceptance_rate = 0;
+    o.draft = (step_cost){0};
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(st.steps, 11);
+    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
+    cr_assert_eq(sum.spec_accepted_tokens, 0);
+    cr_assert_float_eq(sum.spec_mean_accepted_length, 1.0, 1e-12);
+    draft_cost_free(&dc);
+}
+
+/* Per-token acceptance at rate a with k drafts: a sequence emits (1 - a^(k+1)) / (1 - a)
+ * tokens a verifying step on average (2.3056 at a = 0.6, k = 4), drafts near an output's
+ * end aside (outputs of 400 make them rare). The draws depend on the seed, not the batch. */
+Test(spec, the_mean_accepted_length_follows_the_acceptance_rate)
+{
+    double step = 0.02;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .acceptance_rate = 0.6, .acceptance_seed = 11};
+    o.sched.num_speculative_tokens = 4;
+    wl_config wc = constant_workload(400, 20);
+    char err[200];
+    dist_parse("fixed:400", &wc.output_len, err, sizeof err);
+    summary a, b;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &a, &st), 0);
+    double expect = (1 - pow(0.6, 5)) / 0.4;
+    cr_assert_lt(fabs(a.spec_mean_accepted_length - expect) / expect, 0.02, "mean accepted length %.4f, expected %.4f",
+                 a.spec_mean_accepted_length, expect);
+    cr_assert_eq(a.completed, 400);
+    cr_assert_eq(a.total_output_tokens, 400 * 400);
+    cr_assert_eq(run_sim(&o, &wc, &b, &st), 0);
+    cr_assert_eq(a.spec_accepted_tokens, b.spec_accepted_tokens);
+    cr_assert_eq(a.e2el_ms.mean, b.e2el_ms.mean, "the same seed, the same run");
+    o.acceptance_seed = 12;
+    cr_assert_eq(run_sim(&o, &wc, &b, &st), 0);
+    cr_assert_neq(a.spec_accepted_tokens, b.spec_accepted_tokens, "another seed, other draws");
+}
+
+/* A scenario with a draft model: its weights and KV shrink the pool, its measured table
+ * prices the drafting, and summary.json says so; runs are byte-identical; the engine refuses. */
+Test(spec, a_draft_model_scenario_runs_reproducibly_and_reports_how_it_speculated)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_set(&sc, "workload.num_requests=200", err, sizeof err), 0);
+    scenario_resolved plain, spec;
+    cr_assert_eq(scenario_resolve(&sc, &plain, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set(&sc, "speculative.num_tokens=3", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "speculative.method=draft", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), 0, "%s", err);
+    cr_assert_lt(spec.sched.num_blocks, plain.sched.num_blocks, "the draft model takes memory");
+    const char *dirs[2] = {"/tmp/servesim-test-spec-a", "/tmp/servesim-test-spec-b"};
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-spec-a /tmp/servesim-test-spec-b"), 0);
+    for (int i = 0; i < 2; i++) {
+        simjob j = {.sc = &sc, .out_dir = dirs[i]};
+        cr_assert_eq(simjob_run(&j, err, sizeof err), EXIT_OK, "%s", err);
+        cr_assert_gt(j.sum.spec_accepted_tokens, 0);
+        cr_assert_gt(j.sum.spec_draft_time_share, 0.05);
+    }
+    const char *files[] = {"summary.json", "requests.csv", "steps.csv"};
+    for (int f = 0; f < 3; f++) {
+        char pa[300], pb[300];
+        snprintf(pa, sizeof pa, "%s/%s", dirs[0], files[f]);
+        snprintf(pb, sizeof pb, "%s/%s", dirs[1], files[f]);
+        size_t la, lb;
+        char *a = slurp(pa, &la), *b = slurp(pb, &lb);
+        cr_assert(la == lb && memcmp(a, b, la) == 0, "%s differs", files[f]);
+        if (f == 0) {
+            a[la] = 0;
+            cr_assert(strstr(a, "\"speculative\": {") && strstr(a, "\"draft_model\": \"llama-3.2-1b\"") &&
+                          strstr(a, "\"draft_cost_source\": \"costs/h200/llama-3.2-1b."),
+                      "%s", a);
+        }
+        free(a);
+        free(b);
+    }
+    cr_assert_eq(system("rm -rf /tmp/servesim-test-spec-a /tmp/servesim-test-spec-b"), 0);
+    kb_options ko;
+    kb_sampling ks;
+    cr_assert_eq(scenario_resolve_engine(&sc, &spec, &ko, &ks, err, sizeof err), -1);
+    cr_assert(strstr(err, "does not speculate"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "speculative.draft_model=qwen3-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), -1);
+    cr_assert(strstr(err, "must share the target's vocabulary"), "%s", err);
 }

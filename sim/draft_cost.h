@@ -1,0 +1,27 @@
+/* The price of drafting in speculative decoding with a draft model: what the draft model
+ * computes for a target batch, priced by the draft model's own cost model. */
+#ifndef SERVESIM_SIM_DRAFT_COST_H
+#define SERVESIM_SIM_DRAFT_COST_H
+
+#include "sim/sim.h"
+
+typedef struct draft_cost {
+    step_cost model;         /* the draft model's step price */
+    int k;                   /* sched.num_speculative_tokens */
+    sched_item *items;       /* scratch for the batches the draft model runs */
+    int cap;
+} draft_cost;
+
+/* MODEL prices the draft model's steps; K draft tokens a sequence. */
+void draft_cost_init(draft_cost *d, step_cost model, int k);
+void draft_cost_free(draft_cost *d);
+/* A step_cost function (CTX a draft_cost): the drafting that goes with target batch B. The
+ * draft model keeps its own KV, so it runs over every token the target computes for real
+ * (each prefill chunk, each decode's newest token), as vLLM's drafter does after each step;
+ * then one-token steps of the sequences that verify drafts, up to K - 1, each a token
+ * further on. A sequence's drafts are priced in the step that verifies them, not the one
+ * before, where vLLM runs them: the same steps, each its own tokens' price. */
+double draft_cost_step_time(const void *ctx, const sched_batch *b);
+step_cost draft_cost_fn(draft_cost *d);
+
+#endif
