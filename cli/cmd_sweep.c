@@ -170,9 +170,10 @@ static int run_sweep(const sweep_cli *c, const sweep_plan *p, const char *out, i
     int status = r ? sweep_run(p, &o, r, err, sizeof err) : EXIT_FAILURE_OTHER;
     if (!r) snprintf(err, sizeof err, "out of memory");
     if (status == EXIT_OK && write_outputs(c, p, r, &od, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
-    if (status == EXIT_OK && c->report &&
-        study_report(c->report, p, r, od.tmp_path, argc, argv, err, sizeof err) < 0)
-        status = EXIT_FAILURE_OTHER;
+    if (status == EXIT_OK && c->report) {
+        int rs = study_report(c->report, p, r, od.tmp_path, argc, argv, err, sizeof err);
+        if (rs < 0) status = rs == -2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
+    }
     if (status == EXIT_OK && need_runs && !c->keep_runs) od_remove_tree(runs);
     if (status == EXIT_OK && od_commit(&od, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
     if (status != EXIT_OK) {

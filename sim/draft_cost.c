@@ -3,9 +3,16 @@
 
 #include <stdlib.h>
 
-void draft_cost_init(draft_cost *d, step_cost model, int k)
+void draft_cost_init(draft_cost *d, step_cost model, double overhead, int k)
 {
-    *d = (draft_cost){.model = model, .k = k};
+    *d = (draft_cost){.model = model, .overhead = overhead, .k = k};
+}
+
+/* One forward of the draft model over S: its kernels, without the framework's step. */
+static double forward(const draft_cost *d, const sched_batch *s)
+{
+    double t = d->model.step_time(d->model.ctx, s) - d->overhead;
+    return t > 0 ? t : 0;
 }
 
 void draft_cost_free(draft_cost *d)
@@ -52,7 +59,7 @@ double draft_cost_step_time(const void *ctx, const sched_batch *b)
         int real = it->num_new_tokens - it->num_draft_tokens;
         if (real > 0) add(&s, &b->items[i], real, it->context_len);
     }
-    double t = s.num_items > 0 ? d->model.step_time(d->model.ctx, &s) : 0;
+    double t = s.num_items > 0 ? forward(d, &s) : 0;
     /* then one token at a time for the sequences that draft */
     for (int j = 1; j < d->k; j++) {
         s = (sched_batch){.items = d->items};
@@ -60,7 +67,7 @@ double draft_cost_step_time(const void *ctx, const sched_batch *b)
             const sched_item *it = &b->items[i];
             if (it->num_draft_tokens > j) add(&s, it, 1, it->context_len + j);
         }
-        if (s.num_items > 0) t += d->model.step_time(d->model.ctx, &s);
+        if (s.num_items > 0) t += forward(d, &s);
     }
     return t;
 }

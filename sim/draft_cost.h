@@ -7,13 +7,16 @@
 
 typedef struct draft_cost {
     step_cost model;         /* the draft model's step price */
+    double overhead;         /* the part of each price the target's step pays already */
     int k;                   /* sched.num_speculative_tokens */
     sched_item *items;       /* scratch for the batches the draft model runs */
     int cap;
 } draft_cost;
 
-/* MODEL prices the draft model's steps; K draft tokens a sequence. */
-void draft_cost_init(draft_cost *d, step_cost model, int k);
+/* MODEL prices the draft model's steps, of which OVERHEAD seconds each (the framework's
+ * per-step work: scheduling, inputs, outputs) are the target step's own and not paid again
+ * by drafting within it; K draft tokens a sequence. */
+void draft_cost_init(draft_cost *d, step_cost model, double overhead, int k);
 void draft_cost_free(draft_cost *d);
 /* A step_cost function (CTX a draft_cost): the drafting that goes with target batch B. The
  * draft model keeps its own KV, so it runs over every token the target computes for real

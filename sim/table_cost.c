@@ -175,16 +175,23 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
                tc_component(tc, CT_LM_HEAD, rows, 0, &outside) +
                tc_component(tc, CT_SAMPLE, rows, 0, &outside);
+    int decodes = b->num_items - b->num_multi_token_items;
+    double decode_context = (double)b->decode_context_sum;
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
         const sched_item *it = &b->items[i];
         int n = it->num_new_tokens + it->num_pad_tokens;
         if (n == 1) continue;
         left--;
+        if (it->num_draft_tokens > 0) {
+            /* a verification's few queries read the sequence's KV once, as a decode does: the
+             * decode kernel's time, not a prefill kernel's (timed for long queries) */
+            decodes++;
+            decode_context += it->context_len + n;
+            continue;
+        }
         t += tc_component(tc, CT_PREFILL_ATTN, n, it->context_len, &outside);
     }
-    int decodes = b->num_items - b->num_multi_token_items;
-    if (decodes > 0)
-        t += tc_component(tc, CT_DECODE_ATTN, decodes, (double)b->decode_context_sum / decodes, &outside);
+    if (decodes > 0) t += tc_component(tc, CT_DECODE_ATTN, decodes, decode_context / decodes, &outside);
     t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill
                                                                       : tc_decode_scale(tc, b->num_decode_seqs + b->num_prefill_seqs)) * t +
         tc->g[CT_OVERHEAD].s[0];

@@ -158,6 +158,11 @@ step_cost job_cost_fn(job_cost *c)
     return c->use_table ? (step_cost){.step_time = tc_step_time, .ctx = &c->table} : (step_cost){.step_time = roofline_step_time, .ctx = &c->roofline};
 }
 
+double job_cost_step_overhead(const job_cost *c)
+{
+    return c->use_table ? c->table.g[CT_OVERHEAD].s[0] : c->roofline.p.step_overhead_s;
+}
+
 void job_cost_free(job_cost *c)
 {
     if (c->use_table) tc_free(&c->table);

@@ -41,6 +41,8 @@ typedef struct job_cost {
  * GPU and the model when there is one, else the roofline. -1 with "path: reason" in ERR. */
 int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen);
 step_cost job_cost_fn(job_cost *c);
+/* The fixed per-step part of C's price (the framework's overhead beside the kernels). */
+double job_cost_step_overhead(const job_cost *c);
 /* "measured, costs/..." or "roofline, ...": which cost model prices SC, for reports; "?"
  * with the reason when SC does not resolve. */
 void job_cost_describe(const scenario *sc, char *out, size_t len);

@@ -85,7 +85,8 @@ static int spec_cost_init(spec_cost *sp, const scenario_resolved *r, char *err, 
         snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
         return -1;
     }
-    draft_cost_init(&sp->draft, job_cost_fn(&sp->model), r->sched.num_speculative_tokens);
+    draft_cost_init(&sp->draft, job_cost_fn(&sp->model), job_cost_step_overhead(&sp->model),
+                    r->sched.num_speculative_tokens);
     sp->on = true;
     return 0;
 }

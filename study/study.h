@@ -17,7 +17,8 @@ bool study_report_known(const char *experiment);
 const char *study_report_names(void);
 /* DIR/report.md for EXPERIMENT from a finished sweep whose runs are in DIR/points/ and whose
  * results hold the request records; ARGV is the command's arguments from its name on
- * ("sweep", ...), quoted at the top as a `servesim` command line. */
+ * ("sweep", ...), quoted at the top as a `servesim` command line. -1 on a failure, -2 when
+ * the sweep lacks the points the experiment compares (the user's grid). */
 int study_report(const char *experiment, const sweep_plan *p, const sweep_result *r, const char *dir, int argc,
                  char **argv, char *err, size_t errlen);
 

@@ -32,6 +32,7 @@ static int report_versions(report *rp);
 static int report_prefix(report *rp);
 static int report_chunked(report *rp);
 static int report_memory(report *rp);
+static int report_speculative(report *rp);
 
 static const struct {
     const char *name, *title;
@@ -43,6 +44,7 @@ static const struct {
     {"prefix-caching", "Prefix caching", report_prefix},
     {"chunked-prefill", "Chunked prefill", report_chunked},
     {"memory", "KV memory: contiguous against paged, and block size", report_memory},
+    {"speculative", "Speculative decoding: acceptance, draft length and load", report_speculative},
 };
 enum { NUM_EXPERIMENTS = sizeof experiments / sizeof *experiments };
 
@@ -55,7 +57,7 @@ bool study_report_known(const char *name)
 
 const char *study_report_names(void)
 {
-    return "workload-classes, arrival-rate, seven-versions, prefix-caching, chunked-prefill, memory";
+    return "workload-classes, arrival-rate, seven-versions, prefix-caching, chunked-prefill, memory, speculative";
 }
 
 /* ---- what every report shares ---- */
@@ -625,7 +627,7 @@ static int report_chunked(report *rp)
     if (off < 0 || on < 0) {
         snprintf(rp->err, rp->errlen, "chunked-prefill report: needs a point with scheduler.chunked_prefill off and one "
                                       "with it on (paged)");
-        return -1;
+        return -2;
     }
     int pair[2] = {off, on}, cut = long_prompt_threshold(&rp->r[off]);
     if (plot_timeline(rp, pair, 2, "timeline.png", "step timeline, chunked prefill off and on") < 0 ||
@@ -758,6 +760,198 @@ static int report_memory(report *rp)
     embed(rp, "block_size.png", "fragmentation and peak concurrency against block size (paged)");
     sweep_plots_section(rp);
     return 0;
+}
+
+/* ---- 7. speculative decoding ---- */
+
+/* A point's load: its clients in a closed loop, else its offered rate. */
+static double spec_load(const scenario *sc)
+{
+    return strcmp(sc->v[K_workload_arrival].s, "closed") == 0 ? (double)sc->v[K_workload_concurrency].i
+                                                              : sc->v[K_workload_rate].d;
+}
+
+/* The measured point without speculation at I's load (and I's other workload keys). */
+static int spec_baseline(const report *rp, int i)
+{
+    scenario a, b;
+    point_scenario(rp, i, &a);
+    for (int j = 0; j < num_points(rp); j++) {
+        point_scenario(rp, j, &b);
+        if (measured(rp, j) && b.v[K_speculative_num_tokens].i == 0 && spec_load(&a) == spec_load(&b) &&
+            strcmp(a.v[K_workload_arrival].s, b.v[K_workload_arrival].s) == 0 &&
+            a.v[K_workload_max_concurrency].i == b.v[K_workload_max_concurrency].i)
+            return j;
+    }
+    return -1;
+}
+
+/* "at concurrency 4" or "at 2.5 requests/s" */
+static void spec_load_phrase(char *buf, size_t len, double load, bool closed)
+{
+    if (closed) snprintf(buf, len, "at concurrency %g", load);
+    else snprintf(buf, len, "at %g requests/s", load);
+}
+
+typedef struct spec_row {
+    double alpha, load;
+    int k, point, base;
+    double tpot_speedup, throughput_ratio;
+} spec_row;
+
+static int cmp_spec_row(const void *x, const void *y)
+{
+    const spec_row *a = x, *b = y;
+    if (a->alpha != b->alpha) return a->alpha < b->alpha ? -1 : 1;
+    if (a->load != b->load) return a->load < b->load ? -1 : 1;
+    return a->k - b->k;
+}
+
+/* speedup.png from speedup.csv: per acceptance rate (a panel each, at most 4), the median
+ * TPOT speedup and the output throughput ratio against load, a line per draft length. */
+static int plot_speculative(report *rp, const double *alphas, int na, const int *ks, int nk, bool closed)
+{
+    if (!rp->term[0] || na == 0) return 0;
+    if (na > 4) na = 4;
+    plot pl;
+    FILE *f = plot_begin(&pl, rp->term, "speedup.png", "speculative decoding against no speculation at the same load",
+                         450 * na, 800);
+    if (!f) return -1;
+    fprintf(f, "set datafile missing NaN\nset multiplot layout 2,%d\nset xlabel '%s'\nset logscale x 2\nset key inside top right\n", na,
+            closed ? "concurrent clients (closed loop)" : "offered rate (requests/s)");
+    for (int row = 0; row < 2; row++)
+        for (int a = 0; a < na; a++) {
+            fprintf(f, "set title '%s, acceptance %g'\nplot ", row ? "output throughput ratio" : "median TPOT speedup",
+                    alphas[a]);
+            for (int k = 0; k < nk; k++)
+                fprintf(f, "'speedup.csv' using (column('acceptance_rate') == %.17g && column('num_tokens') == %d ? "
+                           "column('load') : NaN):'%s' with linespoints pt 7 linecolor %d title 'k = %d', ",
+                        alphas[a], ks[k], row ? "throughput_ratio" : "tpot_speedup", k + 1, ks[k]);
+            fputs("1 with lines dashtype 2 linecolor 'black' title 'no speculation'\n", f);
+        }
+    fputs("unset multiplot\n", f);
+    return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
+}
+
+static int report_speculative(report *rp)
+{
+    int n = num_points(rp), nr = 0, na = 0, nk = 0;
+    spec_row *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+    double *alphas = calloc((size_t)(n ? n : 1), sizeof *alphas);
+    int *ks = calloc((size_t)(n ? n : 1), sizeof *ks);
+    if (!rows || !alphas || !ks) {
+        free(rows), free(alphas), free(ks);
+        snprintf(rp->err, rp->errlen, "out of memory");
+        return -1;
+    }
+    scenario sc;
+    bool closed = strcmp(rp->p->base.v[K_workload_arrival].s, "closed") == 0;
+    for (int i = 0; i < n; i++) {
+        point_scenario(rp, i, &sc);
+        int k = (int)sc.v[K_speculative_num_tokens].i, base = spec_baseline(rp, i);
+        if (!measured(rp, i) || k == 0 || base < 0) continue;
+        const summary *s = sum_of(rp, i), *b = sum_of(rp, base);
+        rows[nr++] = (spec_row){sc.v[K_speculative_acceptance_rate].d, spec_load(&sc), k, i, base,
+                                b->tpot_ms.median / s->tpot_ms.median, s->output_throughput / b->output_throughput};
+        int a = 0, j = 0;
+        while (a < na && alphas[a] != sc.v[K_speculative_acceptance_rate].d) a++;
+        if (a == na) alphas[na++] = sc.v[K_speculative_acceptance_rate].d;
+        while (j < nk && ks[j] != k) j++;
+        if (j == nk) ks[nk++] = k;
+    }
+    int status = 0;
+    if (nr == 0) {
+        snprintf(rp->err, rp->errlen, "speculative report: needs points with speculative.num_tokens > 0 and, at the "
+                                      "same load, one with speculative.num_tokens = 0");
+        status = -2;
+    }
+    qsort(rows, (size_t)nr, sizeof *rows, cmp_spec_row);
+    for (int a = 1; a < na; a++) /* ascending, for the panels */
+        for (int b = a; b > 0 && alphas[b] < alphas[b - 1]; b--) {
+            double t = alphas[b]; alphas[b] = alphas[b - 1]; alphas[b - 1] = t;
+        }
+    for (int a = 1; a < nk; a++)
+        for (int b = a; b > 0 && ks[b] < ks[b - 1]; b--) {
+            int t = ks[b]; ks[b] = ks[b - 1]; ks[b - 1] = t;
+        }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/speedup.csv", rp->dir);
+    FILE *csv = status == 0 ? fopen(path, "w") : NULL;
+    if (status == 0 && !csv) {
+        snprintf(rp->err, rp->errlen, "%s: cannot create", path);
+        status = -1;
+    }
+    if (csv) {
+        fputs("acceptance_rate,num_tokens,load,point,baseline_point,tpot_speedup,throughput_ratio,median_tpot_ms,"
+              "output_throughput,spec_mean_accepted_length,spec_draft_time_share\n", csv);
+        for (int i = 0; i < nr; i++) {
+            const summary *s = sum_of(rp, rows[i].point);
+            fprintf(csv, "%.17g,%d,%.17g,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", rows[i].alpha, rows[i].k, rows[i].load,
+                    rows[i].point, rows[i].base, rows[i].tpot_speedup, rows[i].throughput_ratio, s->tpot_ms.median,
+                    s->output_throughput, s->spec_mean_accepted_length, s->spec_draft_time_share);
+        }
+        if (fclose(csv) != 0) {
+            snprintf(rp->err, rp->errlen, "%s: write error", path);
+            status = -1;
+        }
+    }
+    if (status == 0) status = plot_speculative(rp, alphas, na, ks, nk, closed);
+    if (status == 0) {
+        fputs("## What the numbers say\n\nSpeedup: median TPOT without speculation over median TPOT with it, at the "
+              "same load; throughput ratio: output tokens/s with over without.\n\n", rp->md);
+        for (int a = 0; a < na; a++) {
+            /* per acceptance rate: the best draft length at the lowest and the highest load,
+             * and the lowest load at which no draft length pays any more */
+            int lo = -1, hi = -1;
+            double lo_load = INFINITY, hi_load = -INFINITY, stops = NAN;
+            for (int i = 0; i < nr; i++) {
+                if (rows[i].alpha != alphas[a]) continue;
+                if (rows[i].load < lo_load) lo_load = rows[i].load;
+                if (rows[i].load > hi_load) hi_load = rows[i].load;
+            }
+            for (int i = 0; i < nr; i++) {
+                if (rows[i].alpha != alphas[a]) continue;
+                if (rows[i].load == lo_load && (lo < 0 || rows[i].tpot_speedup > rows[lo].tpot_speedup)) lo = i;
+                if (rows[i].load == hi_load && (hi < 0 || rows[i].tpot_speedup > rows[hi].tpot_speedup)) hi = i;
+            }
+            for (int i = 0; i < nr && isnan(stops); i++) {
+                if (rows[i].alpha != alphas[a]) continue;
+                bool pays = false;
+                for (int j = 0; j < nr; j++)
+                    if (rows[j].alpha == alphas[a] && rows[j].load == rows[i].load && rows[j].tpot_speedup > 1) pays = true;
+                if (!pays) stops = rows[i].load;
+            }
+            const summary *l = sum_of(rp, rows[lo].point);
+            char at_lo[64], at_hi[64];
+            spec_load_phrase(at_lo, sizeof at_lo, lo_load, closed);
+            spec_load_phrase(at_hi, sizeof at_hi, hi_load, closed);
+            fprintf(rp->md, "- Acceptance %g: %s the best draft length, k = %d, gave a %.2f× TPOT speedup "
+                            "(%.2f → %.2f ms, %.2f tokens a verifying step, drafting %.0f%% of step time) and %.2f× the "
+                            "output throughput; %s the best, k = %d, gave %.2f× (throughput %.2f×). ",
+                    alphas[a], at_lo, rows[lo].k, rows[lo].tpot_speedup, sum_of(rp, rows[lo].base)->tpot_ms.median,
+                    l->tpot_ms.median, l->spec_mean_accepted_length, 100 * l->spec_draft_time_share,
+                    rows[lo].throughput_ratio, at_hi, rows[hi].k, rows[hi].tpot_speedup, rows[hi].throughput_ratio);
+            char at_stop[64];
+            spec_load_phrase(at_stop, sizeof at_stop, stops, closed);
+            if (isnan(stops)) fprintf(rp->md, "Some draft length paid at every load measured.\n");
+            else fprintf(rp->md, "From %s on, no draft length paid.\n", at_stop + 3);
+        }
+        fputs("\n| acceptance | load | k | median TPOT (ms) | TPOT speedup | out tok/s | throughput ratio | "
+              "accepted length | drafting share |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", rp->md);
+        for (int i = 0; i < nr; i++) {
+            const summary *s = sum_of(rp, rows[i].point);
+            fprintf(rp->md, "| %g | %g | %d | %.2f | %.2f× | %.0f | %.2f× | %.2f | %.0f%% |\n", rows[i].alpha, rows[i].load,
+                    rows[i].k, s->tpot_ms.median, rows[i].tpot_speedup, s->output_throughput, rows[i].throughput_ratio,
+                    s->spec_mean_accepted_length, 100 * s->spec_draft_time_share);
+        }
+        fputs("\n## Plots\n\n", rp->md);
+        embed(rp, "speedup.png", "TPOT speedup and throughput ratio against load, per acceptance rate and draft length");
+        sweep_plots_section(rp);
+    }
+    free(rows);
+    free(alphas);
+    free(ks);
+    return status;
 }
 
 int study_report(const char *experiment, const sweep_plan *p, const sweep_result *r, const char *dir, int argc,

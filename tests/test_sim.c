@@ -697,14 +697,14 @@ Test(sim, token_times_write_every_token)
 
 /* Speculative decoding by hand: steps of 25 ms, k = 3, every draft accepted; prompt 100,
  * 11 tokens out. The prefill emits token 1; decodes verify 3 drafts and emit 4 (5, 9), then
- * the last 2 with one draft: 4 steps, not 11. A draft model priced 5 ms a step runs over the
- * prompt in the first (5 ms), then 3 steps in each of the next two (15 ms), 1 in the last:
- * TTFT 30 ms, E2EL 100 + 40 = 140 ms. With every draft rejected: 11 steps as without. */
+ * the last 2 with one draft: 4 steps, not 11. A draft model priced 6 ms a step, 1 ms of it
+ * the framework's (paid by the target's step), takes 5 ms a forward: over the prompt in the
+ * first step, 3 in each of the next two, 1 in the last: TTFT 30 ms, E2EL 100 + 40 = 140 ms. With every draft rejected: 11 steps as without. */
 Test(spec, every_draft_accepted_gives_k_plus_one_tokens_a_step_by_hand)
 {
-    double step = 0.025, draft_step = 0.005;
+    double step = 0.025, draft_step = 0.006;
     draft_cost dc;
-    draft_cost_init(&dc, (step_cost){.step_time = constant_cost, .ctx = &draft_step}, 3);
+    draft_cost_init(&dc, (step_cost){.step_time = constant_cost, .ctx = &draft_step}, 0.001, 3);
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .acceptance_rate = 1.0, .acceptance_seed = 1};
     o.sched.num_speculative_tokens = 3;

@@ -1,6 +1,7 @@
 /* Sweeps: points equal separate runs, thread count and sharding change nothing, merge checks
  * coverage, bad input writes nothing. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,4 +342,49 @@ Test(sweep, an_experiments_report_html_has_every_plot_and_table)
     free(md);
     free(html);
     system("rm -rf /tmp/ss-html-report");
+}
+
+/* The speculative-decoding experiment on a small grid: each speculative point is compared with
+ * k = 0 at its own load; at acceptance 0.9 and k = 3 speculation pays most with one client and
+ * less with 64 (drafting and verifying take a larger share of a busy step); without a k = 0
+ * point there is nothing to compare with, and the report says so (exit 2). */
+Test(sweep, the_speculative_report_compares_each_point_with_no_speculation_at_its_load)
+{
+    system("rm -rf /tmp/ss-spec /tmp/ss-spec-bad");
+    const char *args[] = {"sweep", SERVESIM_SOURCE_DIR "/scenarios/speculative.ini", "--report", "speculative",
+                          "--set", "workload.num_requests=300", "--vary", "workload.concurrency=1,64",
+                          "--vary", "speculative.acceptance_rate=0.9", "--vary", "speculative.num_tokens=0,3",
+                          "--out", "/tmp/ss-spec", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    char *csv = slurp("/tmp/ss-spec", "speedup.csv");
+    double at1 = 0, at64 = 0, len = 0;
+    int rows = 0;
+    for (char *line = strchr(csv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        double alpha, load, speedup, ratio, tpot, thr, accepted, share;
+        int k, point, base;
+        cr_assert_eq(sscanf(line + 1, "%lf,%d,%lf,%d,%d,%lf,%lf,%lf,%lf,%lf,%lf", &alpha, &k, &load, &point, &base,
+                            &speedup, &ratio, &tpot, &thr, &accepted, &share), 11, "%s", line + 1);
+        cr_assert_eq(k, 3);
+        cr_assert_eq(base, point - 1, "the k = 0 point at the same load is the one before");
+        if (load == 1) at1 = speedup;
+        else at64 = speedup;
+        len = accepted;
+        rows++;
+    }
+    cr_assert_eq(rows, 2);
+    cr_assert_gt(at1, 1.5, "TPOT speedup at concurrency 1: %g", at1);
+    cr_assert_lt(at64, at1, "at 64 clients %g, at 1 %g", at64, at1);
+    double expect = (1 - pow(0.9, 4)) / 0.1; /* 3.439 tokens a verifying step */
+    cr_assert_lt(fabs(len - expect) / expect, 0.03, "accepted length %g", len);
+    char *md = slurp("/tmp/ss-spec", "report.md");
+    cr_assert(strstr(md, "- Acceptance 0.9: at concurrency 1 the best draft length, k = 3, gave a"), "%s", md);
+    cr_assert(exists("/tmp/ss-spec/speedup.png") || !strstr(md, "speedup.png"));
+    free(md);
+    free(csv);
+    const char *bad[] = {"sweep", SERVESIM_SOURCE_DIR "/scenarios/speculative.ini", "--report", "speculative",
+                         "--set", "workload.num_requests=20", "--vary", "speculative.num_tokens=1,3",
+                         "--out", "/tmp/ss-spec-bad", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, bad), 2);
+    cr_assert(!exists("/tmp/ss-spec-bad"), "nothing half-written");
+    system("rm -rf /tmp/ss-spec /tmp/ss-spec-bad");
 }
