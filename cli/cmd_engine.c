@@ -43,6 +43,8 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
         scenario_resolve_engine(sc, &r, &o.backend, &o.sampling, err, errlen) < 0)
         return EXIT_BAD_INPUT;
     o.sched = r.sched;
+    o.prompt_lookup_min = r.prompt_lookup_min;
+    o.prompt_lookup_max = r.prompt_lookup_max;
     engine_backend_options(&r.sched, &o.backend);
     /* with a cost table, every step also records what the table predicts for its batch */
     job_cost cost;

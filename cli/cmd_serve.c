@@ -45,6 +45,8 @@ int cmd_serve(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     o.sched = r.sched;
+    o.prompt_lookup_min = r.prompt_lookup_min;
+    o.prompt_lookup_max = r.prompt_lookup_max;
     engine_backend_options(&r.sched, &o.backend);
     env_raise_fd_limit();
     signal(SIGPIPE, SIG_IGN);

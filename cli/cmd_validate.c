@@ -78,6 +78,7 @@ static int serve_real(const scenario_resolved *r, const kb_options *kb, const kb
                       table_cost *tc, run_side *out, char *err, size_t errlen)
 {
     engine_options o = {.sched = r->sched, .backend = *kb, .sampling = *sp, .predict = tc_step_time, .predict_ctx = tc,
+                        .prompt_lookup_min = r->prompt_lookup_min, .prompt_lookup_max = r->prompt_lookup_max,
                         .stop = interrupt_flag()};
     engine_backend_options(&r->sched, &o.backend);
     out->met = met_create();

@@ -563,6 +563,14 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     out->spec_draft_model = strcmp(V(speculative, method).s, "draft") == 0;
     out->draft_model = *model_preset(V(speculative, draft_model).s);
     out->acceptance_rate = V(speculative, acceptance_rate).d;
+    out->prompt_lookup_min = (int)V(speculative, prompt_lookup_min).i;
+    out->prompt_lookup_max = (int)V(speculative, prompt_lookup_max).i;
+    if (out->prompt_lookup_min > out->prompt_lookup_max) {
+        snprintf(err, errlen, "speculative.prompt_lookup_min = %d (%s) must not exceed speculative.prompt_lookup_max = %d (%s)",
+                 out->prompt_lookup_min, V(speculative, prompt_lookup_min).origin, out->prompt_lookup_max,
+                 V(speculative, prompt_lookup_max).origin);
+        return -1;
+    }
     if (c->num_speculative_tokens > 0 && out->spec_draft_model && out->draft_model.vocab != out->model.vocab) {
         snprintf(err, errlen, "speculative.draft_model (%s, vocabulary %d) must share the target's vocabulary (%s: %d)",
                  out->draft_model.name, out->draft_model.vocab, out->model.name, out->model.vocab);
@@ -681,9 +689,9 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
                  r->fp8_weights ? "model.quantization" : "kv.cache_dtype");
         return -1;
     }
-    if (r->sched.num_speculative_tokens > 0) {
-        snprintf(err, errlen, "%s: the real engine does not speculate yet; speculative.num_tokens = %d is for the "
-                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario", r->sched.num_speculative_tokens);
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
+        snprintf(err, errlen, "%s: the real engine drafts by prompt lookup; speculative.method = draft is for the "
+                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario");
         return -1;
     }
     if (m->num_experts > 0) {

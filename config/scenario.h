@@ -60,6 +60,7 @@ typedef struct scenario_resolved {
     bool spec_draft_model;
     model_shape draft_model;
     double acceptance_rate;
+    int prompt_lookup_min, prompt_lookup_max;
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */

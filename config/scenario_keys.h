@@ -40,9 +40,11 @@
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
     X(speculative, num_tokens, INT, "0", "0", "16", "speculative decoding: draft tokens each running sequence proposes and the target verifies per step, as vLLM's num_speculative_tokens (0 = off; paged policy)") \
-    X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup, drafting takes no GPU time; draft: speculative.draft_model drafts, k forward passes priced by its own cost model") \
+    X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup in the sequence's own tokens (no model; the engine's method); draft: speculative.draft_model drafts (simulator), k forward passes priced by its own cost model") \
     X(speculative, draft_model, MODEL, "llama-3.2-1b", "", "", "the draft model (method = draft): a preset with the target's vocabulary") \
-    X(speculative, acceptance_rate, NUM, "0.7", "0", "1", "simulator: the chance each draft token is accepted once those before it were (drawn per token, reproducibly from run.seed)") \
+    X(speculative, prompt_lookup_min, INT, "3", "1", "64", "method = ngram: the shortest suffix of a sequence looked up in its earlier tokens (vLLM's prompt_lookup_min)") \
+    X(speculative, prompt_lookup_max, INT, "5", "1", "64", "method = ngram: the longest suffix looked up first (vLLM's prompt_lookup_max)") \
+    X(speculative, acceptance_rate, NUM, "0.7", "0", "1", "simulator: the chance each draft token is accepted once those before it were (drawn per token, reproducibly from run.seed); the engine's is what its verifier measures") \
     X(deployment, tensor_parallel, INT, "1", "1", "8", "GPUs per instance within one node (up to 8), splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces over the node's links join them)") \
     X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \
     X(deployment, prefill_instances, INT, "0", "0", "4096", "disaggregated serving: instances that only prefill (and emit the first token); 0 = aggregated") \

@@ -41,6 +41,10 @@ typedef struct request {
     int stop_after;
     int kv_transferred;
     double handoff_time;       /* when it joined a decode instance's queue (the executor's; 0 once used) */
+    /* Speculative decoding: draft tokens the executor's proposer wrote after the sequence's
+     * tokens in prompt[] (the most the next step may verify); -1: any number (the simulator,
+     * whose tokens are not real). */
+    int num_proposed;
 
     /* Scheduler-private. */
     int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */

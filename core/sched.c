@@ -329,6 +329,7 @@ static int draft_tokens(const sched *s, const request *r, int budget)
     int target = r->stop_after > 0 && r->stop_after < r->output_len ? r->stop_after : r->output_len;
     int left = target - r->num_generated - 1;
     if (k > left) k = left;
+    if (r->num_proposed >= 0 && k > r->num_proposed) k = r->num_proposed;
     if (k > budget - 1) k = budget - 1;
     return k > 0 ? k : 0;
 }
@@ -609,6 +610,12 @@ int sched_released(const sched *s, request ***released)
 {
     *released = s->released;
     return s->num_released;
+}
+
+int sched_running(const sched *s, request *const **out)
+{
+    *out = s->running;
+    return s->num_running;
 }
 
 const sched_batch *sched_last_batch(const sched *s) { return &s->batch; }

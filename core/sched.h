@@ -139,6 +139,9 @@ bool sched_abort(sched *s, request *r, double now);
 const sched_batch *sched_last_batch(const sched *s);
 int sched_num_waiting(const sched *s);
 int sched_num_running(const sched *s);
+/* The running requests, in the order the scheduler serves them (valid until the next call
+ * that changes the running set): an executor's proposer drafts for them between steps. */
+int sched_running(const sched *s, request *const **out);
 bool sched_idle(const sched *s);      /* nothing waiting, nothing running */
 const bm *sched_bm(const sched *s);
 /* How many leading full prompt blocks of R (not yet added) this scheduler's prefix cache

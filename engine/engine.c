@@ -11,6 +11,7 @@
 
 #include "workload/driver.h"
 #include "engine/runner.h"
+#include "engine/spec.h"
 
 typedef struct engine {
     const engine_options *o;
@@ -26,6 +27,9 @@ typedef struct engine {
     struct timespec t0;
     engine_stats stats;
     step_record last_step;     /* live: the last step, for the gauges */
+    /* speculative decoding: sampled verification's generator and the step's logits */
+    spec_sampler spec;
+    float *logits;
 } engine;
 
 static double since(const struct timespec *t0)
@@ -42,7 +46,9 @@ void engine_backend_options(const sched_config *s, kb_options *kb)
     int per_seq = bm_blocks_for(s->max_model_len, s->block_size);
     kb->num_blocks = s->num_blocks;
     kb->block_size = s->block_size;
-    kb->max_num_seqs = s->max_num_seqs;
+    int drafts = s->num_speculative_tokens * s->max_num_seqs;
+    if (drafts > s->max_num_batched_tokens) drafts = s->max_num_batched_tokens;
+    kb->max_num_seqs = s->max_num_seqs + drafts;
     kb->max_num_tokens = s->max_num_batched_tokens;
     kb->max_blocks_per_seq = per_seq < s->num_blocks ? per_seq : s->num_blocks;
 }
@@ -89,15 +95,48 @@ static int send_due_requests(engine *e, double now)
     return 0;
 }
 
-static void deliver_tokens(engine *e, const sched_batch *b, double now)
+/* Speculation: each running sequence in its decode phase gets the drafts prompt lookup finds
+ * in its tokens, written after them in its buffer (which holds its whole output), for the
+ * scheduler to budget. */
+static void propose_drafts(engine *e)
 {
-    for (int k = 0; k < b->num_items; k++) {
-        request *r = b->items[k].req;
-        if (!b->items[k].emits_token) continue;
-        int32_t token = e->rn.sampled[k];
-        ((int32_t *)r->prompt)[req_num_tokens(r)] = token;
-        if (e->o->on_token) e->o->on_token(e->o->on_token_ctx, r, token, now);
+    int k = e->o->sched.num_speculative_tokens;
+    if (k == 0) return;
+    request *const *running;
+    int n = sched_running(e->s, &running);
+    for (int i = 0; i < n; i++) {
+        request *r = running[i];
+        int total = req_num_tokens(r), left = r->output_len - r->num_generated - 1;
+        r->num_proposed = 0;
+        if (r->num_generated == 0 || r->num_computed != total - 1 || left <= 0) continue;
+        int32_t *tokens = (int32_t *)r->prompt;
+        r->num_proposed = spec_ngram_propose(tokens, total, e->o->prompt_lookup_min, e->o->prompt_lookup_max,
+                                             k < left ? k : left, tokens + total);
     }
+}
+
+/* The tokens of the step: one per emitting item, and for a verifying one the drafts the
+ * target kept before it (told to the scheduler with sched_accept). */
+static int deliver_tokens(engine *e, const sched_batch *b, double now)
+{
+    bool sampled = e->o->sampling.temperature > 0;
+    if (sampled && b->num_spec_seqs > 0 && kb_get_logits(e->kb, e->logits) != 0) return -1;
+    for (int k = 0; k < b->num_items; k++) {
+        const sched_item *it = &b->items[k];
+        request *r = it->req;
+        if (!it->emits_token) continue;
+        int32_t *tokens = (int32_t *)r->prompt, next;
+        int at = req_num_tokens(r), seq = e->rn.item_seq[k], kept = 0;
+        if (it->num_draft_tokens == 0) next = e->rn.sampled[seq];
+        else if (!sampled) next = e->rn.sampled[seq + (kept = spec_accept_greedy(tokens + at, it->num_draft_tokens,
+                                                                                    e->rn.sampled + seq))];
+        else kept = spec_accept_sampled(&e->spec, e->logits + (size_t)seq * e->spec.vocab, tokens + at,
+                                        it->num_draft_tokens, &e->o->sampling, &next);
+        if (it->num_draft_tokens > 0) sched_accept(e->s, k, kept);
+        tokens[at + kept] = next;
+        for (int j = 0; e->o->on_token && j <= kept; j++) e->o->on_token(e->o->on_token_ctx, r, tokens[at + j], now);
+    }
+    return 0;
 }
 
 /* Schedules and runs one step. Returns 1 when it ran one, 0 when nothing could run, -1 on a
@@ -106,6 +145,7 @@ static int run_step(engine *e, double start)
 {
     const sched_batch *b;
     double t_a = clock_now(e);
+    propose_drafts(e);
     if (sched_schedule(e->s, start, &b) == 0) return 0;
     double t_b = clock_now(e);
     runner_prepare(&e->rn, b, sched_bm(e->s));
@@ -120,11 +160,12 @@ static int run_step(engine *e, double start)
                       .predicted_time = e->o->predict ? e->o->predict(e->o->predict_ctx, b) : NAN};
     sched_fill_step(e->s, b, &st);
     double end = clock_now(e);
-    deliver_tokens(e, b, end);
+    if (deliver_tokens(e, b, end) != 0) return -1;
     if (e->rc) rec_tokens(e->rc, b, end);
     request **fin;
     int nf = sched_complete(e->s, end, &fin);
     st.end_time = end;
+    st.num_accepted_tokens = b->num_accepted_tokens;
     if (e->rc) rec_step(e->rc, &st);
     else e->last_step = st;
     for (int i = 0; i < nf; i++) request_ended(e, fin[i], end);
@@ -203,14 +244,36 @@ static int loop(engine *e, char *err, size_t errlen)
         wait_until(e, next);
     }
     e->stats.end_time = clock_now(e);
+    e->stats.blocks_in_use_at_end = e->o->sched.num_blocks - bm_num_free(sched_bm(e->s));
     return 0;
+}
+
+/* The runner, and with sampled speculation the verifier's generator and logits. */
+static int setup_runner(engine *e)
+{
+    const engine_options *o = e->o;
+    if (runner_init(&e->rn, e->kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
+                    o->backend.max_blocks_per_seq) < 0)
+        return -1;
+    if (o->sched.num_speculative_tokens == 0 || o->sampling.temperature == 0) return 0;
+    e->logits = malloc((size_t)o->backend.max_num_seqs * o->backend.shape.vocab * sizeof *e->logits);
+    return e->logits && spec_sampler_init(&e->spec, o->backend.shape.vocab, o->backend.sample_seed ^ 0x5eedULL) == 0
+               ? 0 : -1;
+}
+
+static void free_runner(engine *e)
+{
+    runner_free(&e->rn);
+    spec_sampler_free(&e->spec);
+    free(e->logits);
+    e->logits = NULL;
 }
 
 static void teardown(engine *e)
 {
     req_pool_free(&e->reqs);
     drv_free(&e->drv);
-    runner_free(&e->rn);
+    free_runner(e);
     sched_free(e->s);
     kb_close(e->kb);
 }
@@ -226,8 +289,7 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
     e.s = sched_create(&o->sched);
     req_pool_init(&e.reqs);
     int status = 1;
-    if (!driving || !e.s || runner_init(&e.rn, e.kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
-                                       o->backend.max_blocks_per_seq) < 0)
+    if (!driving || !e.s || setup_runner(&e) < 0)
         snprintf(err, errlen, "out of memory while setting up the engine");
     else if (warm_up(&e) < 0)
         snprintf(err, errlen, "backend warm-up failed: %s", kb_error(e.kb));
@@ -505,8 +567,7 @@ engine_live *engine_start(const engine_options *o, engine_stats *stats, char *er
     if (e->kb) {
         snprintf(e->stats.device, sizeof e->stats.device, "%s", kb_device_name(e->kb));
         e->s = sched_create(&o->sched);
-        if (!e->s || runner_init(&e->rn, e->kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
-                                 o->backend.max_blocks_per_seq) < 0)
+        if (!e->s || setup_runner(e) < 0)
             snprintf(err, errlen, "out of memory while setting up the engine");
         else if (warm_up(e) < 0)
             snprintf(err, errlen, "backend warm-up failed: %s", kb_error(e->kb));
@@ -591,7 +652,7 @@ void engine_stop(engine_live *l)
     }
     engine *e = &l->e;
     req_pool_free(&e->reqs);
-    if (e->kb) runner_free(&e->rn);
+    if (e->kb) free_runner(e);
     sched_free(e->s);
     kb_close(e->kb);
     pthread_mutex_destroy(&l->lock);

@@ -15,6 +15,9 @@ typedef struct engine_options {
     sched_config sched;
     kb_options backend;        /* shapes, pool and threads; the pool fields are filled from sched */
     kb_sampling sampling;
+    /* Speculative decoding (sched.num_speculative_tokens > 0): drafts by prompt lookup of
+     * suffixes of these lengths (vLLM's prompt_lookup_min and _max). */
+    int prompt_lookup_min, prompt_lookup_max;
     /* The streaming path: every token as it is produced, with its time; may be NULL. */
     void (*on_token)(void *ctx, const request *r, int32_t token, double time);
     void *on_token_ctx;
@@ -31,11 +34,13 @@ typedef struct engine_stats {
     int64_t steps;
     double end_time;           /* seconds from the start of the measured clock */
     double warmup_seconds;     /* backend warm-up before the clock starts */
+    int blocks_in_use_at_end;  /* KV blocks still held once every request ended: 0, or a leak */
     char device[160];
     bool refused;              /* engine_start: the backend refused (no device, too large): a user's choice */
 } engine_stats;
 
-/* Fills the backend's pool fields (blocks, block size, table width, batch limits) from S. */
+/* Fills the backend's pool fields (blocks, block size, table width, batch limits) from S; with
+ * speculation a verifying sequence takes a backend sequence per position (engine/runner.h). */
 void engine_backend_options(const sched_config *s, kb_options *kb);
 /* Runs every request of W in real time. Returns 0, 2 when the backend refuses (no device, too
  * large for memory: a user's choice), or 1 on any other failure, with a reason in ERR. */

@@ -17,8 +17,9 @@ int runner_init(runner *rn, kb_backend *kb, int max_tokens, int max_seqs, int ma
     rn->context_lens = malloc(max_seqs * sizeof *rn->context_lens);
     rn->block_tables = malloc((size_t)max_seqs * max_blocks_per_seq * sizeof *rn->block_tables);
     rn->sampled = malloc(max_seqs * sizeof *rn->sampled);
+    rn->item_seq = malloc((max_seqs + 1) * sizeof *rn->item_seq);
     if (!rn->token_ids || !rn->positions || !rn->slot_mapping || !rn->query_start ||
-        !rn->context_lens || !rn->block_tables || !rn->sampled) {
+        !rn->context_lens || !rn->block_tables || !rn->sampled || !rn->item_seq) {
         runner_free(rn);
         return -1;
     }
@@ -28,7 +29,7 @@ int runner_init(runner *rn, kb_backend *kb, int max_tokens, int max_seqs, int ma
 void runner_free(runner *rn)
 {
     free(rn->token_ids); free(rn->positions); free(rn->slot_mapping); free(rn->query_start);
-    free(rn->context_lens); free(rn->block_tables); free(rn->sampled);
+    free(rn->context_lens); free(rn->block_tables); free(rn->sampled); free(rn->item_seq);
     memset(rn, 0, sizeof *rn);
 }
 
@@ -58,21 +59,35 @@ static int put_tokens(runner *rn, int t, const sched_item *it, const int32_t *ta
 
 void runner_prepare(runner *rn, const sched_batch *b, const bm *m)
 {
-    int bs = bm_block_size(m), t = 0;
+    int bs = bm_block_size(m), t = 0, seq = 0;
     size_t row = (size_t)rn->max_blocks_per_seq;
     for (int s = 0; s < b->num_items; s++) {
         const sched_item *it = &b->items[s];
         const int32_t *table = bm_block_table(m, it->req);
-        rn->query_start[s] = t;
+        rn->item_seq[s] = seq;
+        if (it->num_draft_tokens > 0) { /* one decode-shaped query per position */
+            sched_item one = *it;
+            one.num_new_tokens = 1;
+            for (int j = 0; j < it->num_new_tokens; j++, seq++, one.context_len++) {
+                rn->query_start[seq] = t;
+                t = put_tokens(rn, t, &one, table, bs, it->req->prompt);
+                rn->context_lens[seq] = one.context_len + 1;
+                memcpy(rn->block_tables + seq * row, table, it->req->num_blocks * sizeof *table);
+            }
+            continue;
+        }
+        rn->query_start[seq] = t;
         t = put_padding(rn, t, it);
         t = put_tokens(rn, t, it, table, bs, it->req->prompt);
-        rn->context_lens[s] = it->context_len + it->num_new_tokens;
-        memcpy(rn->block_tables + s * row, table, it->req->num_blocks * sizeof *table);
+        rn->context_lens[seq] = it->context_len + it->num_new_tokens;
+        memcpy(rn->block_tables + seq * row, table, it->req->num_blocks * sizeof *table);
+        seq++;
     }
-    rn->query_start[b->num_items] = t;
+    rn->item_seq[b->num_items] = seq;
+    rn->query_start[seq] = t;
     rn->batch = (kb_batch){
         .num_tokens = t, .token_ids = rn->token_ids, .positions = rn->positions,
-        .slot_mapping = rn->slot_mapping, .num_seqs = b->num_items, .query_start = rn->query_start,
+        .slot_mapping = rn->slot_mapping, .num_seqs = seq, .query_start = rn->query_start,
         .context_lens = rn->context_lens, .block_tables = rn->block_tables,
     };
 }

@@ -56,6 +56,7 @@ static met_acc *serve(engine_options *o, wl_config *wc, token_log *log, summary 
     engine_stats st;
     cr_assert_eq(engine_run(o, &w, wc, &rc, &st, err, sizeof err), 0, "%s", err);
     cr_assert_gt(st.steps, 0);
+    cr_assert_eq(st.blocks_in_use_at_end, 0, "every KV block back in the pool");
     slo_config slo = {0};
     cr_assert_eq(met_summarize(met, &slo, sum), 0);
     size_t n;
@@ -258,4 +259,65 @@ Test(engine, aborted_and_stopped_live_jobs_end_once_and_free_their_blocks)
         cr_assert_eq(jobs[i].rec.stop, STOP_ABORTED);
     }
     free(jobs);
+}
+
+/* Speculative decoding with prompt lookup, greedy: every request gets exactly the tokens plain
+ * greedy decoding gives it (the verifier keeps a draft only where it is the target's own
+ * choice, and each position is computed as a plain decode would compute it), drafts are
+ * proposed and some kept, and no KV block leaks (serve checks every record and the pool at
+ * the end). All at once, so both runs see the same requests. */
+Test(engine, greedy_speculation_gives_exactly_the_tokens_of_plain_decoding)
+{
+    token_log *plain = calloc(1, sizeof *plain), *spec = calloc(1, sizeof *spec);
+    summary sp, sn;
+    for (int run = 0; run < 2; run++) {
+        engine_options o = tiny_options(POLICY_PAGED, run == 1, true);
+        o.sched.num_speculative_tokens = run ? 4 : 0;
+        o.prompt_lookup_min = 1;
+        o.prompt_lookup_max = 3;
+        engine_backend_options(&o.sched, &o.backend);
+        wl_config wc = tiny_workload(24);
+        wc.arrival = ARRIVAL_ALL_AT_ONCE;
+        char err[200];
+        dist_parse("uniform:20:60", &wc.output_len, err, sizeof err);
+        met_free(serve(&o, &wc, run ? spec : plain, run ? &sp : &sn));
+    }
+    for (int r = 0; r < 24; r++) {
+        cr_assert_eq(spec->count[r], plain->count[r]);
+        for (int i = 0; i < plain->count[r]; i++)
+            cr_assert_eq(spec->tokens[r][i], plain->tokens[r][i], "request %d token %d", r, i);
+    }
+    cr_assert_gt(sp.spec_draft_tokens, 20, "prompt lookup found drafts (%lld)", (long long)sp.spec_draft_tokens);
+    cr_assert_gt(sp.spec_accepted_tokens, 0, "some drafts were kept");
+    cr_assert_eq(sn.spec_draft_tokens, 0);
+    cr_assert_eq(sp.total_output_tokens, sn.total_output_tokens);
+    free(plain);
+    free(spec);
+}
+
+/* With temperature, top-k and top-p the verifier samples (rejection sampling, tested
+ * statistically in test_spec.c): every request still ends at its exact length, the same seed
+ * gives the same tokens, and drafts are kept at a rate between none and all. */
+Test(engine, sampled_speculation_serves_exact_lengths_reproducibly)
+{
+    token_log *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    summary sa, sb;
+    for (int run = 0; run < 2; run++) {
+        engine_options o = tiny_options(POLICY_PAGED, false, false);
+        o.sched.num_speculative_tokens = 3;
+        o.prompt_lookup_min = 1;
+        o.prompt_lookup_max = 3;
+        engine_backend_options(&o.sched, &o.backend);
+        o.sampling = (kb_sampling){.temperature = 0.3f, .top_k = 20, .top_p = 0.95f};
+        wl_config wc = tiny_workload(12);
+        wc.arrival = ARRIVAL_ALL_AT_ONCE;
+        met_free(serve(&o, &wc, run ? b : a, run ? &sb : &sa));
+    }
+    for (int r = 0; r < 12; r++)
+        for (int i = 0; i < a->count[r]; i++) cr_assert_eq(a->tokens[r][i], b->tokens[r][i], "request %d token %d", r, i);
+    cr_assert_gt(sa.spec_draft_tokens, 0);
+    cr_assert_eq(sa.spec_accepted_tokens, sb.spec_accepted_tokens);
+    cr_assert_lt(sa.spec_accepted_tokens, sa.spec_draft_tokens, "a sampled target rejects some drafts");
+    free(a);
+    free(b);
 }

@@ -698,6 +698,54 @@ Test(kernels_cuda, chunked_prefill_and_prefix_hits_match_scratch)
     kb_close(b);
 }
 
+static int32_t argmax_of(const float *x, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Speculative decoding's verification layout (engine/runner.h) on this backend, against the
+ * CPU backend's plain decoding: a 20-token prompt decoded greedily four steps, one token a
+ * forward, on the CPU; then, on this backend, the same prompt and one forward of five
+ * one-query sequences at positions 19..23 over one block table, holding the prompt's last
+ * token and the four greedy tokens as drafts (each writes its KV before any attention reads
+ * it). Each position's argmax is the token plain greedy decoding chose there, so every draft
+ * is kept and the fifth gives the next token, and each position's logits match the CPU's. */
+Test(kernels_cuda, a_verification_forward_gives_the_tokens_of_plain_greedy_decoding)
+{
+    NEED_GPU();
+    kb_options oc = fixture_options(KB_CPU), og = fixture_options(KB_CUDA);
+    kb_backend *cpu = fixture_open(&oc), *gpu = fixture_open(&og);
+    enum { P = 20, D = 4 };
+    int32_t tokens[P + D + 1], blocks[MAX_BLOCKS_PER_SEQ], other[MAX_BLOCKS_PER_SEQ];
+    fill_tokens(tokens, P, 7);
+    scattered_blocks(blocks, 0, MAX_BLOCKS_PER_SEQ);
+    scattered_blocks(other, 30, MAX_BLOCKS_PER_SEQ);
+    static float plain[D + 1][VOCAB], verify[(D + 1) * VOCAB];
+    seq_step prompt = {tokens, blocks, 0, P, 0};
+    fixture_run(cpu, oc.block_size, &prompt, 1, plain[0], NULL);
+    for (int j = 0; j < D; j++) { /* plain greedy: each token from the last step's logits */
+        tokens[P + j] = argmax_of(plain[j], VOCAB);
+        seq_step one = {tokens, blocks, P + j, 1, 0};
+        fixture_run(cpu, oc.block_size, &one, 1, plain[j + 1], NULL);
+    }
+    tokens[P + D] = argmax_of(plain[D], VOCAB);
+    seq_step prefill = {tokens, other, 0, P - 1, 0};
+    fixture_run(gpu, og.block_size, &prefill, 1, NULL, NULL);
+    seq_step positions[D + 1];
+    for (int j = 0; j <= D; j++) positions[j] = (seq_step){tokens, other, P - 1 + j, 1, 0};
+    fixture_run(gpu, og.block_size, positions, D + 1, verify, NULL);
+    for (int j = 0; j <= D; j++) {
+        cr_assert_eq(argmax_of(verify + (size_t)j * VOCAB, VOCAB), tokens[P + j], "position %d", P + j);
+        double e = rel_err(verify + (size_t)j * VOCAB, plain[j], VOCAB);
+        cr_assert_lt(e, FORWARD_TOL, "position %d: rel err %g", P + j, e);
+    }
+    kb_close(cpu);
+    kb_close(gpu);
+}
+
 Test(kernels_cuda, open_refuses_what_does_not_fit_and_bad_batches)
 {
     NEED_GPU();
