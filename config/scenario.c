@@ -560,6 +560,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     c->max_model_len = V(scheduler, max_model_len).i ? (int)V(scheduler, max_model_len).i
                                                       : out->model.max_position;
     c->num_speculative_tokens = (int)V(speculative, num_tokens).i;
+    c->spec_disable_by_batch_size = (int)V(speculative, disable_by_batch_size).i;
     out->spec_draft_model = strcmp(V(speculative, method).s, "draft") == 0;
     out->draft_model = *model_preset(V(speculative, draft_model).s);
     out->acceptance_rate = V(speculative, acceptance_rate).d;

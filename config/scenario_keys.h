@@ -42,6 +42,7 @@
     X(speculative, num_tokens, INT, "0", "0", "16", "speculative decoding: draft tokens each running sequence proposes and the target verifies per step, as vLLM's num_speculative_tokens (0 = off; paged policy)") \
     X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup in the sequence's own tokens (no model; the engine's method); draft: speculative.draft_model drafts (simulator), k forward passes priced by its own cost model") \
     X(speculative, draft_model, MODEL, "llama-3.2-1b", "", "", "the draft model (method = draft): a preset with the target's vocabulary") \
+    X(speculative, disable_by_batch_size, INT, "0", "0", "1000000", "no drafts in a step that starts with at least this many running sequences, where verification costs more than it saves (vLLM's disable_by_batch_size; 0 = always draft)") \
     X(speculative, prompt_lookup_min, INT, "3", "1", "64", "method = ngram: the shortest suffix of a sequence looked up in its earlier tokens (vLLM's prompt_lookup_min)") \
     X(speculative, prompt_lookup_max, INT, "5", "1", "64", "method = ngram: the longest suffix looked up first (vLLM's prompt_lookup_max)") \
     X(speculative, acceptance_rate, NUM, "0.7", "0", "1", "simulator: the chance each draft token is accepted once those before it were (drawn per token, reproducibly from run.seed); the engine's is what its verifier measures") \

@@ -45,6 +45,7 @@ typedef struct request {
      * tokens in prompt[] (the most the next step may verify); -1: any number (the simulator,
      * whose tokens are not real). */
     int num_proposed;
+    int draft_computed;        /* the simulator's draft model: leading tokens it has in its own KV */
 
     /* Scheduler-private. */
     int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */

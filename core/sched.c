@@ -326,6 +326,7 @@ static int draft_tokens(const sched *s, const request *r, int budget)
 {
     int k = s->cfg.num_speculative_tokens;
     if (k == 0 || r->num_generated == 0 || req_num_tokens(r) - r->num_computed != 1) return 0;
+    if (s->cfg.spec_disable_by_batch_size > 0 && s->num_running >= s->cfg.spec_disable_by_batch_size) return 0;
     int target = r->stop_after > 0 && r->stop_after < r->output_len ? r->stop_after : r->output_len;
     int left = target - r->num_generated - 1;
     if (k > left) k = left;

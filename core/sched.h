@@ -69,6 +69,9 @@ typedef struct sched_config {
      * this many draft tokens, which count against the token budget and take KV slots; the
      * executor says how many were accepted (sched_accept). 0 = off. */
     int num_speculative_tokens;
+    /* ... but not in a step that starts with at least this many running sequences, where
+     * verifying drafts costs more than it saves (vLLM's disable_by_batch_size); 0 = always. */
+    int spec_disable_by_batch_size;
 } sched_config;
 
 /* Rejects settings that cannot work together; writes a one-line reason. */

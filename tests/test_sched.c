@@ -885,3 +885,29 @@ Test(sched, speculation_keeps_every_invariant_on_randomized_workloads)
         }
     cr_assert_gt(preemptions, 0, "the pool is small enough to preempt");
 }
+
+/* disable_by_batch_size: with 2 running sequences and a threshold of 2, no step drafts; with
+ * 3, both draft 3 each (4 + 4 tokens); once one finishes, the other drafts again at 2. */
+Test(sched, speculation_stops_from_the_batch_size_it_is_disabled_at)
+{
+    for (int limit = 2; limit <= 3; limit++) {
+        int pl[] = {3, 3}, ol[] = {20, 20};
+        workload_t w = make_workload(2, pl, ol, NULL);
+        sched_config c = base_config(POLICY_PAGED);
+        c.num_speculative_tokens = 3;
+        c.spec_disable_by_batch_size = limit;
+        sched *s = sched_create(&c);
+        cr_assert(sched_add(s, &w.reqs[0], 0));
+        cr_assert(sched_add(s, &w.reqs[1], 0));
+        const sched_batch *b;
+        request **fin;
+        sched_schedule(s, 0, &b);
+        sched_complete(s, 1, &fin);
+        cr_assert_eq(sched_schedule(s, 1, &b), 2);
+        cr_assert_eq(b->num_draft_tokens, limit == 2 ? 0 : 6, "limit %d", limit);
+        cr_assert_eq(b->num_batched_tokens, limit == 2 ? 2 : 8);
+        sched_complete(s, 2, &fin);
+        sched_free(s);
+        free_workload(&w);
+    }
+}

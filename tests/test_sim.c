@@ -812,3 +812,40 @@ Test(spec, a_draft_model_scenario_runs_reproducibly_and_reports_how_it_speculate
     cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), -1);
     cr_assert(strstr(err, "must share the target's vocabulary"), "%s", err);
 }
+
+static double per_token_cost(const void *ctx, const sched_batch *b)
+{
+    return *(const double *)ctx * b->num_batched_tokens;
+}
+
+/* The draft model's tokens by hand (0.1 ms a token, steps of 25 ms, k = 3, all accepted;
+ * prompt 100, 11 out): it prefills the prompt with the target (100 tokens, TTFT 35 ms); then
+ * before each verification it runs the tokens it has not seen (the newest: 1; after a full
+ * acceptance its unfed last draft and the new token: 2) and k - 1 more one at a time: 3, then
+ * 2 + 2, then 2 (one draft left to make): 109 tokens, E2EL 100 + 10.9 ms. Disabled from one
+ * running sequence, it only prefills: 11 plain steps + 10 ms. */
+Test(spec, the_draft_model_catches_up_on_the_tokens_it_has_not_seen)
+{
+    double step = 0.025, per_token = 1e-4;
+    draft_cost dc;
+    draft_cost_init(&dc, (step_cost){.step_time = per_token_cost, .ctx = &per_token}, 0, 3);
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .acceptance_rate = 1.0, .acceptance_seed = 1, .draft = draft_cost_fn(&dc)};
+    o.sched.num_speculative_tokens = 3;
+    wl_config wc = constant_workload(1, 1);
+    char err[200];
+    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
+    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(st.steps, 4);
+    cr_assert_float_eq(sum.ttft_ms.mean, 35.0, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 110.9, 1e-9);
+    o.sched.spec_disable_by_batch_size = 1;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(st.steps, 11);
+    cr_assert_eq(sum.spec_draft_tokens, 0);
+    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0 + 10.0, 1e-9);
+    draft_cost_free(&dc);
+}
