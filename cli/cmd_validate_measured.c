@@ -15,6 +15,20 @@
 #include "sim/sim.h"
 #include "study/job.h"
 
+/* The per-token acceptance rate a at which K drafts a step keep SHARE of them on average:
+ * share(a) = (a + a^2 + ... + a^K) / K rises from 0 to 1, so bisection finds it. */
+static double acceptance_for_share(double share, int k)
+{
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 60; i++) {
+        double a = (lo + hi) / 2, kept = 0, p = 1;
+        for (int j = 0; j < k; j++) kept += p *= a;
+        if (kept / k < share) lo = a;
+        else hi = a;
+    }
+    return (lo + hi) / 2;
+}
+
 /* The measured requests (failed ones left out) as a list workload. A request the scenario's
  * own workload also generated (same id and lengths: the run was `servesim load` of this
  * scenario) keeps its prompt, so shared prefixes hit the cache as they did on the server. */
@@ -43,6 +57,14 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
         *x = (wl_request){.id = q->request_id, .arrival_time = q->arrival_time, .prompt_len = q->prompt_len,
                           .output_len = q->output_len, .prefix_id = -1, .token_seed = wl_mix64((uint64_t)q->request_id),
                           .warmup = q->warmup};
+        if (q->draft_tokens > 0 && r->sched.num_speculative_tokens > 0) {
+            /* the engine speculated: each request's kept share, as the per-token rate that
+             * keeps that share of num_tokens drafts (steps that drafted fewer, near an
+             * output's end or where prompt lookup found less, are not told apart) */
+            x->has_acceptance_rate = true;
+            x->acceptance_rate = acceptance_for_share((double)q->accepted_tokens / q->draft_tokens,
+                                                      r->sched.num_speculative_tokens);
+        }
         const wl_request *b = have_base && q->request_id >= 0 && (size_t)q->request_id < base.n ? &base.reqs[q->request_id] : NULL;
         if (b && b->prompt_len == q->prompt_len && b->output_len == q->output_len) {
             x->prefix_id = b->prefix_id;

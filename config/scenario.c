@@ -564,6 +564,14 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     out->spec_draft_model = strcmp(V(speculative, method).s, "draft") == 0;
     out->draft_model = *model_preset(V(speculative, draft_model).s);
     out->acceptance_rate = V(speculative, acceptance_rate).d;
+    out->acceptance_spread = V(speculative, acceptance_spread).d;
+    double most = sqrt(out->acceptance_rate * (1 - out->acceptance_rate));
+    if (out->acceptance_spread > 0 && !(out->acceptance_spread < most)) {
+        snprintf(err, errlen, "speculative.acceptance_spread = %g (%s): a rate with mean %g can spread by less than "
+                 "%.4g (sqrt(mean (1 - mean)))", out->acceptance_spread, V(speculative, acceptance_spread).origin,
+                 out->acceptance_rate, most);
+        return -1;
+    }
     out->prompt_lookup_min = (int)V(speculative, prompt_lookup_min).i;
     out->prompt_lookup_max = (int)V(speculative, prompt_lookup_max).i;
     if (out->prompt_lookup_min > out->prompt_lookup_max) {

@@ -59,7 +59,7 @@ typedef struct scenario_resolved {
      * is by a model (else n-gram lookup), and the simulator's per-token acceptance */
     bool spec_draft_model;
     model_shape draft_model;
-    double acceptance_rate;
+    double acceptance_rate, acceptance_spread;
     int prompt_lookup_min, prompt_lookup_max;
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */

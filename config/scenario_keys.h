@@ -45,6 +45,7 @@
     X(speculative, disable_by_batch_size, INT, "0", "0", "1000000", "no drafts in a step that starts with at least this many running sequences, where verification costs more than it saves (vLLM's disable_by_batch_size; 0 = always draft)") \
     X(speculative, prompt_lookup_min, INT, "3", "1", "64", "method = ngram: the shortest suffix of a sequence looked up in its earlier tokens (vLLM's prompt_lookup_min)") \
     X(speculative, prompt_lookup_max, INT, "5", "1", "64", "method = ngram: the longest suffix looked up first (vLLM's prompt_lookup_max)") \
+    X(speculative, acceptance_spread, NUM, "0", "0", "0.5", "simulator: each request's own acceptance rate is drawn from a Beta distribution with mean acceptance_rate and this standard deviation (0 = every request acceptance_rate; a trace's acceptance_rate column overrides both)") \
     X(speculative, acceptance_rate, NUM, "0.7", "0", "1", "simulator: the chance each draft token is accepted once those before it were (drawn per token, reproducibly from run.seed); the engine's is what its verifier measures") \
     X(deployment, tensor_parallel, INT, "1", "1", "8", "GPUs per instance within one node (up to 8), splitting heads, MLP and vocabulary as vLLM's --tensor-parallel-size (weights and KV per GPU divide; all-reduces over the node's links join them)") \
     X(deployment, replicas, INT, "1", "1", "4096", "instances of the model, each with its own scheduler and KV pool, behind one router") \

@@ -82,6 +82,8 @@ void req_to_record(const request *r, req_record *out)
         .num_preemptions = r->num_preemptions,
         .stop = r->stop,
         .warmup = r->warmup,
+        .draft_tokens = r->draft_tokens,
+        .accepted_tokens = r->accepted_tokens,
     };
 }
 

@@ -21,6 +21,7 @@ void req_init(request *r, int64_t id, double arrival, const int32_t *prompt, int
     r->stop = STOP_NONE;
     r->seq_slot = -1;
     r->num_proposed = -1;
+    r->acceptance_rate = NAN;
 }
 
 void req_from_workload(request *r, const wl_request *wr, const int32_t *prompt)

@@ -46,6 +46,8 @@ typedef struct request {
      * whose tokens are not real). */
     int num_proposed;
     int draft_computed;        /* the simulator's draft model: leading tokens it has in its own KV */
+    double acceptance_rate;    /* the simulator: the chance each of its drafts is accepted */
+    int draft_tokens, accepted_tokens; /* its drafts verified and kept so far */
 
     /* Scheduler-private. */
     int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */

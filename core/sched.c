@@ -534,6 +534,8 @@ int sched_complete(sched *s, double now, request ***finished)
             r->num_computed -= rejected;
             s->computed_tokens -= rejected;
             r->num_generated += it->num_accepted;
+            r->draft_tokens += it->num_draft_tokens;
+            r->accepted_tokens += it->num_accepted;
             b->num_accepted_tokens += it->num_accepted;
             bm_truncate(s->bm, r, r->num_computed + 1);
         }

@@ -21,7 +21,8 @@
 
 #define REQUESTS_HEADER                                                                    \
     "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"         \
-    "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n"
+    "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup,draft_tokens,"   \
+    "accepted_tokens\n"
 
 
 /* A CSV row under construction; every field is followed by ',' and the last one replaced
@@ -176,6 +177,8 @@ void res_write_request(res_dir *d, const req_record *q)
     put_int(&r, q->num_preemptions);
     put_str(&r, stop_reason_name(q->stop));
     put_int(&r, q->warmup);
+    put_int(&r, q->draft_tokens);
+    put_int(&r, q->accepted_tokens);
     end_row(&r, d->requests);
 }
 

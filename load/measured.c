@@ -92,14 +92,20 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
     if (csv_open(&r, path, 0, err, errlen) < 0) return -1;
     static const char *const cols[] = {"request_id", "arrival_time", "first_token_time", "finish_time",
                                        "prompt_len", "output_len", "stop_reason", "warmup"};
-    int idx[8];
+    int idx[8], draft_col = -1, accepted_col = -1;
     int rc = csv_next(&r, err, errlen);
     if (rc == 0) rc = errmsg(err, errlen, "%s: empty, expected a requests.csv header", path);
     for (int k = 0; rc == 1 && k < 8; k++)
         if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = errmsg(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
+    if (rc == 1) { /* an engine's speculation, when it speculated: optional */
+        draft_col = csv_index(&r, "draft_tokens");
+        accepted_col = csv_index(&r, "accepted_tokens");
+        if ((draft_col < 0) != (accepted_col < 0))
+            rc = errmsg(err, errlen, "%s:%ld: draft_tokens and accepted_tokens come together", path, r.lineno);
+    }
     size_t cap = 0;
     while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
-        int need = 0;
+        int need = draft_col > accepted_col ? draft_col : accepted_col;
         for (int k = 0; k < 8; k++) need = idx[k] > need ? idx[k] : need;
         if (r.nfields <= need) {
             rc = errmsg(err, errlen, "%s:%ld: %d fields, expected at least %d", path, r.lineno, r.nfields, need + 1);
@@ -113,6 +119,11 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
             .output_len = (int)integer(r.field[idx[5]], 0, 1 << 24, &ok), .stop = parse_stop(r.field[idx[6]]),
             .warmup = strcmp(r.field[idx[7]], "1") == 0,
         };
+        if (draft_col >= 0) {
+            q.draft_tokens = (int)integer(r.field[draft_col], 0, 1 << 24, &ok);
+            q.accepted_tokens = (int)integer(r.field[accepted_col], 0, 1 << 24, &ok);
+            ok = ok && q.accepted_tokens <= q.draft_tokens;
+        }
         if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
             rc = errmsg(err, errlen, "%s:%ld: not a request record (a number or the stop reason is wrong)", path, r.lineno);
             break;

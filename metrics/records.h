@@ -31,6 +31,8 @@ typedef struct req_record {
     int num_preemptions;
     stop_reason stop;
     bool warmup;                   /* run, but left out of every statistic */
+    int draft_tokens;              /* speculative decoding: its drafts verified */
+    int accepted_tokens;           /* ... and kept */
 } req_record;
 
 typedef struct step_record {

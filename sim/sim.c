@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <gsl/gsl_cdf.h>
+
 #include "metrics/metrics.h"
 #include "workload/driver.h"
 #include "sim/heap.h"
@@ -116,6 +118,22 @@ static void summarize_samples(samples *s, double *mean, double *p99)
     *p99 = s->v[(size_t)ceil(0.99 * (double)s->n) - 1];
 }
 
+static double unit_hash(uint64_t x);
+
+/* A request's chance that each of its drafts is accepted: its own when the workload has one
+ * (a trace's acceptance_rate column), else a draw from the Beta distribution with the
+ * scenario's mean and spread (0: the mean itself), from the seed and the request's id alone. */
+static double acceptance_of(const sim *m, const wl_request *wr)
+{
+    const sim_options *o = m->o;
+    if (wr->has_acceptance_rate) return wr->acceptance_rate;
+    double mu = o->acceptance_rate, sd = o->acceptance_spread;
+    if (o->sched.num_speculative_tokens == 0 || !(sd > 0)) return mu;
+    double nu = mu * (1 - mu) / (sd * sd) - 1; /* a + b */
+    double u = unit_hash(o->acceptance_seed * 0xd1b54a32d192ed03ULL ^ (uint64_t)wr->id * 0x8cb92ba72f3d8dd7ULL);
+    return gsl_cdf_beta_Pinv(u, mu * nu, (1 - mu) * nu);
+}
+
 static int send_due_requests(sim *m, double now)
 {
     wl_request *wr;
@@ -129,6 +147,7 @@ static int send_due_requests(sim *m, double now)
             wl_fill_prompt(m->w, wr, prompt);
         }
         req_from_workload(r, wr, prompt);
+        r->acceptance_rate = acceptance_of(m, wr);
         rec_sent(m->rc, r);
         int first_side = m->o->num_prefill > 0 ? m->o->num_prefill : m->o->num_replicas;
         if (m->o->num_prefill > 0) r->stop_after = 1;
@@ -220,7 +239,7 @@ static void accept_drafts(sim *m, replica *rep)
         int a = 0;
         uint64_t base = m->o->acceptance_seed * 0x100000001b3ULL ^ (uint64_t)it->req->id * 0x9e3779b97f4a7c15ULL;
         while (a < it->num_draft_tokens &&
-               unit_hash(base + (uint64_t)(it->req->num_generated + a)) < m->o->acceptance_rate)
+               unit_hash(base + (uint64_t)(it->req->num_generated + a)) < it->req->acceptance_rate)
             a++;
         sched_accept(rep->s, i, a);
     }

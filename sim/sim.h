@@ -41,10 +41,11 @@ typedef struct sim_options {
     int num_prefill;
     double kv_latency_s, kv_s_per_token;
     /* Speculative decoding (sched.num_speculative_tokens > 0): each draft token is accepted
-     * with ACCEPTANCE_RATE once those before it were, drawn from a hash of (ACCEPTANCE_SEED,
+     * with its request's rate once those before it were (the workload's, else drawn from a
+     * Beta distribution of mean ACCEPTANCE_RATE and std ACCEPTANCE_SPREAD, per request), drawn from a hash of (ACCEPTANCE_SEED,
      * request, position), so a token's fate does not depend on the batch it ran in; DRAFT
      * prices the drafting of a batch (step_time NULL: free, as n-gram lookup on the CPU). */
-    double acceptance_rate;
+    double acceptance_rate, acceptance_spread; /* the mean and std of requests' own rates */
     uint64_t acceptance_seed;
     step_cost draft;
     /* Called now and then with the requests ended so far; may be NULL. */

@@ -108,6 +108,7 @@ static json_t *speculative_json(const scenario_resolved *r, const spec_cost *sp)
     if (!o || json_put(o, "num_tokens", json_integer(r->sched.num_speculative_tokens)) |
             json_put(o, "method", json_string(r->spec_draft_model ? "draft" : "ngram")) |
             json_put(o, "acceptance_rate", json_real(r->acceptance_rate)) |
+            json_put(o, "acceptance_spread", json_real(r->acceptance_spread)) |
             (sp->on ? json_put(o, "draft_model", json_string(r->draft_model.name)) |
                       json_put(o, "draft_cost_model", json_text(sp->model.kind)) |
                       json_put(o, "draft_cost_source", json_text(sp->model.source))
@@ -236,6 +237,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .kv_latency_s = r->kv_latency_s,
         .kv_s_per_token = r->kv_s_per_token,
         .acceptance_rate = r->acceptance_rate,
+        .acceptance_spread = r->acceptance_spread,
         .acceptance_seed = r->workload.seed,
         .draft = sp->on ? draft_cost_fn(&sp->draft) : (step_cost){0},
         .router = r->router,

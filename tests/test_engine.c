@@ -280,7 +280,18 @@ Test(engine, greedy_speculation_gives_exactly_the_tokens_of_plain_decoding)
         wc.arrival = ARRIVAL_ALL_AT_ONCE;
         char err[200];
         dist_parse("uniform:20:60", &wc.output_len, err, sizeof err);
-        met_free(serve(&o, &wc, run ? spec : plain, run ? &sp : &sn));
+        met_acc *met = serve(&o, &wc, run ? spec : plain, run ? &sp : &sn);
+        size_t n;
+        const req_record *recs = met_requests(met, &n);
+        int64_t drafted = 0, kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_leq(recs[i].accepted_tokens, recs[i].draft_tokens);
+            drafted += recs[i].draft_tokens;
+            kept += recs[i].accepted_tokens;
+        }
+        cr_assert_eq(drafted, (run ? sp : sn).spec_draft_tokens, "each request's drafts add up to the run's");
+        cr_assert_eq(kept, (run ? sp : sn).spec_accepted_tokens);
+        met_free(met);
     }
     for (int r = 0; r < 24; r++) {
         cr_assert_eq(spec->count[r], plain->count[r]);

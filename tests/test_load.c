@@ -249,7 +249,26 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
     cr_assert_eq(m.num_itl, 3);
     cr_assert_float_eq(m.itl[0], 0.05, 1e-9);
     cr_assert_float_eq(m.itl[2], 0.15, 1e-9);
+    cr_assert_eq(m.reqs[2].draft_tokens, 0, "no draft columns, no drafts");
     measured_free(&m);
+
+    /* an engine that speculated: each request's drafts and the ones kept */
+    snprintf(path, sizeof path, "%s/requests.csv", dir);
+    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+                     "draft_tokens,accepted_tokens\n0,1.0,1.1,1.2,20,3,length,0,8,5\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
+    cr_assert(m.reqs[0].draft_tokens == 8 && m.reqs[0].accepted_tokens == 5);
+    measured_free(&m);
+    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+                     "draft_tokens,accepted_tokens\n0,1.0,1.1,1.2,20,3,length,0,4,5\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1, "more kept than drafted");
+    cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
+    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+                     "draft_tokens\n0,1.0,1.1,1.2,20,3,length,0,4\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "draft_tokens and accepted_tokens come together"), "%s", err);
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
 
     snprintf(path, sizeof path, "%s/requests.csv", dir);
     write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"

@@ -103,7 +103,7 @@ static void write_run(const char *dir, const json_t *extra)
         {.request_id = 0, .arrival_time = 0, .scheduled_prefill_time = 0.1,
          .first_token_time = 0.25, .finish_time = 1.5, .prompt_len = 100,
          .cached_prompt_len = 32, .output_len = 11, .num_preemptions = 1, .stop = STOP_LENGTH,
-         .warmup = true},
+         .warmup = true, .draft_tokens = 12, .accepted_tokens = 7},
         {.request_id = 1, .arrival_time = 0.5, .scheduled_prefill_time = NAN,
          .first_token_time = NAN, .finish_time = 0.5, .prompt_len = 99999,
          .stop = STOP_TOO_LONG},
@@ -141,9 +141,9 @@ Test(results, commit_creates_dir_with_three_files_and_exact_csv)
     char *reqs = slurp(dir, "requests.csv");
     cr_assert_str_eq(reqs,
         "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,"
-        "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup\n"
-        "0,0.000000000,0.100000000,0.250000000,1.500000000,100,32,11,1,length,1\n"
-        "1,0.500000000,,,0.500000000,99999,0,0,0,too_long,0\n");
+        "prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup,draft_tokens,accepted_tokens\n"
+        "0,0.000000000,0.100000000,0.250000000,1.500000000,100,32,11,1,length,1,12,7\n"
+        "1,0.500000000,,,0.500000000,99999,0,0,0,too_long,0,0,0\n");
     free(steps);
     free(reqs);
 }

@@ -849,3 +849,73 @@ Test(spec, the_draft_model_catches_up_on_the_tokens_it_has_not_seen)
     cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0 + 10.0, 1e-9);
     draft_cost_free(&dc);
 }
+
+/* Per-request acceptance. From a trace's column: request 0 at 1.0 keeps every draft, request
+ * 1 at 0.0 none, whatever the scenario's rate. Drawn around the scenario's rate with a spread:
+ * requests' kept shares (kept / drafted, a function of their own rate) vary far more across
+ * requests than the draws of one shared rate make them vary, around the same mean. */
+Test(spec, each_request_has_its_own_acceptance_from_a_trace_or_a_spread)
+{
+    const char *path = "/tmp/servesim-test-acceptance.csv";
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len,acceptance_rate\n0,50,40,1\n0,50,40,0\n", f);
+    fclose(f);
+    double step = 0.01;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .acceptance_rate = 0.5, .acceptance_seed = 3};
+    o.sched.num_speculative_tokens = 3;
+    wl_config wc = constant_workload(0, 1);
+    wc.arrival = ARRIVAL_TRACE;
+    wc.trace_path = path;
+    workload w;
+    char err[512];
+    cr_assert_eq(wl_build(&wc, &w, err, sizeof err), 0, "%s", err);
+    met_acc *met = met_create();
+    met_keep_requests(met);
+    recorder rc;
+    rec_init(&rc, met, NULL);
+    sim_stats st;
+    cr_assert_eq(sim_run(&o, &w, &wc, &rc, &st, err, sizeof err), 0, "%s", err);
+    size_t n;
+    const req_record *recs = met_requests(met, &n);
+    cr_assert_eq(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_gt(recs[i].draft_tokens, 0);
+        cr_assert_eq(recs[i].accepted_tokens, recs[i].request_id == 0 ? recs[i].draft_tokens : 0, "request %lld",
+                     (long long)recs[i].request_id);
+    }
+    met_free(met);
+    wl_free(&w);
+    unlink(path);
+
+    double spread_std[2], spread_mean[2];
+    for (int v = 0; v < 2; v++) {
+        sim_options s = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                         .acceptance_rate = 0.6, .acceptance_spread = v ? 0.25 : 0, .acceptance_seed = 5};
+        s.sched.num_speculative_tokens = 1;
+        wl_config c = constant_workload(600, 50);
+        dist_parse("fixed:200", &c.output_len, err, sizeof err);
+        cr_assert_eq(wl_build(&c, &w, err, sizeof err), 0, "%s", err);
+        met = met_create();
+        met_keep_requests(met);
+        rec_init(&rc, met, NULL);
+        cr_assert_eq(sim_run(&s, &w, &c, &rc, &st, err, sizeof err), 0, "%s", err);
+        recs = met_requests(met, &n);
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < n; i++) {
+            double share = (double)recs[i].accepted_tokens / recs[i].draft_tokens; /* k = 1: the rate itself */
+            sum += share;
+            sq += share * share;
+        }
+        spread_mean[v] = sum / n;
+        spread_std[v] = sqrt(sq / n - spread_mean[v] * spread_mean[v]);
+        met_free(met);
+        wl_free(&w);
+    }
+    cr_assert_lt(fabs(spread_mean[0] - 0.6), 0.01, "one rate: mean %g", spread_mean[0]);
+    cr_assert_lt(fabs(spread_mean[1] - 0.6), 0.03, "spread: mean %g", spread_mean[1]);
+    cr_assert_lt(spread_std[0], 0.06, "one rate: only the draws vary (%g)", spread_std[0]);
+    cr_assert_lt(fabs(spread_std[1] - sqrt(0.25 * 0.25 + spread_std[0] * spread_std[0])), 0.03,
+                 "spread 0.25 on top of the draws' %g: %g", spread_std[0], spread_std[1]);
+}

@@ -393,6 +393,17 @@ Test(workload, plain_trace_format)
     cr_assert_float_eq(w.reqs[1].arrival_time, 1.0, 1e-12);
     cr_assert_float_eq(w.reqs[2].arrival_time, 5.5, 1e-12);
     cr_assert(w.reqs[2].prompt_len == 7 && w.reqs[2].output_len == 300);
+    cr_assert(!w.reqs[0].has_acceptance_rate, "no acceptance_rate column, no rate");
+    wl_free(&w);
+    /* a measured run's requests.csv with its own acceptance per request */
+    temp_trace(path, "arrival_time,prompt_len,output_len,acceptance_rate\n0,10,5,0.75\n1,10,5,1\n2,10,5,0\n");
+    c = trace_config(path, 0);
+    w = build_ok(&c);
+    unlink(path);
+    cr_assert(w.reqs[0].has_acceptance_rate && w.reqs[2].has_acceptance_rate);
+    cr_assert_eq(w.reqs[0].acceptance_rate, 0.75);
+    cr_assert_eq(w.reqs[1].acceptance_rate, 1.0);
+    cr_assert_eq(w.reqs[2].acceptance_rate, 0.0);
     wl_free(&w);
 }
 
@@ -449,6 +460,9 @@ Test(workload, malformed_traces_name_the_line)
     trace_fails("time,in,out\n0,1,1\n", 1, "unknown trace header (expected the columns TIMESTAMP,");
     trace_fails("arrival_time,prompt_len,output_len\n\"0,1,1\n", 2, "field 1: a quote is opened and never closed");
     trace_fails("", 1, "empty trace");
+    trace_fails("arrival_time,prompt_len,output_len,acceptance_rate\n0,1,1,0.5\n1,1,1,1.5\n", 3,
+                "bad acceptance_rate \"1.5\" (expected a number in [0, 1])");
+    trace_fails("arrival_time,prompt_len,output_len,acceptance_rate\n0,1,1,\n", 2, "bad acceptance_rate \"\"");
 }
 
 Test(workload, header_only_trace_and_unreadable_file)

@@ -31,6 +31,7 @@ typedef struct reader {
     csv_reader csv;
     trace_format fmt;
     int col[3];              /* time, prompt and output columns in the header */
+    int acceptance_col;      /* the optional acceptance_rate column, or -1 */
     int num_columns;
     char *err;
     size_t errlen;
@@ -143,6 +144,18 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
             return -1;
         }
     }
+    row->acceptance_rate = -1;
+    if (r->acceptance_col >= 0) {
+        const char *a = r->csv.field[r->acceptance_col];
+        char *end;
+        errno = 0;
+        double v = strtod(a, &end);
+        if (end == a || *end != '\0' || errno == ERANGE || !(v >= 0 && v <= 1)) {
+            fail(r, "bad acceptance_rate \"%s\" (expected a number in [0, 1])", a);
+            return -1;
+        }
+        row->acceptance_rate = v;
+    }
     return 0;
 }
 
@@ -162,6 +175,7 @@ static int read_header(reader *r)
         if (found == 3) {
             r->fmt = (trace_format)k;
             r->num_columns = r->csv.nfields;
+            r->acceptance_col = csv_index(&r->csv, "acceptance_rate");
             return 0;
         }
     }

@@ -4,7 +4,10 @@
  *       with TIMESTAMP as "YYYY-MM-DD HH:MM:SS[.fffffff]" (up to 7 fraction digits);
  *   plain: arrival_time,prompt_len,output_len   with arrival_time in seconds.
  * Times are returned relative to the first row, exactly for Azure timestamps (integer
- * arithmetic in 100 ns ticks before the one conversion to seconds). Lengths must be >= 1;
+ * arithmetic in 100 ns ticks before the one conversion to seconds). An optional column
+ * acceptance_rate gives each request's chance that a speculative draft is accepted (the
+ * simulator draws from it; an engine run's requests.csv has draft_tokens and accepted_tokens
+ * to compute it from). Lengths must be >= 1;
  * rows must be non-decreasing in time. CRLF line ends are accepted and blank lines skipped. */
 #ifndef SERVESIM_WORKLOAD_TRACE_H
 #define SERVESIM_WORKLOAD_TRACE_H
@@ -14,6 +17,7 @@
 typedef struct trace_row {
     double time;        /* seconds since the first row */
     int prompt_len, output_len;
+    double acceptance_rate; /* optional column acceptance_rate (speculative decoding), in [0, 1]; -1 without */
 } trace_row;
 
 /* Reads at most MAX_ROWS rows (0 = all; the rows after them are not read). On error returns

@@ -177,6 +177,8 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
         (*reqs)[i].arrival_time = rows[i].time * c->trace_time_scale;
         (*reqs)[i].prompt_len = rows[i].prompt_len;
         (*reqs)[i].output_len = rows[i].output_len;
+        (*reqs)[i].has_acceptance_rate = rows[i].acceptance_rate >= 0;
+        (*reqs)[i].acceptance_rate = rows[i].acceptance_rate;
     }
     free(rows);
     return 0;

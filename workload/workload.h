@@ -6,6 +6,7 @@
  * resolution is coarser than a microsecond, and results would not mean anything. */
 #define WL_MAX_TIME 1e9
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "workload/dist.h"
@@ -51,6 +52,10 @@ typedef struct wl_request {
     int prefix_len;
     uint64_t token_seed;
     int warmup;
+    /* speculative decoding: this request's chance a draft is accepted (a trace's
+     * acceptance_rate column, a measured run's), when has_acceptance_rate */
+    bool has_acceptance_rate;
+    double acceptance_rate;
 } wl_request;
 
 /* A workload is a list (a trace, or wl_build's) or a generator (wl_open of a distribution):
