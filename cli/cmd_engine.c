@@ -45,6 +45,8 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     o.sched = r.sched;
     o.prompt_lookup_min = r.prompt_lookup_min;
     o.prompt_lookup_max = r.prompt_lookup_max;
+    o.spec_draft_model = r.spec_draft_model;
+    o.draft_shape = r.draft_kb_shape;
     engine_backend_options(&r.sched, &o.backend);
     /* with a cost table, every step also records what the table predicts for its batch */
     job_cost cost;

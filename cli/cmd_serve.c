@@ -47,6 +47,8 @@ int cmd_serve(int argc, char **argv)
     o.sched = r.sched;
     o.prompt_lookup_min = r.prompt_lookup_min;
     o.prompt_lookup_max = r.prompt_lookup_max;
+    o.spec_draft_model = r.spec_draft_model;
+    o.draft_shape = r.draft_kb_shape;
     engine_backend_options(&r.sched, &o.backend);
     env_raise_fd_limit();
     signal(SIGPIPE, SIG_IGN);

@@ -79,6 +79,7 @@ static int serve_real(const scenario_resolved *r, const kb_options *kb, const kb
 {
     engine_options o = {.sched = r->sched, .backend = *kb, .sampling = *sp, .predict = tc_step_time, .predict_ctx = tc,
                         .prompt_lookup_min = r->prompt_lookup_min, .prompt_lookup_max = r->prompt_lookup_max,
+                        .spec_draft_model = r->spec_draft_model, .draft_shape = r->draft_kb_shape,
                         .stop = interrupt_flag()};
     engine_backend_options(&r->sched, &o.backend);
     out->met = met_create();

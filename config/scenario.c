@@ -698,9 +698,9 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
                  r->fp8_weights ? "model.quantization" : "kv.cache_dtype");
         return -1;
     }
-    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
-        snprintf(err, errlen, "%s: the real engine drafts by prompt lookup; speculative.method = draft is for the "
-                 "simulator (servesim run)", sc->path[0] ? sc->path : "built-in scenario");
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model && r->draft_model.num_experts > 0) {
+        snprintf(err, errlen, "%s: speculative.draft_model = %s is a mixture of experts; the real engine's forward "
+                 "has a dense MLP", sc->path[0] ? sc->path : "built-in scenario", r->draft_model.name);
         return -1;
     }
     if (m->num_experts > 0) {
@@ -719,6 +719,9 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
     kb->kind = strcmp(V(engine, backend).s, "cuda") == 0 ? KB_CUDA : KB_CPU;
     kb->shape = (kb_shape){m->num_layers, m->hidden, m->num_heads, m->num_kv_heads, m->head_dim,
                            m->intermediate, m->vocab, m->rope_theta, m->rms_eps};
+    const model_shape *d = &r->draft_model;
+    r->draft_kb_shape = (kb_shape){d->num_layers, d->hidden, d->num_heads, d->num_kv_heads, d->head_dim,
+                                   d->intermediate, d->vocab, d->rope_theta, d->rms_eps};
     kb->weight_seed = (uint64_t)V(engine, weight_seed).i;
     kb->sample_seed = (uint64_t)V(run, seed).i;
     kb->threads = (int)V(engine, threads).i;

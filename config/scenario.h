@@ -59,6 +59,7 @@ typedef struct scenario_resolved {
      * is by a model (else n-gram lookup), and the simulator's per-token acceptance */
     bool spec_draft_model;
     model_shape draft_model;
+    kb_shape draft_kb_shape;    /* the draft model as the engine's backend takes it (scenario_resolve_engine) */
     double acceptance_rate, acceptance_spread;
     int prompt_lookup_min, prompt_lookup_max;
     char trace_path[1000];

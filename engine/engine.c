@@ -11,6 +11,7 @@
 
 #include "workload/driver.h"
 #include "engine/runner.h"
+#include "engine/drafter.h"
 #include "engine/spec.h"
 
 typedef struct engine {
@@ -30,6 +31,8 @@ typedef struct engine {
     /* speculative decoding: sampled verification's generator and the step's logits */
     spec_sampler spec;
     float *logits;
+    drafter drafter;           /* speculative.method = draft: the draft model (kb NULL without) */
+    bool draft_failed;         /* the last step failed in the draft model's backend */
 } engine;
 
 static double since(const struct timespec *t0)
@@ -101,7 +104,7 @@ static int send_due_requests(engine *e, double now)
 static void propose_drafts(engine *e)
 {
     int k = e->o->sched.num_speculative_tokens;
-    if (k == 0) return;
+    if (k == 0 || e->drafter.kb) return; /* a draft model drafts once the step is scheduled */
     request *const *running;
     int n = sched_running(e->s, &running);
     for (int i = 0; i < n; i++) {
@@ -147,7 +150,10 @@ static int run_step(engine *e, double start)
     double t_a = clock_now(e);
     propose_drafts(e);
     if (sched_schedule(e->s, start, &b) == 0) return 0;
-    double t_b = clock_now(e);
+    double t_draft = clock_now(e);
+    e->draft_failed = e->drafter.kb && drafter_propose(&e->drafter, b, sched_bm(e->s)) != 0;
+    if (e->draft_failed) return -1;
+    double t_b = clock_now(e), drafting = t_b - t_draft;
     runner_prepare(&e->rn, b, sched_bm(e->s));
     double t_c = clock_now(e);
     if (runner_forward(&e->rn, NULL) != 0) return -1;
@@ -155,7 +161,7 @@ static int run_step(engine *e, double start)
     if (runner_sample(&e->rn, &e->o->sampling, NULL) != 0) return -1;
     double t_e = clock_now(e);
     step_record st = {.step_id = e->stats.steps++, .start_time = start,
-                      .schedule_time = t_b - t_a, .prepare_time = t_c - t_b,
+                      .schedule_time = t_draft - t_a, .prepare_time = t_c - t_b, .draft_time = drafting,
                       .forward_time = t_d - t_c, .sample_time = t_e - t_d,
                       .predicted_time = e->o->predict ? e->o->predict(e->o->predict_ctx, b) : NAN};
     sched_fill_step(e->s, b, &st);
@@ -166,6 +172,7 @@ static int run_step(engine *e, double start)
     int nf = sched_complete(e->s, end, &fin);
     st.end_time = end;
     st.num_accepted_tokens = b->num_accepted_tokens;
+    if (e->drafter.kb) drafter_settle(b);
     if (e->rc) rec_step(e->rc, &st);
     else e->last_step = st;
     for (int i = 0; i < nf; i++) request_ended(e, fin[i], end);
@@ -188,7 +195,7 @@ static void wait_until(const engine *e, double t)
 
 /* First runs include one-time costs (page faults, thread start, lazy initialization):
  * run a small prefill and a decode through every kernel before the clock starts. */
-static int warm_up(engine *e)
+static int warm_up_backend(engine *e, kb_backend *backend)
 {
     const kb_options *kb = &e->o->backend;
     int n = 16;
@@ -209,11 +216,24 @@ static int warm_up(engine *e)
     for (int len = n; len >= 1 && status == 0; len = len > 1 ? 1 : 0) {
         b.num_tokens = len;
         qs[1] = len;
-        if (kb_forward(e->kb, &b, NULL) != 0 || kb_sample(e->kb, &e->o->sampling, &out, NULL) != 0) status = -1;
+        if (kb_forward(backend, &b, NULL) != 0 || kb_sample(backend, &e->o->sampling, &out, NULL) != 0) status = -1;
     }
     free(table);
-    e->stats.warmup_seconds = since(&t0);
+    e->stats.warmup_seconds += since(&t0);
     return status;
+}
+
+static int warm_up(engine *e)
+{
+    if (warm_up_backend(e, e->kb) < 0) return -1;
+    e->draft_failed = e->drafter.kb && warm_up_backend(e, e->drafter.kb) < 0;
+    return e->draft_failed ? -1 : 0;
+}
+
+/* The backend whose failure ended the last call. */
+static const char *backend_error(const engine *e)
+{
+    return e->draft_failed ? kb_error(e->drafter.kb) : kb_error(e->kb);
 }
 
 static int loop(engine *e, char *err, size_t errlen)
@@ -232,7 +252,7 @@ static int loop(engine *e, char *err, size_t errlen)
         if (e->ended == e->w->n) break;
         int ran = run_step(e, now);
         if (ran < 0) {
-            snprintf(err, errlen, "backend: %s", kb_error(e->kb));
+            snprintf(err, errlen, "backend%s: %s", e->draft_failed ? " (draft model)" : "", backend_error(e));
             return 1;
         }
         if (ran) continue;
@@ -248,22 +268,39 @@ static int loop(engine *e, char *err, size_t errlen)
     return 0;
 }
 
-/* The runner, and with sampled speculation the verifier's generator and logits. */
-static int setup_runner(engine *e)
+/* The runner, with speculation the draft model, and with sampled speculation the verifier's
+ * generator and logits. -1 with a reason in ERR; -2 when the draft model's backend refused it
+ * (too large for the memory left: a user's choice). */
+static int setup_runner(engine *e, char *err, size_t errlen)
 {
     const engine_options *o = e->o;
     if (runner_init(&e->rn, e->kb, o->backend.max_num_tokens, o->backend.max_num_seqs,
-                    o->backend.max_blocks_per_seq) < 0)
+                    o->backend.max_blocks_per_seq) < 0) {
+        snprintf(err, errlen, "out of memory while setting up the engine");
         return -1;
-    if (o->sched.num_speculative_tokens == 0 || o->sampling.temperature == 0) return 0;
+    }
+    if (o->sched.num_speculative_tokens == 0) return 0;
+    if (o->spec_draft_model) {
+        char why[512];
+        int rc = drafter_open(&e->drafter, &o->backend, &o->draft_shape, &o->sched, why, sizeof why);
+        if (rc < 0) {
+            snprintf(err, errlen, "the draft model: %s", why);
+            return rc;
+        }
+    }
+    if (o->sampling.temperature == 0) return 0;
     e->logits = malloc((size_t)o->backend.max_num_seqs * o->backend.shape.vocab * sizeof *e->logits);
-    return e->logits && spec_sampler_init(&e->spec, o->backend.shape.vocab, o->backend.sample_seed ^ 0x5eedULL) == 0
-               ? 0 : -1;
+    if (!e->logits || spec_sampler_init(&e->spec, o->backend.shape.vocab, o->backend.sample_seed ^ 0x5eedULL) < 0) {
+        snprintf(err, errlen, "out of memory for speculative sampling");
+        return -1;
+    }
+    return 0;
 }
 
 static void free_runner(engine *e)
 {
     runner_free(&e->rn);
+    drafter_close(&e->drafter);
     spec_sampler_free(&e->spec);
     free(e->logits);
     e->logits = NULL;
@@ -288,12 +325,14 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
     bool driving = drv_init(&e.drv, w, cfg) == 0;
     e.s = sched_create(&o->sched);
     req_pool_init(&e.reqs);
-    int status = 1;
-    if (!driving || !e.s || setup_runner(&e) < 0)
+    int status = 1, setup = driving && e.s ? setup_runner(&e, err, errlen) : -1;
+    if (!driving || !e.s)
         snprintf(err, errlen, "out of memory while setting up the engine");
-    else if (warm_up(&e) < 0)
-        snprintf(err, errlen, "backend warm-up failed: %s", kb_error(e.kb));
-    else
+    else if (setup == -2)
+        status = 2; /* the draft model's backend refused it, as kb_open above may */
+    else if (setup == 0 && warm_up(&e) < 0)
+        snprintf(err, errlen, "backend warm-up failed: %s", backend_error(&e));
+    else if (setup == 0)
         status = loop(&e, err, errlen);
     if (stats) *stats = e.stats;
     teardown(&e);
@@ -527,7 +566,7 @@ static void *live_main(void *arg)
         if (ran < 0) {
             /* the engine stops: jobs submitted during the failed step end too, aborted */
             pthread_mutex_lock(&l->lock);
-            snprintf(l->error, sizeof l->error, "backend: %s", kb_error(e->kb));
+            snprintf(l->error, sizeof l->error, "backend%s: %s", e->draft_failed ? " (draft model)" : "", backend_error(e));
             l->stopping = stopping = true;
             engine_job *late = take_inbox(l);
             pthread_mutex_unlock(&l->lock);
@@ -564,13 +603,17 @@ engine_live *engine_start(const engine_options *o, engine_stats *stats, char *er
     pthread_cond_init(&l->done, NULL);
     req_pool_init(&e->reqs);
     e->kb = kb_open(&o->backend, err, errlen);   /* ERR says why when it fails */
+    bool refused = !e->kb;
     if (e->kb) {
         snprintf(e->stats.device, sizeof e->stats.device, "%s", kb_device_name(e->kb));
         e->s = sched_create(&o->sched);
-        if (!e->s || setup_runner(e) < 0)
+        int setup = e->s ? setup_runner(e, err, errlen) : -1;
+        if (!e->s)
             snprintf(err, errlen, "out of memory while setting up the engine");
+        else if (setup < 0)
+            refused = setup == -2;
         else if (warm_up(e) < 0)
-            snprintf(err, errlen, "backend warm-up failed: %s", kb_error(e->kb));
+            snprintf(err, errlen, "backend warm-up failed: %s", backend_error(e));
         else {
             clock_gettime(CLOCK_MONOTONIC, &e->t0);
             l->started = pthread_create(&l->thread, NULL, live_main, l) == 0;
@@ -578,7 +621,7 @@ engine_live *engine_start(const engine_options *o, engine_stats *stats, char *er
         }
     }
     if (!l->started) {
-        if (stats) *stats = (engine_stats){.refused = !e->kb};
+        if (stats) *stats = (engine_stats){.refused = refused};
         engine_stop(l);
         return NULL;
     }

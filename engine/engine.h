@@ -18,6 +18,9 @@ typedef struct engine_options {
     /* Speculative decoding (sched.num_speculative_tokens > 0): drafts by prompt lookup of
      * suffixes of these lengths (vLLM's prompt_lookup_min and _max). */
     int prompt_lookup_min, prompt_lookup_max;
+    /* ... or by a draft model of this shape (engine/drafter.h), with the backend's weight seed */
+    bool spec_draft_model;
+    kb_shape draft_shape;
     /* The streaming path: every token as it is produced, with its time; may be NULL. */
     void (*on_token)(void *ctx, const request *r, int32_t token, double time);
     void *on_token_ctx;

@@ -332,3 +332,64 @@ Test(engine, sampled_speculation_serves_exact_lengths_reproducibly)
     free(a);
     free(b);
 }
+
+/* A draft model in the engine, greedy. Drafting with the target itself (the same shape and
+ * weights) proposes exactly the target's choices: every draft is kept. A one-layer model of
+ * the same vocabulary drafts worse: fewer kept. Either way every request gets exactly the
+ * tokens plain greedy decoding gives it and every KV block comes back (serve checks). */
+Test(engine, a_draft_model_keeps_greedy_decoding_exact_and_its_own_drafts_all_kept)
+{
+    token_log *plain = calloc(1, sizeof *plain);
+    summary s0;
+    engine_options o = tiny_options(POLICY_PAGED, true, true);
+    wl_config wc = tiny_workload(16);
+    wc.arrival = ARRIVAL_ALL_AT_ONCE;
+    char err[200];
+    dist_parse("uniform:10:40", &wc.output_len, err, sizeof err);
+    met_free(serve(&o, &wc, plain, &s0));
+    for (int v = 0; v < 2; v++) {
+        token_log *spec = calloc(1, sizeof *spec);
+        summary s;
+        engine_options d = tiny_options(POLICY_PAGED, true, true);
+        d.sched.num_speculative_tokens = 3;
+        d.spec_draft_model = true;
+        d.draft_shape = d.backend.shape;
+        if (v == 1) d.draft_shape.num_layers = 1;
+        engine_backend_options(&d.sched, &d.backend);
+        met_free(serve(&d, &wc, spec, &s));
+        for (int r = 0; r < 16; r++)
+            for (int i = 0; i < plain->count[r]; i++)
+                cr_assert_eq(spec->tokens[r][i], plain->tokens[r][i], "draft %d: request %d token %d", v, r, i);
+        cr_assert_gt(s.spec_draft_tokens, 50, "draft %d: %lld drafted", v, (long long)s.spec_draft_tokens);
+        if (v == 0) cr_assert_eq(s.spec_accepted_tokens, s.spec_draft_tokens, "the target drafting for itself");
+        else cr_assert_lt(s.spec_accepted_tokens, s.spec_draft_tokens, "a one-layer draft is wrong sometimes");
+        cr_assert_gt(s.spec_draft_time_share, 0, "drafting takes time");
+        free(spec);
+    }
+    free(plain);
+}
+
+/* A draft model with sampling: exact lengths, the same tokens from the same seed, and the
+ * target's greedy choices as drafts kept with the target's probability of them: some, not all. */
+Test(engine, a_draft_model_with_sampling_serves_exact_lengths_reproducibly)
+{
+    token_log *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    for (int run = 0; run < 2; run++) {
+        engine_options o = tiny_options(POLICY_PAGED, false, false);
+        o.sched.num_speculative_tokens = 2;
+        o.spec_draft_model = true;
+        o.draft_shape = o.backend.shape; /* the target's own greedy choices, as drafts */
+        engine_backend_options(&o.sched, &o.backend);
+        o.sampling = (kb_sampling){.temperature = 0.5f, .top_k = 0, .top_p = 1};
+        wl_config wc = tiny_workload(8);
+        wc.arrival = ARRIVAL_ALL_AT_ONCE;
+        summary s;
+        met_free(serve(&o, &wc, run ? b : a, &s));
+        cr_assert_gt(s.spec_accepted_tokens, 0);
+        cr_assert_lt(s.spec_accepted_tokens, s.spec_draft_tokens, "a sampled target keeps its argmax only sometimes");
+    }
+    for (int r = 0; r < 8; r++)
+        for (int i = 0; i < a->count[r]; i++) cr_assert_eq(a->tokens[r][i], b->tokens[r][i], "request %d token %d", r, i);
+    free(a);
+    free(b);
+}

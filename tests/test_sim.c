@@ -806,8 +806,12 @@ Test(spec, a_draft_model_scenario_runs_reproducibly_and_reports_how_it_speculate
     cr_assert_eq(system("rm -rf /tmp/servesim-test-spec-a /tmp/servesim-test-spec-b"), 0);
     kb_options ko;
     kb_sampling ks;
+    cr_assert_eq(scenario_set(&sc, "speculative.draft_model=qwen3-30b-a3b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "model.preset=qwen3-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), 0, "%s", err);
     cr_assert_eq(scenario_resolve_engine(&sc, &spec, &ko, &ks, err, sizeof err), -1);
-    cr_assert(strstr(err, "drafts by prompt lookup"), "%s", err);
+    cr_assert(strstr(err, "speculative.draft_model = qwen3-30b-a3b is a mixture of experts"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "speculative.draft_model=qwen3-8b", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), -1);
     cr_assert(strstr(err, "must share the target's vocabulary"), "%s", err);
