@@ -741,6 +741,13 @@ static int report_memory(report *rp)
         rpt_change(peak, sizeof peak, "the peak of concurrent sequences", a->peak_running, b->peak_running, "");
         fprintf(rp->md, "- Going from %lld-token to %lld-token blocks (paged) %s and %s.\n", s1.v[K_kv_block_size].i,
                 s2.v[K_kv_block_size].i, frag, peak);
+        char step[256];
+        rpt_change(step, sizeof step, "the mean step time", a->mean_step_time_ms, b->mean_step_time_ms, "ms");
+        fprintf(rp->md, "- It %s: one cost model priced every point, whatever its block size, so that is the "
+                        "batches' doing. What small blocks cost inside the attention kernel only a table timed at "
+                        "that block size carries (docs/cost-model.md, Block size: on servesim's CPU engine, "
+                        "decode attention at one token a block costs 2-3x what it does at 16).\n",
+                step);
     }
     fputs("\n| point | label | block size | blocks | peak running | mean running | mean waiting | unused slots | "
           "min free blocks |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
