@@ -286,8 +286,8 @@ static void batch_reset(sched_batch *b)
     b->preempted = preempted;
 }
 
-/* N tokens of R, the last DRAFT of them speculative tokens after its last real one. */
-static inline void add_item(sched *s, request *r, int n, int pad, int draft, double now)
+/* N tokens of R (and PAD padding tokens) in the batch. */
+static inline void add_item(sched *s, request *r, int n, int pad, double now)
 {
     sched_batch *b = &s->batch;
     sched_item *it = &b->items[b->num_items++];
@@ -295,15 +295,10 @@ static inline void add_item(sched *s, request *r, int n, int pad, int draft, dou
     it->num_new_tokens = n;
     it->num_pad_tokens = pad;
     it->context_len = r->num_computed;
-    it->num_draft_tokens = draft;
+    it->num_draft_tokens = 0;
     it->num_accepted = 0;
-    it->emits_token = n > 0 && r->num_computed + n - draft == req_num_tokens(r);
-    it->is_decode = it->emits_token && r->num_generated > 0 &&
-                    (n - draft == 1 || s->policy->recompute);
-    if (draft > 0) {
-        b->num_spec_seqs++;
-        b->num_draft_tokens += draft;
-    }
+    it->emits_token = n > 0 && r->num_computed + n == req_num_tokens(r);
+    it->is_decode = it->emits_token && r->num_generated > 0 && (n == 1 || s->policy->recompute);
     if (it->is_decode) {
         b->num_decode_seqs++;
     } else if (n > 0) {
@@ -311,13 +306,32 @@ static inline void add_item(sched *s, request *r, int n, int pad, int draft, dou
         b->num_prefill_tokens += n;
         b->chunked |= !it->emits_token;
     }
-    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1; /* a verifying decode prices as a chunk */
+    if (n + pad == 1) b->decode_context_sum += r->num_computed + 1;
     else b->num_multi_token_items++;
     b->num_batched_tokens += n + pad;
     b->num_padding_tokens += pad;
     b->num_outputs += it->emits_token;
     if (n > 0 && isnan(r->scheduled_time)) r->scheduled_time = now;
 }
+
+/* Running decode R's newest token and DRAFT draft tokens after it, to verify: a decode that
+ * prices as a chunk of 1 + DRAFT tokens. Kept apart from add_item, whose few instructions
+ * run for every sequence of every step. */
+static void add_verification(sched *s, request *r, int draft)
+{
+    sched_batch *b = &s->batch;
+    sched_item *it = &b->items[b->num_items++];
+    *it = (sched_item){.req = r, .num_new_tokens = 1 + draft, .context_len = r->num_computed,
+                       .num_draft_tokens = (int8_t)draft, .emits_token = true, .is_decode = true};
+    b->num_spec_seqs++;
+    b->num_draft_tokens += draft;
+    b->num_decode_seqs++;
+    b->num_multi_token_items++;
+    b->num_batched_tokens += 1 + draft;
+    b->num_outputs++;
+}
+
+_Static_assert(SCHED_MAX_SPECULATIVE <= INT8_MAX, "sched_item keeps draft counts in a byte");
 
 /* Draft tokens running decode R may verify this step with BUDGET tokens left (its own one
  * included): up to num_speculative_tokens, never past the tokens it has left to generate (or
@@ -375,7 +389,7 @@ static int admit_head(sched *s, int budget, double now)
     deque_pop_front(&s->waiting);
     s->waiting_blocks -= waiting_need(s, r);
     running_insert(s, r);
-    add_item(s, r, n, 0, 0, now);
+    add_item(s, r, n, 0, now);
     return n;
 }
 
@@ -410,27 +424,39 @@ static void schedule_prefill_first(sched *s, double now)
         request *r = s->running[i];
         if (s->policy->recompute) set_computed(s, r, 0);
         /* drafts only from what leaves every later sequence its one token */
-        int draft = s->policy->recompute ? 0 : draft_tokens(s, r, budget - (s->num_running - i - 1));
+        int draft = s->cfg.num_speculative_tokens == 0 || s->policy->recompute
+                        ? 0 : draft_tokens(s, r, budget - (s->num_running - i - 1));
         int n = req_num_tokens(r) - r->num_computed + draft;
         if (!grow_or_preempt(s, i, n)) break;
-        add_item(s, r, n, 0, draft, now);
+        if (draft > 0) add_verification(s, r, draft);
+        else add_item(s, r, n, 0, now);
         budget -= n;
     }
 }
 
 /* Sarathi-style stall-free batching: running sequences (decodes and unfinished prefills)
  * first, then new prefill chunks fill what is left of the token budget. */
-static void schedule_decode_first(sched *s, double now)
+/* The running sequences' share of a decode-first step; returns the budget left. SPEC is a
+ * constant at each call: the compiler builds a copy without drafting for the runs that do
+ * not speculate (the per-sequence checks cost the simulator 10% of its speed). */
+static inline __attribute__((always_inline)) int schedule_running(sched *s, double now, bool spec)
 {
     int budget = s->cfg.max_num_batched_tokens;
     for (int i = 0; i < s->num_running && budget > 0; i++) {
         request *r = s->running[i];
-        int draft = draft_tokens(s, r, budget - (s->num_running - i - 1));
+        int draft = spec ? draft_tokens(s, r, budget - (s->num_running - i - 1)) : 0;
         int n = prefill_chunk(s, req_num_tokens(r) - r->num_computed, budget) + draft;
         if (!grow_or_preempt(s, i, n)) break;
-        add_item(s, r, n, 0, draft, now);
+        if (draft > 0) add_verification(s, r, draft);
+        else add_item(s, r, n, 0, now);
         budget -= n;
     }
+    return budget;
+}
+
+static void schedule_decode_first(sched *s, double now)
+{
+    int budget = s->cfg.num_speculative_tokens > 0 ? schedule_running(s, now, true) : schedule_running(s, now, false);
     if (s->batch.num_preempted == 0) admit_waiting(s, budget, now);
 }
 
@@ -465,7 +491,7 @@ static void form_static_batch(sched *s, double now)
     s->num_static_done = 0;
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        add_item(s, r, req_num_tokens(r), longest - req_num_tokens(r), 0, now);
+        add_item(s, r, req_num_tokens(r), longest - req_num_tokens(r), now);
     }
 }
 
@@ -477,8 +503,8 @@ static void schedule_static(sched *s, double now)
     }
     for (int i = 0; i < s->num_running; i++) {
         request *r = s->running[i];
-        if (req_is_finished(r)) add_item(s, r, 0, 1, 0, now);
-        else add_item(s, r, 1, 0, 0, now);
+        if (req_is_finished(r)) add_item(s, r, 0, 1, now);
+        else add_item(s, r, 1, 0, now);
     }
 }
 
@@ -515,18 +541,16 @@ void sched_accept(sched *s, int item, int accepted)
     it->num_accepted = accepted < 0 ? 0 : accepted > it->num_draft_tokens ? it->num_draft_tokens : accepted;
 }
 
-int sched_complete(sched *s, double now, request ***finished)
+/* sched_complete's pass over the batch; SPEC constant at each call, as in schedule_running. */
+static inline __attribute__((always_inline)) int complete_items(sched *s, double now, bool spec)
 {
     int num_finished = 0;
     sched_batch *b = &s->batch;
-    s->num_released = 0;
-    s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
-    b->num_accepted_tokens = 0;
     for (int k = 0; k < b->num_items; k++) {
         const sched_item *it = &b->items[k];
         request *r = it->req;
         r->num_computed += it->num_new_tokens;
-        if (it->num_draft_tokens > 0) {
+        if (spec && it->num_draft_tokens > 0) {
             /* the rejected drafts' KV is discarded, and blocks that held only them freed; the
              * accepted ones are tokens of the sequence, and the token the verification
              * sampled after them is its next one */
@@ -555,6 +579,16 @@ int sched_complete(sched *s, double now, request ***finished)
             s->released[s->num_released++] = r;
         }
     }
+    return num_finished;
+}
+
+int sched_complete(sched *s, double now, request ***finished)
+{
+    sched_batch *b = &s->batch;
+    s->num_released = 0;
+    s->computed_tokens += b->num_batched_tokens - b->num_padding_tokens;
+    b->num_accepted_tokens = 0;
+    int num_finished = b->num_spec_seqs > 0 ? complete_items(s, now, true) : complete_items(s, now, false);
     if (s->policy->whole_batch) {
         if (s->static_active && s->num_static_done == s->num_running) end_static_batch(s);
     } else if (num_finished > 0) {

@@ -85,8 +85,10 @@ typedef struct sched_item {
     bool emits_token;     /* reaches the end of the sequence: samples its next token */
     bool is_decode;       /* emits a generated sequence's next token (else a prefill or padding) */
     /* speculative decoding: of the num_new_tokens, the last num_draft_tokens are drafts to
-     * verify; num_accepted of them (a leading run) were right, as the executor says */
-    int num_draft_tokens, num_accepted;
+     * verify; num_accepted of them (a leading run) were right, as the executor says. At most
+     * SCHED_MAX_SPECULATIVE: a byte each keeps an item in 24 bytes (two ints made the
+     * simulator 8% slower without speculation) */
+    int8_t num_draft_tokens, num_accepted;
 } sched_item;
 
 typedef struct sched_batch {
