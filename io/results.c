@@ -329,6 +329,8 @@ void res_print_summary(FILE *f, const summary *s)
         print_int(f, "Drafted tokens:", s->spec_draft_tokens);
         print_int(f, "Accepted tokens:", s->spec_accepted_tokens);
         print_num(f, "Drafting share of step time (%):", 100 * s->spec_draft_time_share);
+        print_num(f, "Mean draft time per step (ms):", s->spec_mean_draft_ms);
+        print_num(f, "Mean verify time per step (ms):", s->spec_mean_verify_ms);
     }
     print_rule(f, '=', "");
 }

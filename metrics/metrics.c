@@ -52,6 +52,8 @@ struct met_acc {
     int64_t preemptions, kv_delayed, prefix_evictions;
     int64_t spec_seqs, draft_tokens, accepted_tokens;
     double draft_time;
+    int64_t spec_steps;                     /* steps that verified drafts */
+    double spec_step_time, spec_draft_time; /* their durations, and their drafting */
 };
 
 /* Out of memory while accumulating has no sensible recovery: a run would lose records. */
@@ -182,6 +184,11 @@ void met_on_step(met_acc *m, const step_record *s)
     m->draft_tokens += s->num_draft_tokens;
     m->accepted_tokens += s->num_accepted_tokens;
     if (s->draft_time > 0) m->draft_time += s->draft_time;
+    if (s->num_spec_seqs > 0) {
+        m->spec_steps++;
+        m->spec_step_time += s->end_time - s->start_time;
+        if (s->draft_time > 0) m->spec_draft_time += s->draft_time;
+    }
 }
 
 static int cmp_run(const void *a, const void *b);
@@ -408,6 +415,9 @@ static void summarize_steps(const met_acc *m, summary *s)
     s->spec_acceptance_rate = m->draft_tokens ? (double)m->accepted_tokens / m->draft_tokens : 0;
     s->spec_mean_accepted_length = m->spec_seqs ? 1 + (double)m->accepted_tokens / m->spec_seqs : 0;
     s->spec_draft_time_share = m->total_time > 0 ? m->draft_time / m->total_time : 0;
+    s->spec_steps = m->spec_steps;
+    s->spec_mean_draft_ms = m->spec_steps ? 1e3 * m->spec_draft_time / m->spec_steps : 0;
+    s->spec_mean_verify_ms = m->spec_steps ? 1e3 * (m->spec_step_time - m->spec_draft_time) / m->spec_steps : 0;
 }
 
 int met_summarize(met_acc *m, const slo_config *slo, summary *out)

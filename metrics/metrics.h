@@ -66,7 +66,10 @@ typedef struct latency_stats {
     S(spec_accepted_tokens, I64, 1, "", "speculative decoding: draft tokens accepted") \
     S(spec_acceptance_rate, DBL, 1, "", "spec_accepted_tokens / spec_draft_tokens") \
     S(spec_mean_accepted_length, DBL, 1, "", "tokens a verifying sequence emits per step: 1 + accepted drafts, mean") \
-    S(spec_draft_time_share, DBL, 1, "", "drafting's share of step time")
+    S(spec_draft_time_share, DBL, 1, "", "drafting's share of step time") \
+    S(spec_steps, I64, 1, "", "speculative decoding: steps that verified drafts") \
+    S(spec_mean_draft_ms, DBL, 1, "", "their mean drafting time (ms)") \
+    S(spec_mean_verify_ms, DBL, 1, "", "their mean time besides drafting: the verifying forward, sampling and the step's overhead (ms)")
 
 #define SUMMARY_CTYPE_INT int
 #define SUMMARY_CTYPE_I64 int64_t

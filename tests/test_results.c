@@ -178,7 +178,7 @@ Test(results, summary_json_order_format_and_determinism)
         cr_assert_not_null(p, "%s missing or out of order", order[i]);
         at = p;
     }
-    const char *tail = "  \"spec_draft_time_share\": 0.0,\n  \"scenario\": {\n    \"name\": \"demo\"\n  }\n}\n";
+    const char *tail = "  \"spec_mean_verify_ms\": 0.0,\n  \"scenario\": {\n    \"name\": \"demo\"\n  }\n}\n";
     cr_assert_str_eq(ja + strlen(ja) - strlen(tail), tail);
     free(ja);
     free(jb);

@@ -726,6 +726,9 @@ Test(spec, every_draft_accepted_gives_k_plus_one_tokens_a_step_by_hand)
     cr_assert_float_eq(sum.ttft_ms.mean, 30.0, 1e-9);
     cr_assert_float_eq(sum.e2el_ms.mean, 140.0, 1e-9);
     cr_assert_float_eq(sum.spec_draft_time_share, 40.0 / 140, 1e-9);
+    cr_assert_eq(sum.spec_steps, 3, "the three verifying steps");
+    cr_assert_float_eq(sum.spec_mean_draft_ms, 35.0 / 3, 1e-9, "15 + 15 + 5 ms over them");
+    cr_assert_float_eq(sum.spec_mean_verify_ms, 25.0, 1e-9);
     o.acceptance_rate = 0;
     o.draft = (step_cost){0};
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
