@@ -63,6 +63,7 @@ int cmd_serve(int argc, char **argv)
         .vocab_size = o.backend.shape.vocab, .max_model_len = r.sched.max_model_len,
         .kv_block_size = r.sched.block_size, .kv_tokens = (int64_t)r.sched.num_blocks * r.sched.block_size,
         .max_body = 64u << 20, .max_connections = 4096, .event_times = a.event_times,
+        .speculative = r.sched.num_speculative_tokens > 0,
     };
     srv *s = srv_start(&so, eng, err, sizeof err);
     if (!s) {

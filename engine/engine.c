@@ -528,6 +528,9 @@ static void update_gauges(engine_live *l)
     g->steps = e->stats.steps;
     g->prefix_hits += e->last_step.prefix_hits;
     g->prefix_queries += e->last_step.prefix_queries;
+    g->spec_drafts += e->last_step.num_spec_seqs;
+    g->spec_draft_tokens += e->last_step.num_draft_tokens;
+    g->spec_accepted_tokens += e->last_step.num_accepted_tokens;
     e->last_step = (step_record){0};
 }
 

@@ -87,6 +87,7 @@ typedef struct engine_gauges {
     int64_t steps, finished, aborted;
     int64_t prompt_tokens, generation_tokens;
     int64_t prefix_hits, prefix_queries;   /* prompt tokens */
+    int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens; /* speculative decoding */
     bool stopped;              /* the engine thread has ended (engine_stop, or a backend failure) */
 } engine_gauges;
 

@@ -330,6 +330,14 @@ void srv_write_metrics(srv *s, FILE *f)
     prom_write_value(f, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", m, (double)g.prompt_tokens);
     prom_write_value(f, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", m,
                      (double)g.generation_tokens);
+    if (s->o.speculative) { /* vLLM exports these only when it speculates */
+        prom_write_value(f, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.", m,
+                         (double)g.spec_drafts);
+        prom_write_value(f, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.", m,
+                         (double)g.spec_draft_tokens);
+        prom_write_value(f, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.", m,
+                         (double)g.spec_accepted_tokens);
+    }
     prom_write_value(f, "vllm:request_success_total", "counter", "Count of successfully processed requests.", m, (double)g.finished);
     prom_write_value(f, "servesim:request_aborted_total", "counter", "Requests whose client went away.", m, (double)g.aborted);
     prom_write_value(f, "servesim:engine_steps_total", "counter", "Engine steps run.", m, (double)g.steps);

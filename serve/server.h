@@ -15,6 +15,7 @@ typedef struct srv_options {
     size_t max_body;           /* request bodies past this get 413 */
     unsigned max_connections;
     bool event_times;          /* stamp each token's event with its send time (servesim_sent) */
+    bool speculative;          /* the engine speculates: /metrics has vLLM's spec_decode counters */
 } srv_options;
 
 typedef struct srv srv;

@@ -188,27 +188,33 @@ typedef struct live {
 
 static live start_named(int num_blocks, const char *model);
 
+static live start_named(int num_blocks, const char *model);
 static live start(int num_blocks) { return start_named(num_blocks, "tiny"); }
 
-static live start_named(int num_blocks, const char *model)
+static live start_spec(int num_blocks, const char *model, int speculative_tokens)
 {
     const model_shape *m = model_preset("tiny");
     engine_options o = tiny_engine_options((sched_config){
         .policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true, .max_num_seqs = 16,
-        .max_num_batched_tokens = 256, .block_size = 16, .num_blocks = num_blocks, .max_model_len = 1024});
+        .max_num_batched_tokens = 256, .block_size = 16, .num_blocks = num_blocks, .max_model_len = 1024,
+        .num_speculative_tokens = speculative_tokens});
+    o.prompt_lookup_min = 1;
+    o.prompt_lookup_max = 3;
     live l = {0};
     char err[512];
     l.eng = engine_start(&o, NULL, err, sizeof err);
     cr_assert_not_null(l.eng, "%s", err);
     srv_options so = {.host = "127.0.0.1", .port = 0, .model = model, .vocab_size = m->vocab, .max_model_len = 1024,
                       .kv_block_size = 16, .kv_tokens = (int64_t)num_blocks * 16, .max_body = 4096,
-                      .max_connections = 256};
+                      .max_connections = 256, .speculative = speculative_tokens > 0};
     l.s = srv_start(&so, l.eng, err, sizeof err);
     cr_assert_not_null(l.s, "%s", err);
     l.port = srv_port(l.s);
     cr_assert_gt(l.port, 0);
     return l;
 }
+
+static live start_named(int num_blocks, const char *model) { return start_spec(num_blocks, model, 0); }
 
 static void stop(live *l)
 {
@@ -368,5 +374,32 @@ Test(serve, a_request_never_submitted_is_freed_without_waiting_for_the_engine)
     char *r = http(l.port, "POST", "/v1/completions", body);
     cr_assert(strstr(r, "HTTP/1.1 500") && strstr(r, "model name too long"), "%s", r);
     free(r);
+    stop(&l);
+}
+
+/* A server that speculates (prompt lookup, k = 3) on a prompt that repeats itself: every
+ * token still streams, and /metrics carries vLLM's spec_decode counters, the drafts kept no
+ * more than those proposed; a server that does not speculate has none of them. */
+Test(serve, a_speculating_server_streams_every_token_and_counts_its_drafts)
+{
+    live l = start_spec(256, "tiny", 3);
+    char body[512] = "{\"prompt\":[";
+    for (int i = 0; i < 48; i++) snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", i ? "," : "", 5 + i % 6);
+    strcat(body, "],\"max_tokens\":40,\"stream\":true}");
+    char *r = http(l.port, "POST", "/v1/completions", body);
+    cr_assert_eq(count(r, "\"text\":"), 40, "one event per token: %s", r);
+    cr_assert(strstr(r, "data: [DONE]\n\n"), "%s", r);
+    free(r);
+    cr_assert_eq(metric(&l, "vllm:generation_tokens_total"), 40);
+    double drafted = metric(&l, "vllm:spec_decode_num_draft_tokens_total");
+    double kept = metric(&l, "vllm:spec_decode_num_accepted_tokens_total");
+    cr_assert_gt(drafted, 0, "a repeating prompt gives prompt lookup something to find");
+    cr_assert_leq(kept, drafted);
+    cr_assert_gt(metric(&l, "vllm:spec_decode_num_drafts_total"), 0);
+    stop(&l);
+    l = start(256);
+    char *page = http(l.port, "GET", "/metrics", NULL);
+    cr_assert_null(strstr(page, "spec_decode"), "no speculation, no counters");
+    free(page);
     stop(&l);
 }
