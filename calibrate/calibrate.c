@@ -188,7 +188,8 @@ static int serve_segment(const calib_options *o, cost_table *round_table, int ro
         tc_init(&components, round_table, "(being calibrated)", err, errlen) < 0)
         return 1;
     round_table->n[CT_OVERHEAD] = 0; /* components holds its own copy; the fit adds the real row */
-    engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}, .predict = tc_step_time, .predict_ctx = &components};
+    engine_options eo = {.backend = o->kb, .sampling = {0, 0, 1}, .predict = tc_step_time, .predict_ctx = &components,
+                         .stop = o->stop};
     eo.sched = (sched_config){.policy = POLICY_PAGED, .max_num_seqs = o->max_seqs < 64 ? o->max_seqs : 64,
                               .max_num_batched_tokens = o->max_tokens, .chunked_prefill = true,
                               .block_size = o->block_size, .num_blocks = o->kb.num_blocks,
@@ -218,6 +219,11 @@ static int sweep_round(const calib_options *o, shape_list *l, int runs, progress
     status = 0;
     for (int i = 0; i < l->n && status == 0; i++) {
         shape *sh = &l->v[i];
+        if (o->stop && *o->stop) {
+            snprintf(err, errlen, "interrupted");
+            status = 1;
+            break;
+        }
         if (calibrate_probe_runs(p, sh->nseq, sh->q, sh->ctx, runs, sh->runs + sh->num_runs) < 0) {
             snprintf(err, errlen, "backend: %s", calibrate_probe_error(p));
             status = 1;

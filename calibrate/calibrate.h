@@ -3,6 +3,7 @@
 #ifndef SERVESIM_CALIBRATE_CALIBRATE_H
 #define SERVESIM_CALIBRATE_CALIBRATE_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "io/costtab.h"
 #include "kernels/backend.h"
@@ -19,6 +20,7 @@ typedef struct calib_options {
     int max_pool_blocks;   /* caps the KV pool below what memory holds (0: no cap) */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
+    const volatile sig_atomic_t *stop; /* set (Ctrl-C): the calibration ends, failing; may be NULL */
 } calib_options;
 
 /* One shape's parts over its repeats (a median or expected value), in seconds. */

@@ -7,6 +7,7 @@
 #include "io/outdir.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "io/interrupt.h"
 #include "cli/options.h"
 #include "cli/environment.h"
 #include "study/job.h"
@@ -132,7 +133,7 @@ int cmd_calibrate(int argc, char **argv)
                          m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
         .model_name = a.model, .block_size = (int)a.block_size, .max_tokens = (int)a.max_tokens,
         .max_context = (int)a.max_context, .max_seqs = (int)a.max_seqs, .repeats = (int)a.repeats,
-        .rounds = (int)a.rounds, .progress = show_progress,
+        .rounds = (int)a.rounds, .progress = show_progress, .stop = interrupt_flag(),
     };
     /* an output that cannot be written is found before minutes of calibration, not after */
     char probe[1300], why[1300];

@@ -20,7 +20,8 @@ static const char engine_usage[] =
     "  kv.num_blocks is set.\n";
 
 /* What summary.json says besides the summary: what ran, on what machine, the scenario. */
-static json_t *extra_json(const scenario *sc, const engine_stats *st, const kb_options *kb)
+static json_t *extra_json(const scenario *sc, const scenario_resolved *r, const engine_stats *st,
+                          const kb_options *kb)
 {
     json_t *obj = json_object();
     if (!obj || json_put(obj, "executor", json_string("engine")) | json_put(obj, "seed", json_integer(sc->v[K_run_seed].i)) |
@@ -28,6 +29,7 @@ static json_t *extra_json(const scenario *sc, const engine_stats *st, const kb_o
                     json_put(obj, "backend_warmup_s", json_num(st->warmup_seconds)) |
                     env_json(obj, kb->kind == KB_CUDA ? "cuda" : "cpu", st->device,
                              kb->threads ? kb->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)) |
+                    (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", job_speculative_json(r)) : 0) |
                     job_scenario_json(obj, sc)) {
         json_decref(obj);
         return NULL;
@@ -86,7 +88,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     job_progress_end(&ps);
     if (status == 0) {
         *have = met_summarize(met, &r.slo, sum) == 0;
-        json_t *extra = extra_json(sc, &st, &o.backend);
+        json_t *extra = extra_json(sc, &r, &st, &o.backend);
         status = extra && job_write_results(&dir, sum, extra, err, errlen) == 0 ? 0 : 1;
         if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
         json_decref(extra);

@@ -274,7 +274,7 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
                         "each engine run\n", r.model.name, kb.kind == KB_CUDA ? "cuda" : "cpu", runs, runs > 1 ? "s" : "");
     calib_options o = {.kb = kb, .model_name = r.model.name, .block_size = r.sched.block_size,
                        .max_tokens = r.sched.max_num_batched_tokens, .max_context = r.sched.max_model_len,
-                       .max_seqs = r.sched.max_num_seqs, .repeats = 5, .rounds = runs};
+                       .max_seqs = r.sched.max_num_seqs, .repeats = 5, .rounds = runs, .stop = interrupt_flag()};
     pr->session = calibrate_begin(&o, err, errlen);
     pr->per_round = true;
     snprintf(pr->table, sizeof pr->table, "cost-table.csv (calibrated by this run)");

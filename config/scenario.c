@@ -499,12 +499,16 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     }
     double blocks = floor((budget - weights) / block);
     if (blocks < 1) {
-        char split[64] = "";
+        char split[64] = "", who[160];
         if (r->tensor_parallel > 1) snprintf(split, sizeof split, " (1/%d of them per GPU)", r->tensor_parallel);
+        if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model)
+            snprintf(who, sizeof who, "%s and speculative.draft_model %s", r->model.name, r->draft_model.name);
+        else
+            snprintf(who, sizeof who, "%s", r->model.name);
         snprintf(err, errlen,
                  "%s weights%s (%.1f GiB) leave no room for a KV block in %.1f GiB x "
                  "hardware.gpu_memory_utilization %.2f of %s%s",
-                 r->model.name, split, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
+                 who, split, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
                  r->hw.name, r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)");
         return -1;
     }

@@ -40,7 +40,7 @@
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
     X(speculative, num_tokens, INT, "0", "0", "16", "speculative decoding: draft tokens each running sequence proposes and the target verifies per step, as vLLM's num_speculative_tokens (0 = off; paged policy)") \
-    X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup in the sequence's own tokens (no model; the engine's method); draft: speculative.draft_model drafts (simulator), k forward passes priced by its own cost model") \
+    X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup in the sequence's own tokens (no model; free in the simulator); draft: speculative.draft_model drafts (the simulator prices its forwards by its own cost model)") \
     X(speculative, draft_model, MODEL, "llama-3.2-1b", "", "", "the draft model (method = draft): a preset with the target's vocabulary") \
     X(speculative, disable_by_batch_size, INT, "0", "0", "1000000", "no drafts in a step that starts with at least this many running sequences, where verification costs more than it saves (vLLM's disable_by_batch_size; 0 = always draft)") \
     X(speculative, prompt_lookup_min, INT, "3", "1", "64", "method = ngram: the shortest suffix of a sequence looked up in its earlier tokens (vLLM's prompt_lookup_min)") \
@@ -65,7 +65,7 @@
     X(workload, shared_prefix_len, INT, "0", "0", "1000000", "tokens of each shared prefix") \
     X(workload, num_prefixes, INT, "1", "1", "1000000", "distinct shared prefixes") \
     X(workload, prefix_fraction, NUM, "1", "0", "1", "fraction of requests that start with a shared prefix") \
-    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, others ignored") \
+    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, and optionally acceptance_rate (each request's own, for speculative decoding; every row then needs one in [0, 1]); others ignored") \
     X(workload, trace_time_scale, NUM, "1", "0", "1000000", "trace gaps are multiplied by this") \
     X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
     X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 
 #include "metrics/metrics.h"
 #include "workload/driver.h"
@@ -58,6 +59,7 @@ typedef struct sim {
     samples transfer_s, decode_wait_s;
     size_t ended;
     bool failed;             /* out of memory in a step's aftermath */
+    gsl_rng *beta_rng;       /* per-request acceptance rates (acceptance_spread), reseeded per request */
     sim_stats stats;
 } sim;
 
@@ -118,20 +120,20 @@ static void summarize_samples(samples *s, double *mean, double *p99)
     *p99 = s->v[(size_t)ceil(0.99 * (double)s->n) - 1];
 }
 
-static double unit_hash(uint64_t x);
-
 /* A request's chance that each of its drafts is accepted: its own when the workload has one
  * (a trace's acceptance_rate column), else a draw from the Beta distribution with the
- * scenario's mean and spread (0: the mean itself), from the seed and the request's id alone. */
+ * scenario's mean and spread (0: the mean itself), from the seed and the request's id alone
+ * (the generator is reseeded for each request). A draw, not the inverse CDF of a hashed
+ * uniform: GSL's Beta inverse fails to converge (and aborts) for shapes below about 1. */
 static double acceptance_of(const sim *m, const wl_request *wr)
 {
     const sim_options *o = m->o;
     if (wr->has_acceptance_rate) return wr->acceptance_rate;
     double mu = o->acceptance_rate, sd = o->acceptance_spread;
-    if (o->sched.num_speculative_tokens == 0 || !(sd > 0)) return mu;
+    if (!m->beta_rng) return mu;
     double nu = mu * (1 - mu) / (sd * sd) - 1; /* a + b */
-    double u = unit_hash(o->acceptance_seed * 0xd1b54a32d192ed03ULL ^ (uint64_t)wr->id * 0x8cb92ba72f3d8dd7ULL);
-    return gsl_cdf_beta_Pinv(u, mu * nu, (1 - mu) * nu);
+    gsl_rng_set(m->beta_rng, o->acceptance_seed * 0xd1b54a32d192ed03ULL ^ (uint64_t)wr->id * 0x8cb92ba72f3d8dd7ULL);
+    return gsl_ran_beta(m->beta_rng, mu * nu, (1 - mu) * nu);
 }
 
 static int send_due_requests(sim *m, double now)
@@ -339,6 +341,9 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
     m->scheds = calloc(o->num_replicas, sizeof *m->scheds);
     m->touched = calloc(o->num_replicas, sizeof *m->touched);
     if (drv_init(&m->drv, w, cfg) < 0 || !m->reps || !m->scheds || !m->touched) return -1;
+    if (o->sched.num_speculative_tokens > 0 && o->acceptance_spread > 0 && o->acceptance_rate > 0 &&
+        o->acceptance_rate < 1 && !(m->beta_rng = gsl_rng_alloc(gsl_rng_mt19937)))
+        return -1;
     /* a decode instance puts its running decodes first and admits arriving KV into what is
      * left of the step (vLLM V1's order); prefill-first would spend a step on each arrival,
      * apart from the decodes, as it does for a new prompt */
@@ -367,6 +372,7 @@ static void teardown(sim *m)
     req_pool_free(&m->reqs);
     drv_free(&m->drv);
     heap_free(&m->events);
+    if (m->beta_rng) gsl_rng_free(m->beta_rng);
 }
 
 int sim_run(const sim_options *o, workload *w, const wl_config *cfg, recorder *rc,

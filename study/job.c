@@ -148,6 +148,21 @@ void job_cost_describe(const scenario *sc, char *out, size_t len)
     job_cost_free(&c);
 }
 
+json_t *job_speculative_json(const scenario_resolved *r)
+{
+    json_t *o = json_object();
+    if (!o || json_put(o, "num_tokens", json_integer(r->sched.num_speculative_tokens)) |
+            json_put(o, "method", json_string(r->spec_draft_model ? "draft" : "ngram")) |
+            json_put(o, "disable_by_batch_size", json_integer(r->sched.spec_disable_by_batch_size)) |
+            (r->spec_draft_model ? json_put(o, "draft_model", json_string(r->draft_model.name))
+                                 : json_put(o, "prompt_lookup_min", json_integer(r->prompt_lookup_min)) |
+                                   json_put(o, "prompt_lookup_max", json_integer(r->prompt_lookup_max)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 int job_cost_json(json_t *obj, const job_cost *c)
 {
     return json_put(obj, "cost_model", json_text(c->kind)) | json_put(obj, "cost_source", json_text(c->source));

@@ -48,6 +48,9 @@ double job_cost_step_overhead(const job_cost *c);
 void job_cost_describe(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
 int job_cost_json(json_t *obj, const job_cost *c);
+/* How a run speculates (summary.json's "speculative"): k, the method, disable_by_batch_size,
+ * and prompt lookup's lengths or the draft model. NULL when out of memory. */
+json_t *job_speculative_json(const scenario_resolved *r);
 void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */

@@ -104,13 +104,10 @@ static void spec_cost_free(spec_cost *sp)
  * acceptance the simulator drew from (what it measured is in the summary's spec_ fields). */
 static json_t *speculative_json(const scenario_resolved *r, const spec_cost *sp)
 {
-    json_t *o = json_object();
-    if (!o || json_put(o, "num_tokens", json_integer(r->sched.num_speculative_tokens)) |
-            json_put(o, "method", json_string(r->spec_draft_model ? "draft" : "ngram")) |
-            json_put(o, "acceptance_rate", json_real(r->acceptance_rate)) |
+    json_t *o = job_speculative_json(r);
+    if (!o || json_put(o, "acceptance_rate", json_real(r->acceptance_rate)) |
             json_put(o, "acceptance_spread", json_real(r->acceptance_spread)) |
-            (sp->on ? json_put(o, "draft_model", json_string(r->draft_model.name)) |
-                      json_put(o, "draft_cost_model", json_text(sp->model.kind)) |
+            (sp->on ? json_put(o, "draft_cost_model", json_text(sp->model.kind)) |
                       json_put(o, "draft_cost_source", json_text(sp->model.source))
                     : 0)) {
         json_decref(o);
