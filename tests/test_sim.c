@@ -818,6 +818,11 @@ Test(spec, a_draft_model_scenario_runs_reproducibly_and_reports_how_it_speculate
     cr_assert_eq(scenario_set(&sc, "speculative.draft_model=qwen3-8b", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), -1);
     cr_assert(strstr(err, "must share the target's vocabulary"), "%s", err);
+    /* memory too small: the message names both models, whose weights it adds */
+    cr_assert_eq(scenario_set(&sc, "speculative.draft_model=llama-3.2-1b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-70b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &spec, err, sizeof err), -1);
+    cr_assert(strstr(err, "llama-3.1-70b and speculative.draft_model llama-3.2-1b weights"), "%s", err);
 }
 
 static double per_token_cost(const void *ctx, const sched_batch *b)

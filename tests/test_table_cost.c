@@ -343,3 +343,16 @@ Test(calibrate, an_unwritable_output_is_refused_before_any_timing)
     const char *args[] = {"calibrate", "--backend", "cpu", "--model", "tiny", "--out", "/proc/servesim/x.csv"};
     cr_assert_eq(cmd_calibrate(7, (char **)args), 2);
 }
+
+/* A set stop flag (Ctrl-C, SIGTERM) ends a calibration at once, failing: `validate`, which
+ * calibrates first, once ran on for twelve minutes after a SIGTERM. */
+Test(calibrate, a_set_stop_flag_ends_the_calibration)
+{
+    calib_options o = small_calibration();
+    static volatile sig_atomic_t stop = SIGTERM;
+    o.stop = &stop;
+    cost_table t;
+    char err[256];
+    cr_assert_neq(calibrate_run(&o, &t, err, sizeof err), 0);
+    cr_assert_str_eq(err, "interrupted");
+}
