@@ -259,6 +259,15 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
     kb_sampling sp;
     if (scenario_resolve(sc, &r, err, errlen) < 0 || scenario_resolve_engine(sc, &r, &kb, &sp, err, errlen) < 0)
         return EXIT_BAD_INPUT;
+    if (r.sched.num_speculative_tokens > 0) {
+        /* the engine's acceptances come from its model, the simulator's are drawn: the step-
+         * by-step comparison (and its replay) has nothing to hold them to */
+        snprintf(err, errlen, "%s: speculative.num_tokens = %d: validate runs the engine and the simulator on the same "
+                 "schedule, which drafts accepted by a model and drafts accepted by chance cannot keep; serve the "
+                 "scenario with `servesim engine` and compare with `servesim validate --measured DIR`",
+                 sc->path[0] ? sc->path : "built-in scenario", r.sched.num_speculative_tokens);
+        return EXIT_BAD_INPUT;
+    }
     if (flag_table) snprintf(r.cost_table_path, sizeof r.cost_table_path, "%s", flag_table);
     if (r.cost_table_path[0]) {
         job_cost jc;

@@ -199,11 +199,18 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     scenario_resolved r;
     job_cost cost;
     measured_run m;
+    job_spec spec;
     if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || job_cost_init(&cost, &r, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;
     }
+    if (job_spec_init(&spec, &r, err, sizeof err) < 0) {
+        job_cost_free(&cost);
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     if (measured_read(a->measured, &m, err, sizeof err) < 0) {
+        job_spec_free(&spec);
         job_cost_free(&cost);
         fprintf(stderr, "servesim: --measured %s\n", err);
         return EXIT_BAD_INPUT;
@@ -233,6 +240,7 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
             recorder rc;
             rec_init(&rc, sim_met, &dir);
             sim_options so = {.sched = r.sched, .cost = job_cost_fn(&cost), .num_replicas = 1};
+            job_spec_options(&spec, &r, &so);
             sim_stats st;
             if (sim_run(&so, &w, &w.cfg, &rc, &st, err, sizeof err) < 0 || met_summarize(sim_met, &r.slo, &ssum) < 0 ||
                 job_write_results(&dir, &ssum, NULL, err, sizeof err) < 0) {
@@ -276,6 +284,7 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     met_free(real_met);
     wl_free(&w);
     measured_free(&m);
+    job_spec_free(&spec);
     job_cost_free(&cost);
     return status != EXIT_OK ? status : passed ? EXIT_OK : EXIT_FAILURE_OTHER;
 }

@@ -733,6 +733,9 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
     if (V(kv, num_blocks).i == 0) {
         int elem = kb->kind == KB_CUDA ? 2 : 4;
         double block = (double)model_kv_bytes_per_token(m, elem) * r->sched.block_size;
+        /* a draft model's pool has as many blocks (engine/drafter.h): engine.kv_gib holds both */
+        if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model)
+            block += (double)model_kv_bytes_per_token(&r->draft_model, elem) * r->sched.block_size;
         double blocks = floor(V(engine, kv_gib).d * (1 << 30) / block);
         r->sched.num_blocks = blocks < 1 ? 1 : blocks > 1e9 ? 1000000000 : (int)blocks;
         char why[512];

@@ -52,24 +52,20 @@ double draft_cost_step_time(const void *ctx, const sched_batch *b)
         d->items = grown;
         d->cap = b->num_items;
     }
-    /* first pass: every prefill chunk, and each drafting sequence's tokens since the draft
-     * model last saw it (its newest one, or more after steps without drafting) */
+    /* first pass, as the engine's drafter runs it (engine/drafter.c): every token the target
+     * computes for real, and a verifying sequence's last draft when the target kept them all
+     * (the draft model never fed it); the draft model's own progress is kept on the request */
     sched_batch s = {.items = d->items};
     for (int i = 0; i < b->num_items; i++) {
         const sched_item *it = &b->items[i];
-        request *r = it->req; /* the draft model's own progress is kept on the request */
-        int real = it->num_new_tokens - it->num_draft_tokens;
-        if (it->num_draft_tokens == 0) {
-            if (real > 1 || !it->is_decode) {
-                if (real > 0) add(&s, it, real, it->context_len);
-                r->draft_computed = it->context_len + real;
-            }
-            continue;
-        }
-        int from = r->draft_computed < it->context_len ? r->draft_computed : it->context_len;
-        add(&s, it, it->context_len + 1 - from, from);
-        /* it feeds its own first k - 1 drafts; what the target rejects of them it redoes */
-        r->draft_computed = it->context_len + it->num_draft_tokens;
+        request *r = it->req;
+        int real = it->num_new_tokens - it->num_draft_tokens, end = it->context_len + real;
+        int from = r->draft_computed;
+        if (from > it->context_len || from < it->context_len - 1) from = it->context_len;
+        if (real > 0) add(&s, it, end - from, from);
+        /* a drafting sequence feeds its own first k - 1 drafts; what the target rejects of
+         * them the next step's clamp above redoes */
+        r->draft_computed = it->num_draft_tokens > 0 ? it->context_len + it->num_draft_tokens : end;
     }
     double t = s.num_items > 0 ? forward(d, &s) : 0;
     /* then one token at a time for the sequences that draft */

@@ -18,12 +18,13 @@ typedef struct draft_cost {
  * by drafting within it; K draft tokens a sequence. */
 void draft_cost_init(draft_cost *d, step_cost model, double overhead, int k);
 void draft_cost_free(draft_cost *d);
-/* A step_cost function (CTX a draft_cost): the drafting that goes with target batch B. The
- * draft model keeps its own KV: it prefills every prompt chunk the target does, and before a
- * sequence drafts it runs over the sequence's tokens it has not seen (its newest, or more
- * after steps that did not draft: speculative.disable_by_batch_size); then one-token steps of
- * the drafting sequences, up to K - 1, each a token further on. Its progress is kept in each
- * request's draft_computed (so a step is priced once, in order). A sequence's drafts are
+/* A step_cost function (CTX a draft_cost): the drafting that goes with target batch B, as the
+ * engine's drafter (engine/drafter.c) runs it. The draft model keeps its own KV: one forward
+ * over every token the target computes for real (prefill chunks, every decode's newest token,
+ * drafting or not: speculative.disable_by_batch_size saves the verification, not this), plus
+ * a verifying sequence's last draft after a full acceptance (never fed); then one-token steps
+ * of the drafting sequences, up to K - 1, each a token further on. Its progress is kept in
+ * each request's draft_computed (so a step is priced once, in order). A sequence's drafts are
  * priced in the step that verifies them, not the one before, where vLLM runs them: the same
  * steps, each its own tokens' price. */
 double draft_cost_step_time(const void *ctx, const sched_batch *b);

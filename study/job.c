@@ -148,6 +148,42 @@ void job_cost_describe(const scenario *sc, char *out, size_t len)
     job_cost_free(&c);
 }
 
+int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen)
+{
+    memset(sp, 0, sizeof *sp);
+    if (r->sched.num_speculative_tokens == 0 || !r->spec_draft_model) return 0;
+    scenario_resolved d = *r;
+    d.model = r->draft_model;
+    d.fp8_weights = false;
+    d.fp8_kv = false;
+    d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
+    char why[1024];
+    if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {
+        snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
+        return -1;
+    }
+    draft_cost_init(&sp->draft, job_cost_fn(&sp->model), job_cost_step_overhead(&sp->model),
+                    r->sched.num_speculative_tokens);
+    sp->on = true;
+    return 0;
+}
+
+void job_spec_free(job_spec *sp)
+{
+    if (!sp->on) return;
+    draft_cost_free(&sp->draft);
+    job_cost_free(&sp->model);
+    sp->on = false;
+}
+
+void job_spec_options(job_spec *sp, const scenario_resolved *r, sim_options *o)
+{
+    o->acceptance_rate = r->acceptance_rate;
+    o->acceptance_spread = r->acceptance_spread;
+    o->acceptance_seed = r->workload.seed;
+    o->draft = sp->on ? draft_cost_fn(&sp->draft) : (step_cost){0};
+}
+
 json_t *job_speculative_json(const scenario_resolved *r)
 {
     json_t *o = json_object();

@@ -10,6 +10,7 @@
 #include "metrics/metrics.h"
 #include "io/results.h"
 #include "config/scenario.h"
+#include "sim/draft_cost.h"
 #include "sim/sim.h"
 #include "sim/table_cost.h"
 
@@ -48,6 +49,20 @@ double job_cost_step_overhead(const job_cost *c);
 void job_cost_describe(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
 int job_cost_json(json_t *obj, const job_cost *c);
+/* The price of drafting: none for n-gram lookup (a CPU search of the sequence, between
+ * steps); for a draft model, its forwards on the target's GPUs, priced as a run of that model
+ * would be (its own measured table where there is one, else its roofline), in bf16. */
+typedef struct job_spec {
+    bool on;
+    job_cost model;
+    draft_cost draft;
+} job_spec;
+
+int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen);
+void job_spec_free(job_spec *sp);
+/* O's speculative fields from R and SP: the acceptance (rate, spread, seed) and drafting's price. */
+void job_spec_options(job_spec *sp, const scenario_resolved *r, sim_options *o);
+
 /* How a run speculates (summary.json's "speculative"): k, the method, disable_by_batch_size,
  * and prompt lookup's lengths or the draft model. NULL when out of memory. */
 json_t *job_speculative_json(const scenario_resolved *r);

@@ -62,47 +62,11 @@ static json_t *deployment_json(const simjob *j, const scenario_resolved *r)
     return o;
 }
 
-/* The price of drafting: none for n-gram lookup (a CPU search of the prompt, between steps);
- * for a draft model, its steps on the target's GPUs, priced as a run of that model would be
- * (its own measured table where there is one, else its roofline), in bf16. */
-typedef struct spec_cost {
-    bool on;
-    job_cost model;
-    draft_cost draft;
-} spec_cost;
-
-static int spec_cost_init(spec_cost *sp, const scenario_resolved *r, char *err, size_t errlen)
-{
-    memset(sp, 0, sizeof *sp);
-    if (r->sched.num_speculative_tokens == 0 || !r->spec_draft_model) return 0;
-    scenario_resolved d = *r;
-    d.model = r->draft_model;
-    d.fp8_weights = false;
-    d.fp8_kv = false;
-    d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
-    char why[1024];
-    if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {
-        snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
-        return -1;
-    }
-    draft_cost_init(&sp->draft, job_cost_fn(&sp->model), job_cost_step_overhead(&sp->model),
-                    r->sched.num_speculative_tokens);
-    sp->on = true;
-    return 0;
-}
-
-static void spec_cost_free(spec_cost *sp)
-{
-    if (!sp->on) return;
-    draft_cost_free(&sp->draft);
-    job_cost_free(&sp->model);
-    sp->on = false;
-}
 
 /* What summary.json says besides the summary: what ran, on which cost model, the scenario. */
 /* How a run speculated, when it did: the method, the draft model and what priced it, and the
  * acceptance the simulator drew from (what it measured is in the summary's spec_ fields). */
-static json_t *speculative_json(const scenario_resolved *r, const spec_cost *sp)
+static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
 {
     json_t *o = job_speculative_json(r);
     if (!o || json_put(o, "acceptance_rate", json_real(r->acceptance_rate)) |
@@ -117,7 +81,7 @@ static json_t *speculative_json(const scenario_resolved *r, const spec_cost *sp)
 }
 
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
-                                  const spec_cost *sp)
+                                  const job_spec *sp)
 {
     json_t *obj = json_object();
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
@@ -186,7 +150,7 @@ static int plot_timeline(const char *dir, const scenario_resolved *r, int64_t st
     return rc;
 }
 
-static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, const spec_cost *sp,
+static int write_results(simjob *j, const scenario_resolved *r, const job_cost *cost, const job_spec *sp,
                          res_dir *dir, char *err, size_t errlen)
 {
     json_t *extra = summary_extra_json(j, r, cost, sp);
@@ -222,7 +186,7 @@ static int keep_records(simjob *j, const met_acc *met, char *err, size_t errlen)
 }
 
 static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir *dir, job_cost *jc,
-                    spec_cost *sp, char *err, size_t errlen)
+                    job_spec *sp, char *err, size_t errlen)
 {
     job_progress ps;
     job_progress_start(&ps, "simulating");
@@ -233,10 +197,6 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .num_prefill = r->prefill_instances,
         .kv_latency_s = r->kv_latency_s,
         .kv_s_per_token = r->kv_s_per_token,
-        .acceptance_rate = r->acceptance_rate,
-        .acceptance_spread = r->acceptance_spread,
-        .acceptance_seed = r->workload.seed,
-        .draft = sp->on ? draft_cost_fn(&sp->draft) : (step_cost){0},
         .router = r->router,
         .replica_requests = j->replica_requests,
         .instances = j->instances,
@@ -244,6 +204,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .progress_ctx = &ps,
         .stop = interrupt_flag(),
     };
+    job_spec_options(sp, r, &o);
     met_acc *met = met_create();
     if (met) met_set_percentiles(met, r->percentiles, r->num_percentiles);
     if (met && j->keep_records) met_keep_requests(met);
@@ -271,14 +232,14 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     if (scenario_resolve(j->sc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
     job_cost cost;
     if (job_cost_init(&cost, &r, err, errlen) < 0) return EXIT_BAD_INPUT;
-    spec_cost spec;
-    if (spec_cost_init(&spec, &r, err, errlen) < 0) {
+    job_spec spec;
+    if (job_spec_init(&spec, &r, err, errlen) < 0) {
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
     workload w;
     if (wl_open(&r.workload, &w, err, errlen) < 0) {
-        spec_cost_free(&spec);
+        job_spec_free(&spec);
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
@@ -301,7 +262,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
-    spec_cost_free(&spec);
+    job_spec_free(&spec);
     job_cost_free(&cost);
     return status == -2 ? EXIT_BAD_INPUT : status < 0 ? EXIT_FAILURE_OTHER : EXIT_OK;
 }

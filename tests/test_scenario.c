@@ -478,3 +478,27 @@ Test(scenario, a_trace_is_replayed_whole_unless_a_count_is_set)
     wl_free(&w);
     remove("/tmp/servesim-test-trace.csv");
 }
+
+/* The engine's KV pool (engine.kv_gib) holds a draft model's blocks too: tiny drafting for
+ * tiny needs twice the bytes a block, so half the blocks (1 GiB of fp32 blocks of 16 tokens
+ * of 2 layers x K and V x 2 KV heads x 32 x 4 bytes = 16 KiB: 65,536 alone, 32,768 with its
+ * draft). */
+Test(scenario, the_engines_pool_holds_the_draft_models_kv)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_set(&sc, "model.preset=tiny", err, sizeof err), 0);
+    scenario_resolved r;
+    kb_options kb;
+    kb_sampling sp;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.num_blocks, 65536);
+    cr_assert_eq(scenario_set(&sc, "speculative.num_tokens=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "speculative.method=draft", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "speculative.draft_model=tiny", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.num_blocks, 32768);
+}
