@@ -81,4 +81,16 @@ void req_pool_free(req_pool *p);
 static inline int req_num_tokens(const request *r) { return r->prompt_len + r->num_generated; }
 static inline bool req_is_finished(const request *r) { return r->state == REQ_FINISHED; }
 
+/* Speculative decoding with a draft model (the engine's drafter and the simulator's pricing
+ * of it): where the draft model's next forward over R starts when the target's starts at
+ * CONTEXT. Its own progress, at most a token behind (its last draft, never fed, after a full
+ * acceptance); anything else (a request it never saw, or one preempted and back with
+ * prefix-cache hits past where it was) starts where the target does, whose cached blocks
+ * both models filled. So a draft forward holds at most a token a sequence past the target's. */
+static inline int req_draft_start(const request *r, int context)
+{
+    int from = r->draft_computed;
+    return from > context || from < context - 1 ? context : from;
+}
+
 #endif

@@ -59,13 +59,7 @@ int drafter_propose(drafter *d, const sched_batch *b, const bm *m)
         const sched_item *it = &b->items[i];
         request *r = it->req;
         int real = it->num_new_tokens - it->num_draft_tokens, end = it->context_len + real;
-        /* it starts where the target does, or a token before after a full acceptance (its
-         * last draft, unfed); anything else (a request it never saw, or one preempted and
-         * back with prefix-cache hits past where it was) starts where the target does too:
-         * blocks the target found in its prefix cache were filled by both models, as every
-         * prompt chunk is. So a pass holds at most a token a sequence past the target's. */
-        int from = r->draft_computed;
-        if (from > it->context_len || from < it->context_len - 1) from = it->context_len;
+        int from = req_draft_start(r, it->context_len);
         if (real > 0) add(d, it, from, end - from);
         r->draft_computed = end;
         if (it->num_draft_tokens > most) most = it->num_draft_tokens;

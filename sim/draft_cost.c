@@ -60,8 +60,7 @@ double draft_cost_step_time(const void *ctx, const sched_batch *b)
         const sched_item *it = &b->items[i];
         request *r = it->req;
         int real = it->num_new_tokens - it->num_draft_tokens, end = it->context_len + real;
-        int from = r->draft_computed;
-        if (from > it->context_len || from < it->context_len - 1) from = it->context_len;
+        int from = req_draft_start(r, it->context_len);
         if (real > 0) add(&s, it, end - from, from);
         /* a drafting sequence feeds its own first k - 1 drafts; what the target rejects of
          * them the next step's clamp above redoes */
