@@ -331,7 +331,7 @@ int engine_run(const engine_options *o, workload *w, const wl_config *cfg, recor
     else if (setup == -2)
         status = 2; /* the draft model's backend refused it, as kb_open above may */
     else if (setup == 0 && warm_up(&e) < 0)
-        snprintf(err, errlen, "backend warm-up failed: %s", backend_error(&e));
+        snprintf(err, errlen, "backend%s warm-up failed: %s", e.draft_failed ? " (draft model)" : "", backend_error(&e));
     else if (setup == 0)
         status = loop(&e, err, errlen);
     if (stats) *stats = e.stats;
@@ -616,7 +616,7 @@ engine_live *engine_start(const engine_options *o, engine_stats *stats, char *er
         else if (setup < 0)
             refused = setup == -2;
         else if (warm_up(e) < 0)
-            snprintf(err, errlen, "backend warm-up failed: %s", backend_error(e));
+            snprintf(err, errlen, "backend%s warm-up failed: %s", e->draft_failed ? " (draft model)" : "", backend_error(e));
         else {
             clock_gettime(CLOCK_MONOTONIC, &e->t0);
             l->started = pthread_create(&l->thread, NULL, live_main, l) == 0;
