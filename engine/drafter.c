@@ -64,8 +64,8 @@ int drafter_propose(drafter *d, const sched_batch *b, const bm *m)
         r->draft_computed = end;
         if (it->num_draft_tokens > most) most = it->num_draft_tokens;
     }
-    if (most == 0 && d->batch.num_items == 0) return 0;
-    if (d->batch.num_items > 0 && forward(d, m) < 0) return -1;
+    if (d->batch.num_items == 0) return 0; /* a verifying sequence always has its newest token */
+    if (forward(d, m) < 0) return -1;
     /* the first pass's last logits of each verifying sequence: its first draft */
     for (int i = 0, at = 0; i < b->num_items; i++) {
         const sched_item *it = &b->items[i];

@@ -1,5 +1,6 @@
 /* Prompt-lookup drafting and the verifier's acceptance rules (engine/spec.h). */
 #include "engine/spec.h"
+#include "workload/workload.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,13 +30,12 @@ int spec_accept_greedy(const int32_t *draft, int d, const int32_t *target)
     return a;
 }
 
+/* SplitMix64 as a generator: the state steps by the golden ratio, each output the mix of it. */
 static double uniform(uint64_t *state)
 {
-    uint64_t x = (*state += 0x9e3779b97f4a7c15ULL);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (double)(x >> 11) * 0x1.0p-53;
+    double u = wl_mix_unit(*state);
+    *state += 0x9e3779b97f4a7c15ULL;
+    return u;
 }
 
 int spec_sampler_init(spec_sampler *s, int vocab, uint64_t seed)

@@ -220,16 +220,6 @@ static void kv_arrived(sim *m, request *r, double now)
     }
 }
 
-/* A uniform draw in [0, 1) from X (splitmix64's finalizer). */
-static double unit_hash(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (double)(x >> 11) * 0x1.0p-53;
-}
-
 /* How many of the batch's draft tokens the target accepts: for each verifying sequence, the
  * leading run of drafts whose draw falls under the acceptance rate. A draft's draw depends
  * on the request and the position it would take, nothing else. */
@@ -241,7 +231,7 @@ static void accept_drafts(sim *m, replica *rep)
         int a = 0;
         uint64_t base = m->o->acceptance_seed * 0x100000001b3ULL ^ (uint64_t)it->req->id * 0x9e3779b97f4a7c15ULL;
         while (a < it->num_draft_tokens &&
-               unit_hash(base + (uint64_t)(it->req->num_generated + a)) < it->req->acceptance_rate)
+               wl_mix_unit(base + (uint64_t)(it->req->num_generated + a)) < it->req->acceptance_rate)
             a++;
         sched_accept(rep->s, i, a);
     }

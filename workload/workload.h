@@ -96,6 +96,8 @@ void wl_iter_close(wl_iter *it);
 
 /* SplitMix64's finalizer: a 64-bit value mixed into one that looks random (seeds, token ids). */
 uint64_t wl_mix64(uint64_t x);
+/* A uniform in [0, 1) from X: the top 53 bits of wl_mix64(X). */
+static inline double wl_mix_unit(uint64_t x) { return (double)(wl_mix64(x) >> 11) * 0x1.0p-53; }
 
 /* Writes the prompt's token ids into BUF[0..prompt_len). Requests with the same prefix_id
  * share their first prefix_len ids; other ids depend only on token_seed. */
