@@ -49,6 +49,16 @@ static wl_config constant_workload(int n, double rate)
     return c;
 }
 
+/* One request of 100 prompt tokens and 11 out: the hand-computed examples' workload. */
+static wl_config one_request(void)
+{
+    wl_config c = constant_workload(1, 1);
+    char err[200];
+    cr_assert_eq(dist_parse("fixed:100", &c.prompt_len, err, sizeof err), 0);
+    cr_assert_eq(dist_parse("fixed:11", &c.output_len, err, sizeof err), 0);
+    return c;
+}
+
 static int run_sim(const sim_options *o, wl_config *wc, summary *sum, sim_stats *st)
 {
     workload w;
@@ -70,10 +80,7 @@ Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
 {
     double step = 0.025;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
-    wl_config wc = constant_workload(1, 1);
-    char err[200];
-    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
-    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    wl_config wc = one_request();
     summary sum;
     sim_stats st;
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
@@ -699,7 +706,8 @@ Test(sim, token_times_write_every_token)
  * 11 tokens out. The prefill emits token 1; decodes verify 3 drafts and emit 4 (5, 9), then
  * the last 2 with one draft: 4 steps, not 11. A draft model priced 6 ms a step, 1 ms of it
  * the framework's (paid by the target's step), takes 5 ms a forward: over the prompt in the
- * first step, 3 in each of the next two, 1 in the last: TTFT 30 ms, E2EL 100 + 40 = 140 ms. With every draft rejected: 11 steps as without. */
+ * first step, 3 in each of the next two, 1 in the last: TTFT 30 ms, E2EL 100 + 40 = 140 ms.
+ * With every draft rejected: 11 steps as without. */
 Test(spec, every_draft_accepted_gives_k_plus_one_tokens_a_step_by_hand)
 {
     double step = 0.025, draft_step = 0.006;
@@ -708,10 +716,7 @@ Test(spec, every_draft_accepted_gives_k_plus_one_tokens_a_step_by_hand)
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .acceptance_rate = 1.0, .acceptance_seed = 1};
     o.sched.num_speculative_tokens = 3;
-    wl_config wc = constant_workload(1, 1);
-    char err[200];
-    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
-    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    wl_config wc = one_request();
     summary sum;
     sim_stats st;
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
@@ -845,10 +850,7 @@ Test(spec, the_draft_model_catches_up_on_the_tokens_it_has_not_seen)
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .acceptance_rate = 1.0, .acceptance_seed = 1, .draft = draft_cost_fn(&dc)};
     o.sched.num_speculative_tokens = 3;
-    wl_config wc = constant_workload(1, 1);
-    char err[200];
-    dist_parse("fixed:100", &wc.prompt_len, err, sizeof err);
-    dist_parse("fixed:11", &wc.output_len, err, sizeof err);
+    wl_config wc = one_request();
     summary sum;
     sim_stats st;
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
