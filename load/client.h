@@ -41,7 +41,7 @@ typedef struct load_stats {
      * same machine): how long each token's event took from the server's write to the
      * client's clock, in ms. delay_count 0 when it does not. */
     size_t delay_count;
-    double delay_mean_ms, delay_p50_ms, delay_p99_ms, delay_max_ms;
+    double delay_mean_ms, delay_p50_ms, delay_p99_ms, delay_p999_ms, delay_max_ms;
 } load_stats;
 
 /* Sends W's requests to O->url. 0 when every request was sent and ended (failed ones are
