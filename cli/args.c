@@ -23,7 +23,7 @@ static const scenario_opt scenario_opts[] = {
     {{"--repeat", true}, SA_REPEAT}, {{"--jobs", true}, SA_REPEAT}, {{"--cost-table", true}, SA_COST_TABLE},
     {{"--measured", true}, SA_MEASURED}, {{"--url", true}, SA_LOAD}, {{"--model", true}, SA_LOAD}, {{"--endpoint", true}, SA_LOAD},
     {{"--timeout", true}, SA_LOAD}, {{"--vllm-json", false}, SA_LOAD},
-    {{"--host", true}, SA_SERVE}, {{"--event-times", false}, SA_SERVE}, {{"--port", true}, SA_SERVE}, {{"--served-model-name", true}, SA_SERVE},
+    {{"--host", true}, SA_SERVE}, {{"--event-times", false}, SA_SERVE}, {{"--event-log", true}, SA_SERVE}, {{"--port", true}, SA_SERVE}, {{"--served-model-name", true}, SA_SERVE},
 };
 enum { NUM_SCENARIO_OPTS = sizeof scenario_opts / sizeof scenario_opts[0] };
 
@@ -80,6 +80,8 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         a->vllm_json = true;
     } else if (strcmp(flag, "--event-times") == 0) {
         a->event_times = true;
+    } else if (strcmp(flag, "--event-log") == 0) {
+        a->event_log = value;
     } else if (strcmp(flag, "--host") == 0) {
         a->host = value;
     } else if (strcmp(flag, "--port") == 0) {

@@ -12,8 +12,8 @@
 
 static const char serve_usage[] =
     "usage: servesim serve [SCENARIO.ini] [--host ADDR] [--port N] [--served-model-name NAME]\n"
-    "                      [--event-times] [--backend cpu|cuda] [--seed N] [--set SECTION.KEY=VALUE]...\n"
-    "                      [--quiet]\n"
+    "                      [--event-times] [--event-log FILE.csv] [--backend cpu|cuda] [--seed N]\n"
+    "                      [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Serves the scenario's model (weights drawn from engine.weight_seed) on the real engine\n"
     "  behind an OpenAI-compatible API, as `vllm serve` does, until Ctrl-C:\n"
     "    POST /v1/completions        prompt as text (one token per byte) or token ids;\n"
@@ -25,7 +25,10 @@ static const char serve_usage[] =
     "  port, printed). The scenario's [scheduler] and [kv] settings apply; its workload does\n"
     "  not (send one with `servesim load`). --event-times adds \"servesim_sent\" (the moment of\n"
     "  writing, CLOCK_MONOTONIC s) to each token's event, from which `servesim load` on the same\n"
-    "  machine measures its own delay.\n";
+    "  machine measures its own delay. --event-log writes, when the server stops, every streamed\n"
+    "  token's send time (request_id from the client's X-Request-Id header, else the response\n"
+    "  id; token_index; sent, CLOCK_MONOTONIC s): any client's records on the same machine can\n"
+    "  be timed against it (scripts/client-delay.py does it for `vllm bench serve`).\n";
 
 int cmd_serve(int argc, char **argv)
 {
@@ -63,6 +66,7 @@ int cmd_serve(int argc, char **argv)
         .vocab_size = o.backend.shape.vocab, .max_model_len = r.sched.max_model_len,
         .kv_block_size = r.sched.block_size, .kv_tokens = (int64_t)r.sched.num_blocks * r.sched.block_size,
         .max_body = 64u << 20, .max_connections = 4096, .event_times = a.event_times,
+        .event_log = a.event_log,
         .speculative = r.sched.num_speculative_tokens > 0,
     };
     srv *s = srv_start(&so, eng, err, sizeof err);
@@ -80,7 +84,8 @@ int cmd_serve(int argc, char **argv)
     const volatile sig_atomic_t *stop = interrupt_flag();
     while (!*stop && !engine_live_error(eng)) nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
     const char *why = engine_live_error(eng);
-    srv_stop(s);
+    char log_err[700] = "";
+    int log_rc = srv_stop(s, log_err, sizeof log_err);
     engine_gauges g;
     engine_gauges_get(eng, &g);
     char failure[256] = "";
@@ -91,6 +96,10 @@ int cmd_serve(int argc, char **argv)
                (long long)g.steps);
     if (failure[0]) {
         fprintf(stderr, "servesim: the engine stopped: %s\n", failure);
+        return EXIT_FAILURE_OTHER;
+    }
+    if (log_rc < 0) {
+        fprintf(stderr, "servesim: %s\n", log_err);
         return EXIT_FAILURE_OTHER;
     }
     return EXIT_OK;

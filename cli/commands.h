@@ -26,7 +26,7 @@ int plan_merge(const char *out, char **dirs, int ndirs);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),
- * validate's --cost-table (SA_COST_TABLE), serve's --host, --port, --served-model-name and --event-times
+ * validate's --cost-table (SA_COST_TABLE), serve's --host, --port, --served-model-name, --event-times and --event-log
  * (SA_SERVE), load's --url, --model, --endpoint, --timeout and --vllm-json (SA_LOAD). "--flag=value" works as "--flag value". */
 enum { SA_REPEAT = 1, SA_COST_TABLE = 2, SA_SERVE = 4, SA_LOAD = 8, SA_MEASURED = 16 };
 typedef struct scenario_args {
@@ -38,6 +38,7 @@ typedef struct scenario_args {
     long port;              /* serve: --port, 8000 unless given */
     const char *model_name; /* serve: --served-model-name, NULL = the model preset's name */
     bool event_times;       /* serve: --event-times */
+    const char *event_log;  /* serve: --event-log FILE */
     const char *url;        /* load: --url (required) */
     const char *model;      /* load: --model, NULL = ask the server */
     const char *endpoint;   /* load: --endpoint, "completions" unless given */

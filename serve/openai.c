@@ -129,7 +129,8 @@ static int check_fields(json_t *doc, oai_request *r, const oai_limits *lim, char
     json_t *model = json_object_get(doc, "model");
     if (model && !json_is_null(model)) {
         if (!json_is_string(model)) return bad(err, errlen, "model must be a string");
-        if (lim->model && strcmp(json_string_value(model), lim->model) != 0) {
+        if (lim->model && (strcmp(json_string_value(model), lim->model) != 0 ||
+                           json_string_length(model) != strlen(lim->model))) {
             snprintf(err, errlen, "The model `%s` does not exist (this server serves `%s`)", json_string_value(model),
                      lim->model);
             return 404;
@@ -182,7 +183,10 @@ int oai_parse(const char *body, size_t len, oai_endpoint ep, const oai_limits *l
 {
     *out = (oai_request){.endpoint = ep};
     json_error_t je;
-    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    /* JSON allows \u0000 in a string, and vLLM takes it in a prompt (its benchmark's random
+     * prompts are random token ids decoded, NUL bytes among them): text is counted by its
+     * length, never by strlen */
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!doc) return bad(err, errlen, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
     int status;
     if (!json_is_object(doc)) status = bad(err, errlen, "the request body must be a JSON object");

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <microhttpd.h>
 
+#include "io/csv.h"
+#include "io/outdir.h"
 #include "serve/openai.h"
 #include "serve/prom.h"
 
@@ -36,6 +38,9 @@ struct srv {
     pthread_mutex_t mlock;     /* the histograms */
     prom_hist ttft, itl, e2e;
     int64_t http_errors;
+    outfile log;               /* --event-log: written to a temporary file, moved at the stop */
+    FILE *logf;                /* NULL: no log */
+    pthread_mutex_t loglock;
 };
 
 /* One completion request, from its parse to the end of its response. */
@@ -45,6 +50,8 @@ typedef struct stream {
     oai_request rq;
     oai_stream_fmt fmt;
     char id[48];
+    char client_id[128];       /* the client's X-Request-Id, else ID: the event log's name */
+    double *sent_at;           /* --event-log: each token's send time (capacity rq.max_tokens) */
     int fd;                    /* the client's socket, to notice a hang-up */
     int wake;                  /* eventfd: the engine thread's news */
     pthread_mutex_t lock;
@@ -111,10 +118,12 @@ static stream *stream_new(srv *s, oai_request *rq, int fd)
 {
     stream *st = calloc(1, sizeof *st);
     int32_t *tokens = malloc((size_t)rq->max_tokens * sizeof *tokens);
+    double *sent_at = s->logf ? malloc((size_t)rq->max_tokens * sizeof *sent_at) : NULL;
     int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (!st || !tokens || wake < 0) {
+    if (!st || !tokens || (s->logf && !sent_at) || wake < 0) {
         free(st);
         free(tokens);
+        free(sent_at);
         if (wake >= 0) close(wake);
         return NULL;
     }
@@ -122,10 +131,12 @@ static stream *stream_new(srv *s, oai_request *rq, int fd)
     st->s = s;
     st->rq = *rq;
     st->tokens = tokens;
+    st->sent_at = sent_at;
     st->fd = fd;
     pthread_mutex_init(&st->lock, NULL);
     long long id = __atomic_fetch_add(&s->next_id, 1, __ATOMIC_RELAXED);
     snprintf(st->id, sizeof st->id, "%s-%lld", rq->endpoint == OAI_CHAT ? "chatcmpl" : "cmpl", id);
+    snprintf(st->client_id, sizeof st->client_id, "%s", st->id);
     st->job = (engine_job){.prompt = rq->prompt, .prompt_len = rq->prompt_len, .max_tokens = rq->max_tokens,
                            .on_token = on_token, .on_done = on_done, .ctx = st};
     return st;
@@ -136,6 +147,16 @@ static void stream_free(void *cls)
 {
     stream *st = cls;
     engine_abort(st->s->eng, &st->job);
+    srv *s = st->s;
+    if (s->logf && st->sent > 0) {
+        pthread_mutex_lock(&s->loglock);
+        for (int i = 0; i < st->sent; i++) {
+            csv_write_field(s->logf, st->client_id);
+            fprintf(s->logf, ",%d,%.9f\n", i, st->sent_at[i]);
+        }
+        pthread_mutex_unlock(&s->loglock);
+    }
+    free(st->sent_at);
     oai_request_free(&st->rq);
     free(st->tokens);
     close(st->wake);
@@ -181,14 +202,17 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
         }
         /* stamped as formatted, after any wait: what the client can be late against */
         double stamp = NAN;
-        if (st->s->o.event_times && st->sent < st->num_tokens) {
+        if ((st->s->o.event_times || st->sent_at) && st->sent < st->num_tokens) {
             struct timespec t;
             clock_gettime(CLOCK_MONOTONIC, &t);
             stamp = (double)t.tv_sec + t.tv_nsec * 1e-9;
         }
         while (st->sent < st->num_tokens) {
             bool final = st->sent + 1 == st->rq.max_tokens;
-            if (!(k = oai_stream_token(&st->fmt, st->tokens[st->sent], final, stamp, buf + n, max - n))) break;
+            if (!(k = oai_stream_token(&st->fmt, st->tokens[st->sent], final, st->s->o.event_times ? stamp : NAN, buf + n,
+                                       max - n)))
+                break;
+            if (st->sent_at) st->sent_at[st->sent] = stamp;
             n += k;
             st->sent++;
         }
@@ -276,6 +300,10 @@ static enum MHD_Result complete(srv *s, struct MHD_Connection *c, oai_endpoint e
         oai_request_free(&rq);
         return send_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     }
+    /* vLLM's benchmark client names each request in this header (vLLM's server takes it as
+     * the request's id); the event log uses it so that the client's records can be matched */
+    const char *xid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    if (xid && xid[0] && strlen(xid) < sizeof st->client_id) snprintf(st->client_id, sizeof st->client_id, "%s", xid);
     if (oai_stream_init(&st->fmt, ep, st->id, time(NULL), s->o.model) < 0) {
         stream_free(st);   /* never submitted: nothing to abort */
         return send_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the response header does not fit (model name too long)");
@@ -427,6 +455,18 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     *con_cls = NULL;
 }
 
+/* Frees a server that is not listening; its event log, if any, is removed unwritten. */
+static void srv_discard(srv *s)
+{
+    if (s->logf) {
+        fclose(s->logf);
+        remove(s->log.tmp_path);
+    }
+    pthread_mutex_destroy(&s->loglock);
+    pthread_mutex_destroy(&s->mlock);
+    free(s);
+}
+
 srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
 {
     srv *s = calloc(1, sizeof *s);
@@ -439,6 +479,16 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
     s->created = (long)time(NULL);
     s->lim = (oai_limits){.model = o->model, .vocab_size = o->vocab_size, .max_model_len = o->max_model_len,
                           .kv_tokens = o->kv_tokens, .kv_block_size = o->kv_block_size};
+    if (o->event_log) {
+        char why[600];
+        if (od_make_parents(o->event_log, why, sizeof why) < 0 || !(s->logf = of_open(&s->log, o->event_log, why, sizeof why))) {
+            snprintf(err, errlen, "--event-log %s", why);
+            free(s);
+            return NULL;
+        }
+        fputs("request_id,token_index,sent\n", s->logf);
+    }
+    pthread_mutex_init(&s->loglock, NULL);
     pthread_mutex_init(&s->mlock, NULL);
     prom_hist_init(&s->ttft, prom_ttft_bounds, prom_ttft_n);
     prom_hist_init(&s->itl, prom_itl_bounds, prom_itl_n);
@@ -450,8 +500,7 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
     int gai = getaddrinfo(o->host, port, &hints, &ai);
     if (gai != 0) {
         snprintf(err, errlen, "--host %s: %s", o->host, gai_strerror(gai));
-        pthread_mutex_destroy(&s->mlock);
-        free(s);
+        srv_discard(s);
         return NULL;
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
@@ -463,8 +512,7 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
     freeaddrinfo(ai);
     if (!s->d) {
         snprintf(err, errlen, "cannot listen on %s port %d (in use, or not an address of this machine)", o->host, o->port);
-        pthread_mutex_destroy(&s->mlock);
-        free(s);
+        srv_discard(s);
         return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -474,11 +522,19 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
 
 int srv_port(const srv *s) { return s->port; }
 
-void srv_stop(srv *s)
+int srv_stop(srv *s, char *err, size_t errlen)
 {
-    if (!s) return;
+    if (!s) return 0;
     __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
-    MHD_stop_daemon(s->d);
+    MHD_stop_daemon(s->d);   /* every stream freed: the log has all its lines */
+    int rc = 0;
+    if (s->logf) {
+        char why[600];
+        rc = of_commit(&s->log, why, sizeof why);
+        if (rc < 0 && err) snprintf(err, errlen, "--event-log %s", why);
+    }
+    pthread_mutex_destroy(&s->loglock);
     pthread_mutex_destroy(&s->mlock);
     free(s);
+    return rc;
 }

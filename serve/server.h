@@ -15,6 +15,8 @@ typedef struct srv_options {
     size_t max_body;           /* request bodies past this get 413 */
     unsigned max_connections;
     bool event_times;          /* stamp each token's event with its send time (servesim_sent) */
+    const char *event_log;     /* CSV of every streamed token's send time, by the client's
+                                  X-Request-Id (else the response id); NULL none */
     bool speculative;          /* the engine speculates: /metrics has vLLM's spec_decode counters */
 } srv_options;
 
@@ -26,7 +28,8 @@ int srv_port(const srv *s);
 /* Writes the /metrics page to F. */
 void srv_write_metrics(srv *s, FILE *f);
 /* Stops listening; every open stream ends (its request aborted when the engine still runs
- * it). Call before engine_stop. */
-void srv_stop(srv *s);
+ * it), and the event log is moved into place. Call before engine_stop. -1 with ERR (ERR may
+ * be NULL) when the log could not be written. */
+int srv_stop(srv *s, char *err, size_t errlen);
 
 #endif

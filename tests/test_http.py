@@ -206,6 +206,62 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "Couldn't connect" in r.stderr and not os.path.exists(os.path.join(tmp, "none")),
           f"no server: exit {r.returncode}: {r.stderr}")
 
+    # --event-log: every streamed token's send time under the client's X-Request-Id; the
+    # delay script times a vLLM-format result against it
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "client-delay.py")
+    log = os.path.join(tmp, "ev", "log.csv")
+    ev = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0", "--event-log", log], stdout=subprocess.PIPE, text=True)
+    line = ""
+    for _ in range(3):
+        line = ev.stdout.readline()
+        if "Listening" in line:
+            break
+    evport = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+    result = {"start_times": [], "ttfts": [], "itls": [], "errors": []}
+    for i, header in enumerate(["bench-x-0", "bench-x-1", None]):
+        body = json.dumps({"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 6, "stream": True}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{evport}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json", **({"X-Request-Id": header} if header else {})})
+        start = time.monotonic()
+        stamps = []
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            for raw in resp:
+                if raw.startswith(b"data: {"):
+                    stamps.append(time.monotonic())
+        if header:
+            result["start_times"].append(start)
+            result["ttfts"].append(stamps[0] - start)
+            result["itls"].append([b - a for a, b in zip(stamps, stamps[1:])])
+            result["errors"].append("")
+    ev.send_signal(signal.SIGINT)
+    ev.wait(timeout=30)
+    rows = [x.split(",") for x in open(log).read().splitlines()]
+    check(rows[0] == ["request_id", "token_index", "sent"] and len(rows) == 19,
+          f"--event-log: a header and 3 x 6 tokens: {len(rows) - 1} rows")
+    ids = sorted({x[0] for x in rows[1:]})
+    check(ids[:2] == ["bench-x-0", "bench-x-1"] and ids[2].startswith("cmpl-"),
+          f"--event-log names requests by X-Request-Id, else the response id: {ids}")
+    res_path = os.path.join(tmp, "ev", "result.json")
+    json.dump(result, open(res_path, "w"))
+    r = subprocess.run([sys.executable, script, log, res_path, "--json"], capture_output=True, text=True)
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(d.get("count") == 12 and d.get("unmatched_tokens") == 0 and 0 <= d["min_ms"] <= d["max_ms"] < 1000,
+          f"client-delay: 12 tokens, each stamped after the server sent it: {r.stdout} {r.stderr}")
+    # by hand: sent at 10.0 and 10.5; the client sent at 9.9, first token 0.2 later, the next 0.45
+    # after that: stamps 10.1 and 10.55, delays 100 and 50 ms
+    open(log, "w").write("request_id,token_index,sent\nbench-y-0,0,10.0\nbench-y-0,1,10.5\n")
+    json.dump({"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45]], "errors": [""]}, open(res_path, "w"))
+    r = subprocess.run([sys.executable, script, log, res_path, "--json"], capture_output=True, text=True)
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(d.get("count") == 2 and abs(d["mean_ms"] - 75) < 1e-6 and abs(d["max_ms"] - 100) < 1e-6 and abs(d["min_ms"] - 50) < 1e-6,
+          f"client-delay by hand: mean 75, max 100, min 50 ms: {r.stdout} {r.stderr}")
+    blocker = os.path.join(tmp, "afile")
+    open(blocker, "w").write("mine")
+    r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", os.path.join(blocker, "log.csv")],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "--event-log" in r.stderr and open(blocker).read() == "mine",
+          f"an --event-log that cannot be written: exit {r.returncode}: {r.stderr}")
+
     # a server nobody here wrote the client for: short outputs and error events are failures
     fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
     threading.Thread(target=fake.serve_forever, daemon=True).start()

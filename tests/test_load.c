@@ -35,7 +35,7 @@ static void on_request(void *ctx, const req_record *rec, const double *times, in
     snprintf(s->errors[s->n], sizeof s->errors[s->n], "%s", error ? error : "");
     s->n++;
     if (s->stop_after && s->n == s->stop_at) {
-        srv_stop(s->stop_after);
+        srv_stop(s->stop_after, NULL, 0);
         s->stop_after = NULL;
     }
 }
@@ -126,7 +126,7 @@ Test(load, every_request_and_token_is_measured_and_the_server_agrees)
     cr_assert_eq(g.prompt_tokens, prompt, "the server counted the prompts the client sent");
     cr_assert_eq(g.generation_tokens, output);
     cr_assert_gt(g.prefix_hits, 0, "shared prefixes were sent as the same ids");
-    srv_stop(l.s);
+    srv_stop(l.s, NULL, 0);
     engine_stop(l.eng);
     met_free(met);
     wl_free(&w);
@@ -149,7 +149,7 @@ Test(load, a_closed_loop_keeps_its_clients)
         for (int k = 0; k < s->n; k++) overlapping += s->recs[k].arrival_time <= t && t < s->recs[k].finish_time;
         cr_assert_leq(overlapping, 4, "at %.6f s %d requests were in flight", t, overlapping);
     }
-    srv_stop(l.s);
+    srv_stop(l.s, NULL, 0);
     engine_stop(l.eng);
     free(s);
 }
@@ -173,7 +173,7 @@ Test(load, refused_requests_and_missing_servers_are_recorded_not_dropped)
     cr_assert_eq(run_load(l.url, "gpt-9", &three, s, NULL, &st, e), 2, "a model the server does not list");
     cr_assert(strstr(e, "--model gpt-9: the server at") && strstr(e, "serves tiny"), "%s", e);
     cr_assert_eq(s->n, 0, "nothing sent");
-    srv_stop(l.s);
+    srv_stop(l.s, NULL, 0);
     engine_stop(l.eng);
 
     memset(s, 0, sizeof *s);

@@ -56,6 +56,14 @@ Test(serve, a_completion_request_by_hand)
     cr_assert(!r.stream);
     oai_request_free(&r);
 
+    /* \u0000 is valid JSON, and vLLM's benchmark sends it (its random prompts are random
+     * token ids decoded): 69 of 3,000 such requests got 400 before */
+    cr_assert_eq(parse("{\"prompt\":\"a\\u0000b\"}", OAI_COMPLETIONS, &r, err), 0, "%s", err);
+    cr_assert_eq(r.prompt_len, 3, "a NUL byte is a token like any other");
+    cr_assert_eq(r.prompt[1], 0);
+    cr_assert_eq(r.prompt[2], 'b');
+    oai_request_free(&r);
+
     cr_assert_eq(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":2,"
                        "\"max_tokens\":9}",
                        OAI_CHAT, &r, err), 0, "%s", err);
@@ -93,6 +101,7 @@ Test(serve, bad_requests_name_their_problem)
     parse_fails("{\"prompt\":[1],\"max_tokens\":5,\"min_tokens\":6}", 400, "min_tokens (6) is larger");
     parse_fails("{\"prompt\":[1],\"model\":\"gpt-4\"}", 404, "`gpt-4` does not exist");
     parse_fails("{\"prompt\":[1],\"model\":3}", 400, "model must be a string");
+    parse_fails("{\"prompt\":[1],\"model\":\"tiny\\u0000x\"}", 404, "does not exist");
     parse_fails("{\"prompt\":[1,2,3,4,5],\"max_tokens\":96}", 400, "maximum context length is 100 tokens. However, you requested 101");
     /* 100 fits max_model_len, but 99 KV slots round up to 112 > the pool's 64 */
     parse_fails("{\"prompt\":[1,2,3,4,5],\"max_tokens\":95}", 400, "needs 99 KV slots; the whole KV cache holds 64");
@@ -218,7 +227,7 @@ static live start_named(int num_blocks, const char *model) { return start_spec(n
 
 static void stop(live *l)
 {
-    srv_stop(l->s);
+    srv_stop(l->s, NULL, 0);
     engine_stop(l->eng);
 }
 
@@ -351,7 +360,7 @@ Test(serve, stopping_with_open_streams_ends_them)
     }
     char buf[512];
     for (int i = 0; i < 4; i++) cr_assert_gt(read(fds[i], buf, sizeof buf), 0);
-    srv_stop(l.s);
+    srv_stop(l.s, NULL, 0);
     engine_gauges g;
     engine_gauges_get(l.eng, &g);
     cr_assert_eq(g.aborted, 4);
