@@ -96,16 +96,21 @@ def metrics(port):
     return out
 
 
+def start_server(ini, *flags):
+    """servesim serve on any free port: the process and its port, once it listens."""
+    proc = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0", *flags], stdout=subprocess.PIPE, text=True)
+    line = ""
+    for _ in range(3):
+        line = proc.stdout.readline()
+        if "Listening" in line:
+            break
+    return proc, int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+
+
 with tempfile.TemporaryDirectory() as tmp:
     ini = os.path.join(tmp, "tiny.ini")
     open(ini, "w").write(SCENARIO)
-    server = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0", "--event-times"], stdout=subprocess.PIPE, text=True)
-    line = ""
-    for _ in range(3):
-        line = server.stdout.readline()
-        if "Listening" in line:
-            break
-    port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+    server, port = start_server(ini, "--event-times")
     url = f"http://127.0.0.1:{port}/v1"
     out = os.path.join(tmp, "load")
     r = subprocess.run([SERVESIM, "load", ini, "--url", url, "--out", out, "--vllm-json", "--quiet"],
@@ -210,13 +215,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # delay script times a vLLM-format result against it
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "client-delay.py")
     log = os.path.join(tmp, "ev", "log.csv")
-    ev = subprocess.Popen([SERVESIM, "serve", ini, "--port", "0", "--event-log", log], stdout=subprocess.PIPE, text=True)
-    line = ""
-    for _ in range(3):
-        line = ev.stdout.readline()
-        if "Listening" in line:
-            break
-    evport = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+    ev, evport = start_server(ini, "--event-log", log)
     result = {"start_times": [], "ttfts": [], "itls": [], "errors": []}
     for i, header in enumerate(["bench-x-0", "bench-x-1", None]):
         body = json.dumps({"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 6, "stream": True}).encode()
