@@ -33,6 +33,13 @@ typedef struct flight {
     struct flight *prev, *next;   /* the client's list of flights */
 } flight;
 
+/* A socket epoll found ready, and when. */
+typedef struct ready_sock {
+    int fd;
+    uint32_t events;
+    double since;
+} ready_sock;
+
 typedef struct client {
     const load_options *o;
     const load_sink *sink;
@@ -48,6 +55,8 @@ typedef struct client {
     double ready_time;         /* when epoll found the socket curl is reading ready */
     uint32_t *watch;           /* by socket: the epoll events curl asked for; 0 not watched */
     size_t num_watch;
+    struct ready_sock *ready;  /* sockets epoll reported, not yet handed to curl: [head, len) */
+    size_t ready_head, ready_len, ready_cap;
     double *delays;            /* servesim_sent stamps' delays, s */
     size_t num_delays, cap_delays;
 } client;
@@ -418,7 +427,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
         size_t num = c->num_watch ? c->num_watch : 256;
         while (num <= (size_t)fd) num *= 2;
         uint32_t *w = realloc(c->watch, num * sizeof *w);
-        if (!w) return -1;   /* curl fails the transfer */
+        if (!w) return -1;   /* curl then fails every transfer: the run ends, its records written */
         memset(w + c->num_watch, 0, (num - c->num_watch) * sizeof *w);
         c->watch = w;
         c->num_watch = num;
@@ -443,44 +452,59 @@ enum {
     RECHECK_EVERY = 8,    /* sockets handed to curl between two looks for newly ready ones */
 };
 
-/* Waits up to WAIT seconds for sockets or curl's timer, and hands curl what is ready.
+/* Appends to the ready queue the sockets epoll reports within MS ms, stamped now. */
+static void look(client *c, int ms)
+{
+    if (c->ready_head == c->ready_len) c->ready_head = c->ready_len = 0;
+    if (c->ready_len + READY_BATCH > c->ready_cap && c->ready_head > 0) {
+        memmove(c->ready, c->ready + c->ready_head, (c->ready_len - c->ready_head) * sizeof *c->ready);
+        c->ready_len -= c->ready_head;
+        c->ready_head = 0;
+    }
+    if (c->ready_len + READY_BATCH > c->ready_cap) {   /* more sockets than ever before */
+        ready_sock *p = realloc(c->ready, 2 * c->ready_cap * sizeof *p);
+        if (p) c->ready = p, c->ready_cap *= 2;
+    }
+    size_t room = c->ready_cap - c->ready_len;
+    if (room == 0) return;   /* every socket is queued already (one-shot: none twice) */
+    struct epoll_event ev[READY_BATCH];
+    int n = epoll_wait(c->epfd, ev, room < READY_BATCH ? (int)room : READY_BATCH, ms);
+    double t = elapsed(c);
+    for (int i = 0; i < n; i++) c->ready[c->ready_len++] = (ready_sock){ev[i].data.fd, ev[i].events, t};
+}
+
+/* Waits up to WAIT seconds for sockets or curl's timer, and hands curl what is ready, until
+ * SEND_DUE (the next planned send) comes.
  * Each socket's bytes are stamped with the moment epoll first reported it ready, not when
  * its turn to be parsed comes: a step's token for 1,000 streams arrives as a burst, and
  * parsing one event costs about 15 us, so stamping at parse time would time the last of a
  * burst late by the time spent on the others. Bytes that arrive while a burst is being
  * handed to curl are found by a zero-timeout epoll_wait every RECHECK_EVERY sockets (without
  * it they waited for the whole burst: P99 delay 1-2 ms at 1,000 streams, docs/serving.md).
- * Sockets are watched one-shot, so that look reports only sockets not already waiting their
- * turn; each is re-armed once curl has read it. */
-static void pump(client *c, double wait)
+ * Sockets are watched one-shot, so that look reports only sockets not already queued; each
+ * is re-armed once curl has read it. What a pump leaves queued keeps its stamp. */
+static void pump(client *c, double wait, double send_due)
 {
     int running;
     double now = elapsed(c);
     if (c->timer - now < wait) wait = c->timer - now;
     int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000);
-    struct epoll_event ev[READY_MAX];
-    double since[READY_MAX];
-    int n = epoll_wait(c->epfd, ev, READY_BATCH, ms);
-    now = elapsed(c);
-    for (int i = 0; i < n; i++) since[i] = now;
-    for (int i = 0; i < n; i++) {
-        if (i % RECHECK_EVERY == RECHECK_EVERY - 1 && n < READY_MAX) {
-            int room = READY_MAX - n < READY_BATCH ? READY_MAX - n : READY_BATCH;
-            int m = epoll_wait(c->epfd, ev + n, room, 0);
-            double t = elapsed(c);
-            for (; m > 0; m--) since[n++] = t;
+    look(c, c->ready_head < c->ready_len ? 0 : ms);
+    for (int k = 0; k < READY_MAX && c->ready_head < c->ready_len; k++) {
+        if (k % RECHECK_EVERY == RECHECK_EVERY - 1) {
+            look(c, 0);
+            if (elapsed(c) >= send_due) break;   /* a send is due: the rest waits, stamped */
         }
-        int fd = ev[i].data.fd;
-        int flags = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                    (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-        c->ready_time = since[i];
-        curl_multi_socket_action(c->multi, fd, flags, &running);
-        if ((size_t)fd < c->num_watch && c->watch[fd]) {   /* still watched: re-arm */
-            struct epoll_event again = {.events = c->watch[fd], .data.fd = fd};
-            epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &again);
+        ready_sock r = c->ready[c->ready_head++];
+        int flags = (r.events & EPOLLIN ? CURL_CSELECT_IN : 0) | (r.events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (r.events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        c->ready_time = r.since;
+        curl_multi_socket_action(c->multi, r.fd, flags, &running);
+        if ((size_t)r.fd < c->num_watch && c->watch[r.fd]) {   /* still watched: re-arm */
+            struct epoll_event again = {.events = c->watch[r.fd], .data.fd = r.fd};
+            epoll_ctl(c->epfd, EPOLL_CTL_MOD, r.fd, &again);
         }
     }
-    /* what the first look left (more than READY_BATCH ready) is still armed: the next pump */
     if (elapsed(c) >= c->timer) {
         c->timer = INFINITY;
         c->ready_time = elapsed(c);
@@ -559,9 +583,12 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     c->multi = curl_multi_init();
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->timer = INFINITY;
-    if (!c->multi || c->epfd < 0 || drv_init(&r.drv, w, cfg) < 0) {
+    c->ready_cap = 4 * READY_BATCH;
+    c->ready = malloc(c->ready_cap * sizeof *c->ready);
+    if (!c->multi || c->epfd < 0 || !c->ready || drv_init(&r.drv, w, cfg) < 0) {
         if (c->multi) curl_multi_cleanup(c->multi);
         if (c->epfd >= 0) close(c->epfd);
+        free(c->ready);
         snprintf(err, errlen, "out of memory");
         return 1;
     }
@@ -593,7 +620,7 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
          * at least every 0.1 s, to notice Ctrl-C */
         double wait = isinf(next) ? 0.1 : next - now - 1e-3;
         if (wait > 0.1) wait = 0.1;
-        pump(c, wait > 0 ? wait : 0);
+        pump(c, wait > 0 ? wait : 0, next);
         collect(&r);
     }
     abort_all(&r);   /* interrupted, or out of memory: what is in flight ends as an error */
@@ -611,6 +638,7 @@ int load_run(const load_options *o, const workload *w, const wl_config *cfg, con
     }
     free(c->delays);
     free(c->watch);
+    free(c->ready);
     drv_free(&r.drv);
     curl_multi_cleanup(c->multi);
     close(c->epfd);

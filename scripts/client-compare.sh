@@ -65,7 +65,7 @@ out = sys.argv[1]
 startup = sum(map(float, open(os.path.join(out, "vllm-startup.txt")).read().split()))
 print(f"vllm bench serve's own start (imports, one request): {startup:.1f} CPU-s, taken out below")
 print("run | completed | failed | tokens/s | client CPU-s | us/token | mean TTFT client / server (ms) | "
-      "delay mean / P50 / P99 / P99.9 / max (ms)")
+      "mean ITL client / server (ms) | delay mean / P50 / P99 / P99.9 / max (ms)")
 for name in sorted(os.listdir(out)):
     d = os.path.join(out, name)
     if not os.path.isfile(os.path.join(d, "cpu.txt")):
@@ -86,9 +86,12 @@ for name in sorted(os.listdir(out)):
     for line in open(os.path.join(d, "metrics.txt")):
         k, _, v = line.rpartition(" ")
         m[k] = v
-    server_ttft = float(m["vllm:time_to_first_token_seconds_sum{model_name=\"tiny\"}"]) / \
-        float(m["vllm:time_to_first_token_seconds_count{model_name=\"tiny\"}"]) * 1000
+    def server_mean(name):
+        return float(m[name + '_sum{model_name="tiny"}']) / float(m[name + '_count{model_name="tiny"}']) * 1000
+    server_ttft = server_mean("vllm:time_to_first_token_seconds")
+    server_itl = server_mean("vllm:inter_token_latency_seconds")
     tokens = s["completed"] * 200
     print(f"{name} | {s['completed']} | {s['failed']} | {s['output_throughput']:.0f} | {cpu:.1f} | "
-          f"{cpu / tokens * 1e6:.1f} | {s['mean_ttft_ms']:.1f} / {server_ttft:.1f} | " + " / ".join(f"{v:.3f}" for v in delay))
+          f"{cpu / tokens * 1e6:.1f} | {s['mean_ttft_ms']:.1f} / {server_ttft:.1f} | "
+          f"{s['mean_itl_ms']:.2f} / {server_itl:.2f} | " + " / ".join(f"{v:.3f}" for v in delay))
 PY

@@ -7,7 +7,10 @@ request, its send time (`start_times`, time.perf_counter: CLOCK_MONOTONIC on Lin
 to its first token and the gaps between tokens, and names request i `<prefix>-i` in that
 header. Run on the same machine, the two give each token's delay: the client's stamp minus
 the server's send time (an upper bound on the client's error: it holds the kernel's delivery
-and any wait for a core too).
+and any wait for a core too). vLLM's chat client also stamps the opening role chunk, which
+carries no token: a request with exactly one stamp more than the log has tokens loses its
+first stamp. A token stamped before the server sent it means the log and the result are
+not of one run: that is an error.
 
     python3 scripts/client-delay.py LOG.csv RESULT.json [--json]
 """
@@ -37,6 +40,9 @@ def read_log(path):
             raise ValueError(f"{path}: not a servesim serve --event-log file (columns {rows.fieldnames})")
         for line, row in enumerate(rows, start=2):
             times = sent.setdefault(row["request_id"], [])
+            if int(row["token_index"]) == 0 and times:
+                raise ValueError(f"{path}:{line}: request {row['request_id']} appears twice (two runs with one "
+                                 "request-id prefix against one server?)")
             if int(row["token_index"]) != len(times):
                 raise ValueError(f"{path}:{line}: token {row['token_index']} of {row['request_id']} out of order")
             times.append(float(row["sent"]))
@@ -63,20 +69,30 @@ def client_times(result):
 
 def delays(log, result):
     """Every matched token's delay (s), and how many tokens the client saw the log lacks."""
-    by_index = {}
+    by_index, prefixes = {}, set()
     for request_id, sent in log.items():
         if re.match(r"(chat)?cmpl-\d+$", request_id):
             continue   # the server's own name: the client sent no X-Request-Id
-        m = re.search(r"(\d+)$", request_id)
+        m = re.match(r"(.*?)(\d+)$", request_id)
         if m:
-            by_index[int(m.group(1))] = sent
+            prefixes.add(m.group(1))
+            by_index[int(m.group(2))] = sent
+    if len(prefixes) > 1:
+        raise ValueError(f"the log holds requests of several clients or runs ({', '.join(sorted(prefixes))}): "
+                         "give each run a server of its own")
     out, unmatched = [], 0
     for i, stamps in client_times(result).items():
         sent = by_index.get(i)
+        if sent is not None and len(stamps) == len(sent) + 1:
+            stamps = stamps[1:]   # a chat's role chunk, stamped as a token
         if sent is None or len(sent) < len(stamps):
             unmatched += len(stamps)
             continue
         out.extend(stamp - s for stamp, s in zip(stamps, sent))
+    early = sum(1 for d in out if d < 0)
+    if early:
+        raise ValueError(f"{early} tokens stamped by the client before the server sent them: the log and the "
+                         "result are not of one run on one machine")
     return out, unmatched
 
 

@@ -129,8 +129,9 @@ static int check_fields(json_t *doc, oai_request *r, const oai_limits *lim, char
     json_t *model = json_object_get(doc, "model");
     if (model && !json_is_null(model)) {
         if (!json_is_string(model)) return bad(err, errlen, "model must be a string");
-        if (lim->model && (strcmp(json_string_value(model), lim->model) != 0 ||
-                           json_string_length(model) != strlen(lim->model))) {
+        if (strlen(json_string_value(model)) != json_string_length(model))
+            return bad(err, errlen, "model: the name holds a NUL byte (\\u0000)");
+        if (lim->model && strcmp(json_string_value(model), lim->model) != 0) {
             snprintf(err, errlen, "The model `%s` does not exist (this server serves `%s`)", json_string_value(model),
                      lim->model);
             return 404;

@@ -7,10 +7,12 @@
 #define _GNU_SOURCE   /* POLLRDHUP */
 #include "serve/server.h"
 
+#include <errno.h>
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -480,9 +482,16 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
     s->lim = (oai_limits){.model = o->model, .vocab_size = o->vocab_size, .max_model_len = o->max_model_len,
                           .kv_tokens = o->kv_tokens, .kv_block_size = o->kv_block_size};
     if (o->event_log) {
+        /* a path that cannot take the file is refused now, not found out at the stop */
         char why[600];
-        if (od_make_parents(o->event_log, why, sizeof why) < 0 || !(s->logf = of_open(&s->log, o->event_log, why, sizeof why))) {
-            snprintf(err, errlen, "--event-log %s", why);
+        struct stat sb;
+        if (stat(o->event_log, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            snprintf(err, errlen, "--event-log %s: is a directory (name a file in it)", o->event_log);
+            free(s);
+            return NULL;
+        }
+        if (!(s->logf = of_open(&s->log, o->event_log, why, sizeof why))) {
+            snprintf(err, errlen, "--event-log %s: cannot create it (%s)", o->event_log, strerror(errno));
             free(s);
             return NULL;
         }

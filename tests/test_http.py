@@ -214,6 +214,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # --event-log: every streamed token's send time under the client's X-Request-Id; the
     # delay script times a vLLM-format result against it
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "client-delay.py")
+    os.mkdir(os.path.join(tmp, "ev"))
     log = os.path.join(tmp, "ev", "log.csv")
     ev, evport = start_server(ini, "--event-log", log)
     result = {"start_times": [], "ttfts": [], "itls": [], "errors": []}
@@ -246,20 +247,36 @@ with tempfile.TemporaryDirectory() as tmp:
     d = json.loads(r.stdout) if r.returncode == 0 else {}
     check(d.get("count") == 12 and d.get("unmatched_tokens") == 0 and 0 <= d["min_ms"] <= d["max_ms"] < 1000,
           f"client-delay: 12 tokens, each stamped after the server sent it: {r.stdout} {r.stderr}")
-    # by hand: sent at 10.0 and 10.5; the client sent at 9.9, first token 0.2 later, the next 0.45
-    # after that: stamps 10.1 and 10.55, delays 100 and 50 ms
-    open(log, "w").write("request_id,token_index,sent\nbench-y-0,0,10.0\nbench-y-0,1,10.5\n")
-    json.dump({"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45]], "errors": [""]}, open(res_path, "w"))
-    r = subprocess.run([sys.executable, script, log, res_path, "--json"], capture_output=True, text=True)
-    d = json.loads(r.stdout) if r.returncode == 0 else {}
-    check(d.get("count") == 2 and abs(d["mean_ms"] - 75) < 1e-6 and abs(d["max_ms"] - 100) < 1e-6 and abs(d["min_ms"] - 50) < 1e-6,
-          f"client-delay by hand: mean 75, max 100, min 50 ms: {r.stdout} {r.stderr}")
+    # by hand: sent at 10.0, 10.5 and 10.6; the client sent at 9.9, its first token 0.2 later,
+    # the next two 0.45 and 0.2 after that: stamps 10.1, 10.55 and 10.75, delays 100, 50, 150 ms
+    def delay_of(log_text, result):
+        open(log, "w").write("request_id,token_index,sent\n" + log_text)
+        json.dump(result, open(res_path, "w"))
+        r = subprocess.run([sys.executable, script, log, res_path, "--json"], capture_output=True, text=True)
+        return (json.loads(r.stdout) if r.returncode == 0 else {}), r
+    three = "bench-y-0,0,10.0\nbench-y-0,1,10.5\nbench-y-0,2,10.6\n"
+    d, r = delay_of(three, {"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45, 0.2]], "errors": [""]})
+    check(d.get("count") == 3 and abs(d["mean_ms"] - 100) < 1e-6 and abs(d["max_ms"] - 150) < 1e-6 and abs(d["min_ms"] - 50) < 1e-6,
+          f"client-delay by hand: mean 100, max 150, min 50 ms: {r.stdout} {r.stderr}")
+    # a chat client's role chunk, stamped 0.05 s before the first token, is not a token
+    d, r = delay_of(three, {"start_times": [9.9], "ttfts": [0.15], "itls": [[0.05, 0.45, 0.2]], "errors": [""]})
+    check(d.get("count") == 3 and abs(d["mean_ms"] - 100) < 1e-6, f"client-delay drops a chat's role stamp: {r.stdout} {r.stderr}")
+    d, r = delay_of(three + "bench-z-0,0,20.0\n", {"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45, 0.2]], "errors": [""]})
+    check(r.returncode == 2 and "several clients or runs" in r.stderr, f"client-delay refuses two runs in one log: {r.stderr}")
+    d, r = delay_of(three, {"start_times": [8.9], "ttfts": [0.2], "itls": [[0.45, 0.2]], "errors": [""]})
+    check(r.returncode == 2 and "3 tokens stamped by the client before" in r.stderr, f"client-delay refuses a mismatch: {r.stderr}")
+    d, r = delay_of(three + three, {"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45, 0.2]], "errors": [""]})
+    check(r.returncode == 2 and "appears twice" in r.stderr, f"client-delay: a request id twice: {r.stderr}")
     blocker = os.path.join(tmp, "afile")
     open(blocker, "w").write("mine")
     r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", os.path.join(blocker, "log.csv")],
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "--event-log" in r.stderr and open(blocker).read() == "mine",
           f"an --event-log that cannot be written: exit {r.returncode}: {r.stderr}")
+    # a directory was taken, and the log lost at the stop (a reviewer's find)
+    r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", os.path.join(tmp, "ev")],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "is a directory" in r.stderr, f"an --event-log that is a directory: exit {r.returncode}: {r.stderr}")
 
     # a server nobody here wrote the client for: short outputs and error events are failures
     fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)

@@ -101,7 +101,7 @@ Test(serve, bad_requests_name_their_problem)
     parse_fails("{\"prompt\":[1],\"max_tokens\":5,\"min_tokens\":6}", 400, "min_tokens (6) is larger");
     parse_fails("{\"prompt\":[1],\"model\":\"gpt-4\"}", 404, "`gpt-4` does not exist");
     parse_fails("{\"prompt\":[1],\"model\":3}", 400, "model must be a string");
-    parse_fails("{\"prompt\":[1],\"model\":\"tiny\\u0000x\"}", 404, "does not exist");
+    parse_fails("{\"prompt\":[1],\"model\":\"tiny\\u0000x\"}", 400, "the name holds a NUL byte");
     parse_fails("{\"prompt\":[1,2,3,4,5],\"max_tokens\":96}", 400, "maximum context length is 100 tokens. However, you requested 101");
     /* 100 fits max_model_len, but 99 KV slots round up to 112 > the pool's 64 */
     parse_fails("{\"prompt\":[1,2,3,4,5],\"max_tokens\":95}", 400, "needs 99 KV slots; the whole KV cache holds 64");
