@@ -314,10 +314,38 @@ Test(load, a_vllm_benchmark_json_reads_back)
     cr_assert(strstr(err, "\"output_lens\" must be a list of 2 entries"), "%s", err);
     write_file(path, "{\"input_lens\": [10], \"output_lens\": [3], \"ttfts\": [0.1], \"itls\": [[0.1]], \"errors\": [\"\"]}");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
-    cr_assert(!m.have_arrivals, "vLLM's own file has no send times");
+    cr_assert(!m.have_arrivals, "a file without start_times (older vLLM versions) has no send times");
     measured_free(&m);
     write_file(path, "{\"input_lens\": [1");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
     cr_assert(strstr(err, path) && strstr(err, ":1:"), "%s", err);
     unlink(path);
+}
+
+/* A file vllm bench serve 0.33.0 wrote (tests/data/vllm-bench/README.md): its requests read
+ * back to the summary numbers vLLM computed from them, and its absolute send times become
+ * seconds from the first send. */
+Test(load, a_real_vllm_bench_serve_result_reads_back_to_its_own_numbers)
+{
+    measured_run m;
+    char err[512];
+    const char *path = SERVESIM_SOURCE_DIR "/tests/data/vllm-bench/vllm-bench-0.33.0.json";
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(m.n, 12);
+    cr_assert(m.have_arrivals && m.have_itl);
+    cr_assert_float_eq(m.reqs[0].arrival_time, 0, 1e-12);
+    cr_assert_float_eq(m.reqs[1].arrival_time, 15713.357422088 - 15713.228970984, 1e-9);
+    double ttft = 0, itl = 0;
+    int out = 0;
+    for (size_t i = 0; i < m.n; i++) {
+        cr_assert_eq(m.reqs[i].stop, STOP_LENGTH);
+        ttft += m.reqs[i].first_token_time - m.reqs[i].arrival_time;
+        out += m.reqs[i].output_len;
+    }
+    for (size_t i = 0; i < m.num_itl; i++) itl += m.itl[i];
+    cr_assert_eq(out, 95, "total_output_tokens");
+    cr_assert_eq(m.num_itl, 95 - 12, "a gap between each two tokens of a request");
+    cr_assert_float_eq(ttft / (double)m.n * 1000, 6.800317749821261, 1e-9, "mean_ttft_ms");
+    cr_assert_float_eq(itl / (double)m.num_itl * 1000, 0.9174045060783363, 1e-9, "mean_itl_ms");
+    measured_free(&m);
 }
