@@ -33,7 +33,14 @@ typedef struct flight {
     struct flight *prev, *next;   /* the client's list of flights */
 } flight;
 
-/* A socket epoll found ready, and when. */
+/* What curl asked of a socket, and whether it waits in the ready queue (then it is not
+ * armed in epoll: it is re-armed once curl has read it). */
+typedef struct sock_state {
+    uint32_t events;           /* the epoll events curl asked for; 0 not watched */
+    bool queued;
+} sock_state;
+
+/* A socket epoll found ready, and when; fd -1 once curl has let go of it. */
 typedef struct ready_sock {
     int fd;
     uint32_t events;
@@ -53,7 +60,7 @@ typedef struct client {
     int epfd;                  /* epoll over the sockets curl asks us to watch */
     double timer;              /* when curl wants socket_action(TIMEOUT): elapsed s; INFINITY none */
     double ready_time;         /* when epoll found the socket curl is reading ready */
-    uint32_t *watch;           /* by socket: the epoll events curl asked for; 0 not watched */
+    struct sock_state *watch;  /* by socket number */
     size_t num_watch;
     struct ready_sock *ready;  /* sockets epoll reported, not yet handed to curl: [head, len) */
     size_t ready_head, ready_len, ready_cap;
@@ -420,21 +427,31 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     client *c = userp;
     if (what == CURL_POLL_REMOVE) {
         epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
-        if ((size_t)fd < c->num_watch) c->watch[fd] = 0;
+        if ((size_t)fd < c->num_watch) {
+            /* a queued entry must not reach a later socket that reuses the number */
+            if (c->watch[fd].queued)
+                for (size_t i = c->ready_head; i < c->ready_len; i++)
+                    if (c->ready[i].fd == fd) c->ready[i].fd = -1;
+            c->watch[fd] = (sock_state){0};
+        }
         return 0;
     }
     if ((size_t)fd >= c->num_watch) {
         size_t num = c->num_watch ? c->num_watch : 256;
         while (num <= (size_t)fd) num *= 2;
-        uint32_t *w = realloc(c->watch, num * sizeof *w);
+        sock_state *w = realloc(c->watch, num * sizeof *w);
         if (!w) return -1;   /* curl then fails every transfer: the run ends, its records written */
         memset(w + c->num_watch, 0, (num - c->num_watch) * sizeof *w);
         c->watch = w;
         c->num_watch = num;
     }
-    c->watch[fd] = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0) | EPOLLONESHOT;
-    struct epoll_event ev = {.events = c->watch[fd], .data.fd = fd};
-    if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
+    sock_state *st = &c->watch[fd];
+    bool known = st->events != 0;
+    st->events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0) | EPOLLONESHOT;
+    if (st->queued) return 0;   /* armed, with this mask, once curl has read it */
+    struct epoll_event ev = {.events = st->events, .data.fd = fd};
+    if (epoll_ctl(c->epfd, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0)
+        epoll_ctl(c->epfd, known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
     return 0;
 }
 
@@ -466,11 +483,16 @@ static void look(client *c, int ms)
         if (p) c->ready = p, c->ready_cap *= 2;
     }
     size_t room = c->ready_cap - c->ready_len;
-    if (room == 0) return;   /* every socket is queued already (one-shot: none twice) */
+    if (room == 0) return;   /* every socket is queued already (each at most once) */
     struct epoll_event ev[READY_BATCH];
     int n = epoll_wait(c->epfd, ev, room < READY_BATCH ? (int)room : READY_BATCH, ms);
     double t = elapsed(c);
-    for (int i = 0; i < n; i++) c->ready[c->ready_len++] = (ready_sock){ev[i].data.fd, ev[i].events, t};
+    for (int i = 0; i < n; i++) {
+        int fd = ev[i].data.fd;
+        if ((size_t)fd >= c->num_watch || c->watch[fd].queued) continue;
+        c->watch[fd].queued = true;
+        c->ready[c->ready_len++] = (ready_sock){fd, ev[i].events, t};
+    }
 }
 
 /* Waits up to WAIT seconds for sockets or curl's timer, and hands curl what is ready, until
@@ -490,20 +512,27 @@ static void pump(client *c, double wait, double send_due)
     if (c->timer - now < wait) wait = c->timer - now;
     int ms = wait <= 0 ? 0 : (int)ceil(wait * 1000);
     look(c, c->ready_head < c->ready_len ? 0 : ms);
+    running = (int)c->in_flight;
     for (int k = 0; k < READY_MAX && c->ready_head < c->ready_len; k++) {
         if (k % RECHECK_EVERY == RECHECK_EVERY - 1) {
             look(c, 0);
             if (elapsed(c) >= send_due) break;   /* a send is due: the rest waits, stamped */
         }
         ready_sock r = c->ready[c->ready_head++];
+        if (r.fd < 0) continue;   /* curl let go of it meanwhile */
+        sock_state *st = &c->watch[r.fd];
+        st->queued = false;
         int flags = (r.events & EPOLLIN ? CURL_CSELECT_IN : 0) | (r.events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                     (r.events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
         c->ready_time = r.since;
         curl_multi_socket_action(c->multi, r.fd, flags, &running);
-        if ((size_t)r.fd < c->num_watch && c->watch[r.fd]) {   /* still watched: re-arm */
-            struct epoll_event again = {.events = c->watch[r.fd], .data.fd = r.fd};
+        st = &c->watch[r.fd];   /* on_socket may have grown the table */
+        if (st->events && !st->queued) {   /* still watched: re-arm */
+            struct epoll_event again = {.events = st->events, .data.fd = r.fd};
             epoll_ctl(c->epfd, EPOLL_CTL_MOD, r.fd, &again);
         }
+        /* a transfer ended: its end and the send that refills its slot are collect's, now */
+        if (running < (int)c->in_flight) break;
     }
     if (elapsed(c) >= c->timer) {
         c->timer = INFINITY;
