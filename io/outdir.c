@@ -187,6 +187,14 @@ FILE *of_open(outfile *o, const char *path, char *err, size_t errlen)
     return o->f;
 }
 
+void of_abort(outfile *o)
+{
+    if (!o->f) return;
+    fclose(o->f);
+    o->f = NULL;
+    unlink(o->tmp_path);
+}
+
 int of_commit(outfile *o, char *err, size_t errlen)
 {
     FILE *f = o->f;

@@ -43,6 +43,8 @@ FILE *of_open(outfile *o, const char *path, char *err, size_t errlen);
 /* Closes the file and renames it onto PATH; on any failure removes it and returns -1 with
  * "PATH: reason" in ERR. */
 int of_commit(outfile *o, char *err, size_t errlen);
+/* Closes the file and removes it: nothing is written at PATH. */
+void of_abort(outfile *o);
 
 /* mkdir -p of every directory above PATH (not PATH itself). -1 with "DIR: reason" in ERR. */
 int od_make_parents(const char *path, char *err, size_t errlen);

@@ -460,10 +460,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 /* Frees a server that is not listening; its event log, if any, is removed unwritten. */
 static void srv_discard(srv *s)
 {
-    if (s->logf) {
-        fclose(s->logf);
-        remove(s->log.tmp_path);
-    }
+    if (s->logf) of_abort(&s->log);
     pthread_mutex_destroy(&s->loglock);
     pthread_mutex_destroy(&s->mlock);
     free(s);

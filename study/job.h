@@ -49,6 +49,7 @@ double job_cost_step_overhead(const job_cost *c);
 void job_cost_describe(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
 int job_cost_json(json_t *obj, const job_cost *c);
+void job_cost_free(job_cost *c);
 /* The price of drafting: none for n-gram lookup (a CPU search of the sequence, between
  * steps); for a draft model, its forwards on the target's GPUs, priced as a run of that model
  * would be (its own measured table where there is one, else its roofline), in bf16. */
@@ -66,7 +67,6 @@ void job_spec_options(job_spec *sp, const scenario_resolved *r, sim_options *o);
 /* How a run speculates (summary.json's "speculative"): k, the method, disable_by_batch_size,
  * and prompt lookup's lengths or the draft model. NULL when out of memory. */
 json_t *job_speculative_json(const scenario_resolved *r);
-void job_cost_free(job_cost *c);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
 int job_scenario_json(json_t *obj, const scenario *sc);

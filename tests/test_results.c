@@ -298,6 +298,16 @@ Test(results, a_single_file_appears_whole_or_not_at_all)
     cr_assert(strstr(err, "adir: Is a directory"), "%s", err);
     list_dir(root, listing, sizeof listing);
     cr_assert_str_eq(listing, "adir table.csv ", "left behind: %s", listing);
+
+    /* abandoned: the old file stays, the temporary one goes */
+    cr_assert_not_null(of_open(&o, path, err, sizeof err), "%s", err);
+    fputs("abandoned\n", o.f);
+    of_abort(&o);
+    char *kept = slurp(root, "table.csv");
+    cr_assert_str_eq(kept, "new\n");
+    free(kept);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "adir table.csv ", "left behind: %s", listing);
 }
 
 Test(results, printed_table)
