@@ -547,6 +547,35 @@ static int resolve_disaggregation(const scenario *sc, scenario_resolved *out, ch
     return 0;
 }
 
+/* frontend.*: the preset's times, each replaced by its key when given. One API server in
+ * front of one instance: with replicas each would have its own, and the router would count
+ * the requests still in one; that is not modelled. */
+static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
+{
+    static const struct { scenario_key key; const char *name; } keys[] = {
+        {K_frontend_request_ms, "frontend.request_ms"}, {K_frontend_step_ms, "frontend.step_ms"},
+        {K_frontend_token_ms, "frontend.token_ms"}};
+    const frontend_preset *p = frontend_preset_find(V(frontend, preset).s);
+    double ms[3] = {p->request_ms, p->step_ms, p->token_ms};
+    for (size_t i = 0; i < 3; i++)
+        if (sc->v[keys[i].key].d >= 0) ms[i] = sc->v[keys[i].key].d;
+    out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000};
+    snprintf(out->frontend_preset, sizeof out->frontend_preset, "%s", p->name);
+    if (ms[0] + ms[1] + ms[2] == 0 || out->replicas == 1) return 0;
+    const char *name = "frontend.preset";
+    const scenario_value *v = &V(frontend, preset);
+    for (size_t i = 0; i < 3; i++)
+        if (sc->v[keys[i].key].d > 0) {
+            name = keys[i].name;
+            v = &sc->v[keys[i].key];
+            break;
+        }
+    snprintf(err, errlen, "%s (%s) models one API server in front of one instance; this deployment has %d (%s), "
+             "whose API servers and router it does not model", name, v->origin, out->replicas,
+             out->prefill_instances ? "deployment.prefill_instances + decode_instances" : "deployment.replicas");
+    return -1;
+}
+
 static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     sched_config *c = &out->sched;
@@ -602,6 +631,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
     else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
     if (resolve_disaggregation(sc, out, err, errlen) < 0) return -1;
+    if (resolve_frontend(sc, out, err, errlen) < 0) return -1;
     return sched_config_check(c, err, errlen);
 }
 

@@ -13,6 +13,7 @@
 #include "core/model.h"
 #include "core/sched.h"
 #include "sim/router.h"
+#include "sim/frontend.h"
 #include "kernels/backend.h"
 #include "sim/cost.h"
 
@@ -51,6 +52,8 @@ typedef struct scenario_resolved {
     int tensor_parallel;        /* deployment.tensor_parallel: GPUs per replica */
     int prefill_instances;      /* disaggregated: replicas 0 .. prefill_instances - 1 prefill (0: aggregated) */
     double kv_latency_s, kv_s_per_token; /* disaggregated: a request's KV transfer, per GPU */
+    sim_frontend frontend;      /* frontend.*: the API server in front of the engine */
+    char frontend_preset[32];   /* frontend.preset */
     bool token_times;           /* run.token_times: write tokens.csv */
     int num_percentiles;        /* run.percentiles */
     double percentiles[8];

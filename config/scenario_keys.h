@@ -54,6 +54,10 @@
     X(deployment, kv_transfer_gbs, NUM, "50", "0.001", "100000", "disaggregated: KV bandwidth per GPU, one direction, GB/s (50: a 400 Gb/s NIC per GPU; NVLink within a node: ~450)") \
     X(deployment, kv_transfer_latency_ms, NUM, "0.1", "0", "100000", "disaggregated: fixed time of each request's KV transfer, ms (assumed: an RDMA round trip and its setup)") \
     X(deployment, router, CHOICE, "least_outstanding", ROUTER_CHOICES, "", "which replica a request goes to (sim/router.h: least_outstanding, round_robin, least_kv, prefix_aware)") \
+    X(frontend, preset, CHOICE, "none", FRONTEND_CHOICES, "", "simulator: the API server in front of the engine, one event loop that takes in each request (the scheduler sees it after) and sends each step's tokens (the clients see them after), in the order they come; the engine does not wait for it (none: no API server; vllm: vLLM 0.20.2's, measured, docs/cost-model.md)") \
+    X(frontend, request_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per request (HTTP, chat template, tokenization, hand-off; -1 = the preset's)") \
+    X(frontend, step_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per engine step with tokens (its output received and unpacked; -1 = the preset's)") \
+    X(frontend, token_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per streamed chunk, one request's tokens of a step (detokenized, formatted, sent; -1 = the preset's)") \
     X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \
     X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \
     X(workload, rate, NUM, "10", "0.000001", "10000000", "requests/s for poisson, gamma, constant") \

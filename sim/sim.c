@@ -11,13 +11,14 @@
 #include "workload/driver.h"
 #include "sim/heap.h"
 
-typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE, EV_KV_ARRIVED } ev_kind;
+typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE, EV_KV_ARRIVED, EV_ADMITTED } ev_kind;
 
 typedef struct sim_event {
     heap_node node;          /* first: a heap_node* is a sim_event* */
     ev_kind kind;
     int replica;
-    request *req;            /* EV_KV_ARRIVED: the request whose KV it is (the event is malloc'd) */
+    request *req;            /* EV_KV_ARRIVED: the request whose KV it is; EV_ADMITTED: the request
+                              * the API server has handed over (both events are malloc'd) */
 } sim_event;
 
 /* Seconds, one per request, for a mean and a P99 at the end. */
@@ -32,6 +33,7 @@ typedef struct replica {
     bool busy, waking;       /* a step in flight; a start deferred to step_cost.ready_time */
     bool touched;            /* in sim.touched: its scheduler changed since it last tried a step */
     double link_free_at;     /* disaggregated prefill instance: when its link finishes the KV it is sending */
+    double frontend_free_at; /* when its API server's event loop finishes the work it has */
     step_record step;        /* the step in flight */
     int64_t next_step_id;
 } replica;
@@ -86,6 +88,19 @@ static void touch(sim *m, int i)
     m->touched[m->num_touched++] = i;
 }
 
+static bool frontend_on(const sim_options *o)
+{
+    return o->frontend.request_s > 0 || o->frontend.step_s > 0 || o->frontend.token_s > 0;
+}
+
+/* REP's API server takes COST seconds of work that comes at NOW, after the work it has (one
+ * event loop); returns when it is done. */
+static double frontend_work(replica *rep, double now, double cost)
+{
+    double start = rep->frontend_free_at > now ? rep->frontend_free_at : now;
+    return rep->frontend_free_at = start + cost;
+}
+
 /* The replica among FIRST .. FIRST + N - 1 the router picks for R. */
 static replica *route(sim *m, router_state *st, int first, int n, const request *r)
 {
@@ -136,6 +151,14 @@ static double acceptance_of(const sim *m, const wl_request *wr)
     return gsl_ran_beta(m->beta_rng, mu * nu, (1 - mu) * nu);
 }
 
+static void admit(sim *m, replica *rep, request *r, double now)
+{
+    if (!sched_add(rep->s, r, now)) {
+        request_ended(m, r, now);
+        req_pool_put(&m->reqs, r);
+    }
+}
+
 static int send_due_requests(sim *m, double now)
 {
     wl_request *wr;
@@ -153,9 +176,14 @@ static int send_due_requests(sim *m, double now)
         rec_sent(m->rc, r);
         int first_side = m->o->num_prefill > 0 ? m->o->num_prefill : m->o->num_replicas;
         if (m->o->num_prefill > 0) r->stop_after = 1;
-        if (!sched_add(route(m, &m->router, 0, first_side, r)->s, r, now)) {
-            request_ended(m, r, now);
-            req_pool_put(&m->reqs, r);
+        replica *rep = route(m, &m->router, 0, first_side, r);
+        if (frontend_on(m->o)) { /* the scheduler sees it once the API server has taken it in */
+            sim_event *ev = malloc(sizeof *ev);
+            if (!ev) return -1;
+            *ev = (sim_event){.kind = EV_ADMITTED, .replica = (int)(rep - m->reps), .req = r};
+            heap_push(&m->events, &ev->node, frontend_work(rep, now, m->o->frontend.request_s));
+        } else {
+            admit(m, rep, r, now);
         }
     }
     return 0;
@@ -237,13 +265,26 @@ static void accept_drafts(sim *m, replica *rep)
     }
 }
 
+/* When the clients see the tokens of REP's step that ended at NOW: then, or once its API
+ * server has handled the step's output. */
+static double tokens_seen_at(sim *m, replica *rep, double now)
+{
+    if (!frontend_on(m->o)) return now;
+    const sched_batch *b = sched_last_batch(rep->s);
+    int chunks = 0;  /* one per request with a token (accepted drafts come in the same chunk) */
+    for (int i = 0; i < b->num_items; i++) chunks += b->items[i].emits_token;
+    return chunks ? frontend_work(rep, now, m->o->frontend.step_s + chunks * m->o->frontend.token_s) : now;
+}
+
 static void finish_step(sim *m, replica *rep, double now)
 {
     request **fin;
     rep->busy = false;
     accept_drafts(m, rep);
-    rec_tokens(m->rc, sched_last_batch(rep->s), now);
-    int nf = sched_complete(rep->s, now, &fin);
+    /* the engine goes on at NOW; its tokens' times (first, last, gaps, ends) are the clients' */
+    double seen = tokens_seen_at(m, rep, now);
+    rec_tokens(m->rc, sched_last_batch(rep->s), seen);
+    int nf = sched_complete(rep->s, seen, &fin);
     rep->step.num_accepted_tokens = sched_last_batch(rep->s)->num_accepted_tokens;
     rec_step(m->rc, &rep->step);
     m->stats.steps++;
@@ -255,7 +296,7 @@ static void finish_step(sim *m, replica *rep, double now)
     }
     for (int i = 0; i < nf; i++)
         if (fin[i]->stop == STOP_HANDOFF) send_kv(m, rep, fin[i], now);
-        else request_ended(m, fin[i], now);
+        else request_ended(m, fin[i], seen);
     int nr = sched_released(rep->s, &fin);
     for (int i = 0; i < nr; i++)
         if (fin[i]->stop != STOP_HANDOFF) req_pool_put(&m->reqs, fin[i]); /* a handed-off one lives on */
@@ -268,6 +309,10 @@ static int handle(sim *m, sim_event *ev, double now)
         if (send_due_requests(m, now) < 0) return -1;
     } else if (ev->kind == EV_KV_ARRIVED) {
         kv_arrived(m, ev->req, now);
+        free(ev);
+    } else if (ev->kind == EV_ADMITTED) {
+        admit(m, &m->reps[ev->replica], ev->req, now);
+        touch(m, ev->replica);
         free(ev);
     } else if (ev->kind == EV_WAKE) {
         m->reps[ev->replica].waking = false;
@@ -350,9 +395,9 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
 
 static void teardown(sim *m)
 {
-    /* an interrupted run may leave transfers in flight */
+    /* an interrupted run may leave transfers and hand-overs in flight */
     for (heap_node *n; (n = heap_pop(&m->events));)
-        if (((sim_event *)n)->kind == EV_KV_ARRIVED) free(n);
+        if (((sim_event *)n)->kind == EV_KV_ARRIVED || ((sim_event *)n)->kind == EV_ADMITTED) free(n);
     free(m->transfer_s.v);
     free(m->decode_wait_s.v);
     for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);

@@ -10,6 +10,7 @@
 #include "core/recorder.h"
 #include "core/sched.h"
 #include "sim/router.h"
+#include "sim/frontend.h"
 
 /* How long a batch takes, in seconds: a roofline, or a calibrated table. */
 typedef struct step_cost {
@@ -40,6 +41,12 @@ typedef struct sim_options {
      * replicas, which decode the rest. The router picks on each side. 0: aggregated. */
     int num_prefill;
     double kv_latency_s, kv_s_per_token;
+    /* The API server (the scenario's frontend.*; all 0: none). One event loop in front of the
+     * instance does, in the order they come, each request's intake (request_s, after which
+     * the scheduler sees it) and each step's output (step_s, plus token_s per request with a
+     * token in it, after which those tokens reach their clients). The engine does not wait
+     * for it, as vLLM V1's engine core does not. Aggregated, one instance. */
+    sim_frontend frontend;
     /* Speculative decoding (sched.num_speculative_tokens > 0): each draft token is accepted
      * with its request's rate once those before it were (the workload's, else drawn from a
      * Beta distribution of mean ACCEPTANCE_RATE and std ACCEPTANCE_SPREAD, per request), drawn from a hash of (ACCEPTANCE_SEED,

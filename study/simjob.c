@@ -12,6 +12,15 @@
 #include "sim/draft_cost.h"
 #include "study/job.h"
 
+/* The API server the run priced (frontend.*), in ms; NULL when there is none. */
+static json_t *frontend_json(const scenario_resolved *r)
+{
+    const sim_frontend *f = &r->frontend;
+    if (f->request_s + f->step_s + f->token_s == 0) return NULL;
+    return json_pack("{s:s, s:f, s:f, s:f}", "preset", r->frontend_preset, "request_ms", 1e3 * f->request_s,
+                     "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s);
+}
+
 /* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
 static json_t *deployment_json(const simjob *j, const scenario_resolved *r)
 {
@@ -83,13 +92,15 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
                                   const job_spec *sp)
 {
-    json_t *obj = json_object();
+    json_t *obj = json_object(), *frontend = frontend_json(r);
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
                     json_put(obj, "deployment", deployment_json(j, r)) |
                     (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", speculative_json(r, sp)) : 0) |
+                    (frontend ? json_put(obj, "frontend", frontend) : 0) |
                     job_scenario_json(obj, j->sc)) {
+        if (!obj) json_decref(frontend); /* else OBJ took it: the | operands all ran */
         json_decref(obj);
         return NULL;
     }
@@ -197,6 +208,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .num_prefill = r->prefill_instances,
         .kv_latency_s = r->kv_latency_s,
         .kv_s_per_token = r->kv_s_per_token,
+        .frontend = r->frontend,
         .router = r->router,
         .replica_requests = j->replica_requests,
         .instances = j->instances,
@@ -260,6 +272,11 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     j->instances = NULL;
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
+    const sim_frontend *f = &r.frontend;
+    j->frontend[0] = 0;
+    if (f->request_s + f->step_s + f->token_s > 0)
+        snprintf(j->frontend, sizeof j->frontend, "%s (%.3g ms a request, %.3g ms a step, %.3g ms a streamed chunk)",
+                 r.frontend_preset, 1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

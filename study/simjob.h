@@ -25,6 +25,7 @@ typedef struct simjob {
     int64_t *replica_requests; /* during the run: requests per replica (deployment.replicas > 1) */
     struct sim_instance_stats *instances; /* during the run: each replica's steps, tokens, busy time */
     char cost_source[1024];  /* which table or roofline priced the steps */
+    char frontend[160];      /* after the run: the API server it priced, "" for none */
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */

@@ -310,6 +310,29 @@ Test(scenario, incompatible_keys_are_named)
     scenario_set(&sc, "workload.arrival=trace", err, sizeof err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "needs workload.trace"), "%s", err);
+    /* one API server in front of one instance: replicas or a disaggregated pair are refused */
+    scenario_defaults(&sc);
+    scenario_set(&sc, "frontend.token_ms=0.03", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(r.frontend.token_s, 3e-5, 1e-15);
+    cr_assert_float_eq(r.frontend.request_s + r.frontend.step_s, 0, 1e-15);
+    scenario_set(&sc, "frontend.preset=vllm", err, sizeof err); /* the preset's, but the key given */
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(r.frontend.request_s, 1.8e-3, 1e-15);
+    cr_assert_float_eq(r.frontend.step_s, 0.30e-3, 1e-15);
+    cr_assert_float_eq(r.frontend.token_s, 3e-5, 1e-15);
+    scenario_set(&sc, "deployment.replicas=2", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "frontend.token_ms (--set) models one API server in front of one instance; this deployment "
+                          "has 2 (deployment.replicas)"), "%s", err);
+    scenario_set(&sc, "deployment.replicas=1", err, sizeof err);
+    scenario_set(&sc, "deployment.prefill_instances=1", err, sizeof err);
+    scenario_set(&sc, "deployment.decode_instances=1", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "has 2 (deployment.prefill_instances + decode_instances)"), "%s", err);
+    scenario_set(&sc, "frontend.token_ms=-1", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "frontend.preset (--set) models one API server"), "%s", err);
 }
 
 static bool exists(const char *p)

@@ -1,5 +1,5 @@
 /* Simulator: event order, exact times under a constant step cost, Little's law, determinism,
- * replays of measured step times. */
+ * replays of measured step times, the API server in front (frontend.*). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +12,9 @@
 #include "sim/replay.h"
 #include "sim/draft_cost.h"
 #include "sim/sim.h"
+#include "sim/frontend.h"
+
+#include <jansson.h>
 
 Test(heap, pops_by_time_then_insertion_order)
 {
@@ -89,6 +92,95 @@ Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
     cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
     cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
     cr_assert_eq(st.steps, 11);
+}
+
+/* vLLM's API server in front (frontend.*), by hand, with the example above: the request is
+ * taken in for 4 ms before the scheduler sees it; each step's token reaches the client
+ * 1 + 0.5 ms after the step ends (its step and its one chunk). The engine does not wait, so
+ * steps still come every 25 ms: TTFT 4 + 25 + 1.5, E2E 4 + 11 x 25 + 1.5, gaps 25 ms. */
+Test(frontend, one_request_by_hand)
+{
+    double step = 0.025;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .frontend = {0.004, 0.001, 0.0005}};
+    wl_config wc = one_request();
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 30.5, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 280.5, 1e-9);
+    cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
+    cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
+    cr_assert_eq(st.steps, 11);
+}
+
+/* An API server slower than the engine paces what the client sees: steps of 1 ms, 2 ms of
+ * API-server work each. Step k ends at k ms; its token is seen at 1 + 2k ms (the loop is
+ * still on the one before), so the gaps are 2 ms and the last token (k = 11) comes at 23 ms,
+ * though the engine was done at 11. */
+Test(frontend, a_slower_api_server_paces_the_tokens)
+{
+    double step = 0.001;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .frontend = {.step_s = 0.002}};
+    wl_config wc = one_request();
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 3.0, 1e-9);
+    cr_assert_float_eq(sum.itl_ms.mean, 2.0, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 23.0, 1e-9);
+    cr_assert_eq(st.steps, 11);
+}
+
+/* The vllm preset is the measurement's fit to two figures: a new measurement in
+ * docs/data/vllm-frontend.json without the table (sim/frontend.h) following fails here. */
+Test(frontend, the_vllm_preset_is_the_committed_measurement)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(SERVESIM_SOURCE_DIR "/docs/data/vllm-frontend.json", 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    const frontend_preset *p = frontend_preset_find("vllm");
+    cr_assert_not_null(p);
+    const struct { const char *key; double preset; } times[] = {
+        {"request_ms", p->request_ms}, {"step_ms", p->step_ms}, {"token_ms", p->token_ms}};
+    for (size_t i = 0; i < 3; i++) {
+        double fit = json_number_value(json_object_get(json_object_get(doc, "fit"), times[i].key));
+        cr_assert_gt(fit, 0, "%s", times[i].key);
+        cr_assert_lt(fabs(times[i].preset / fit - 1), 0.03, "%s: preset %g, measured %g", times[i].key, times[i].preset, fit);
+    }
+    cr_assert_eq(json_array_size(json_object_get(doc, "runs")), 16);
+    cr_assert_null(frontend_preset_find("sglang"));
+    json_decref(doc);
+}
+
+/* Requests sent together wait for one another in the API server, which works in the order
+ * work comes (as an asyncio loop runs the tasks that are ready before it polls again): three
+ * at 0, 10 ms of intake each, one output token, 1 ms steps. They reach the scheduler at 10,
+ * 20 and 30 ms and each prefills alone, but the first two tokens (steps ending at 11 and 21)
+ * wait for the intakes that came before them: seen at 30, 30 and 31 ms. */
+Test(frontend, requests_sent_together_queue_for_the_api_server)
+{
+    const char *path = "/tmp/servesim-test-frontend.csv";
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len\n0,100,1\n0,100,1\n0,100,1\n", f);
+    fclose(f);
+    double step = 0.001;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .frontend = {.request_s = 0.010}};
+    wl_config wc = constant_workload(0, 1);
+    wc.arrival = ARRIVAL_TRACE;
+    wc.trace_path = path;
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(sum.completed, 3);
+    cr_assert_float_eq(sum.ttft_ms.min, 30.0, 1e-9);
+    cr_assert_float_eq(sum.ttft_ms.mean, 91.0 / 3, 1e-9);
+    cr_assert_float_eq(sum.ttft_ms.max, 31.0, 1e-9);
+    cr_assert_eq(st.steps, 3);
+    unlink(path);
 }
 
 /* Requests arriving at the instant a step ends join the next step. Step cost 1 s, vLLM's

@@ -1,0 +1,35 @@
+/* API servers in front of the engine, as the simulator prices them (the scenario's
+ * [frontend]). One row per preset in SIM_FRONTENDS: its name, its host time per request
+ * (intake: HTTP, chat template, tokenization, hand-off), per engine step with tokens (its
+ * output received and unpacked) and per streamed chunk (detokenized, formatted, sent), and
+ * where the numbers come from. `servesim keys`, the key's choices and the lookup read it. */
+#ifndef SERVESIM_SIM_FRONTEND_H
+#define SERVESIM_SIM_FRONTEND_H
+
+/* vllm: the API server process's CPU time, fitted over 16 runs of `servesim load` against a
+ * real vLLM 0.20.2 OpenAI server (V1 engine, CPU build, a tiny model) at 1-64 streams, by
+ * scripts/vllm-frontend.sh on the project's 2-vCPU Xeon VM on 2026-12-02: the fit in
+ * docs/data/vllm-frontend.json, to two figures (test_sim checks they agree). The process
+ * does the same work in front of a GPU (docs/cost-model.md, "The API server"). */
+#define SIM_FRONTENDS(X)                                                                           \
+    X("none", 0.0, 0.0, 0.0, "no API server: tokens reach their clients as their step ends")      \
+    X("vllm", 1.8, 0.30, 0.044, "vLLM 0.20.2's OpenAI server, measured (scripts/vllm-frontend.sh)")
+
+#define SIM_FRONTEND_NAME_(name, request_ms, step_ms, token_ms, help) "|" name
+#define FRONTEND_CHOICES (SIM_FRONTENDS(SIM_FRONTEND_NAME_) + 1)
+
+typedef struct frontend_preset {
+    const char *name;
+    double request_ms, step_ms, token_ms;
+    const char *help;
+} frontend_preset;
+
+/* The times a run uses, in seconds (all 0: no API server). */
+typedef struct sim_frontend {
+    double request_s, step_s, token_s;
+} sim_frontend;
+
+/* The preset called NAME, or NULL. */
+const frontend_preset *frontend_preset_find(const char *name);
+
+#endif
