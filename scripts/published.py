@@ -12,6 +12,7 @@ file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed
   published.py [--servesim BIN]            the error table on stdout
   published.py --write                     also docs/data/published-errors.csv and docs/published.md
   published.py --check                     exit 1 when a measured-table error exceeds its bound
+  published.py --record-bounds             set every bound to the point's |error| now plus 5 points
   published.py --aic                       recompute the aic_* columns of docs/data/published.csv
   published.py --set KEY=VALUE ...         extra --set for every run (what-if: e.g. an overhead)
 
@@ -21,6 +22,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -199,6 +201,19 @@ def check(rows):
     return 1 if bad else 0
 
 
+def record_bounds(points, rows):
+    """Each point's bound_* columns: its measured-table |error| now plus 5 points, rounded up."""
+    by_id = {p["id"]: p for p in points}
+    for r in rows:
+        if r["err_measured"] is not None:
+            by_id[r["id"]][f"bound_{r['metric']}"] = f"{math.ceil(100 * (abs(r['err_measured']) + 0.05)) / 100:.2f}"
+    with open(DATA + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(points[0]))
+        w.writeheader()
+        w.writerows(points)
+    os.replace(DATA + ".tmp", DATA)
+
+
 def aic_columns(points):
     """AIConfigurator's aggregated-serving estimate at each closed-loop point it can price."""
     import logging
@@ -241,6 +256,7 @@ def main():
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--aic", action="store_true")
+    ap.add_argument("--record-bounds", action="store_true")
     ap.add_argument("--set", action="append", default=[], dest="extra")
     args = ap.parse_args()
     points = read_points()
@@ -255,6 +271,8 @@ def main():
     print("\n".join(summary_lines(rows)))
     if args.write:
         write_outputs(rows, args.servesim)
+    if args.record_bounds:
+        record_bounds(points, rows)
     return check(rows) if args.check else 0
 
 
