@@ -839,6 +839,18 @@ static int run_plan(plan *p)
 
 /* Parses a plan command line into SC and C, and checks what needs no run; EXIT_OK or the
  * status to exit with (the message printed). */
+/* An API server in front (frontend.*) is modelled for one instance: layouts with replicas
+ * would each be refused, and the plan would quietly leave them all out. */
+static int plan_refuses_frontend(const scenario *sc)
+{
+    if (scenario_frontend_key(sc) == K_COUNT) return 0;
+    char label[400];
+    scenario_key_label(sc, scenario_frontend_key(sc), label, sizeof label);
+    fprintf(stderr, "servesim: %s models one API server in front of one instance, and plan varies the replicas; "
+                    "leave the frontend out of plan\n", label);
+    return -1;
+}
+
 static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
 {
     *c = (plan_cli){.max_rate = 100000, .max_tp = 8, .routers = {ROUTER_LEAST_OUTSTANDING}, .nrouters = 1,
@@ -859,7 +871,9 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
                 fprintf(stderr, "servesim: --vary %s=%s: %s\n", c->vary[k].key, c->vary[k].values[v], why ? why + 2 : err);
                 return EXIT_BAD_INPUT;
             }
+            if (plan_refuses_frontend(&probe) < 0) return EXIT_BAD_INPUT;
         }
+    if (plan_refuses_frontend(sc) < 0) return EXIT_BAD_INPUT;
     const char *arrival = sc->v[K_workload_arrival].s;
     if (strcmp(arrival, "closed") == 0 || strcmp(arrival, "all_at_once") == 0) {
         fprintf(stderr, "servesim: plan varies the arrival rate, but workload.arrival is %s (%s): use poisson, gamma, "

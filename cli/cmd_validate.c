@@ -268,11 +268,13 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
                  sc->path[0] ? sc->path : "built-in scenario", r.sched.num_speculative_tokens);
         return EXIT_BAD_INPUT;
     }
-    if (r.frontend.request_s + r.frontend.step_s + r.frontend.token_s > 0) {
+    if (scenario_frontend_key(sc) != K_COUNT) {
         /* the engine is served in-process here: there is no API server to compare */
-        snprintf(err, errlen, "%s: frontend.* prices an API server in front of the engine, which validate does not "
-                 "run (it drives the engine in-process); leave frontend.preset = none here, or serve the scenario "
-                 "and compare with `servesim validate --measured DIR`", sc->path[0] ? sc->path : "built-in scenario");
+        char label[400];
+        scenario_key_label(sc, scenario_frontend_key(sc), label, sizeof label);
+        snprintf(err, errlen, "%s prices an API server in front of the engine, which validate does not run (it "
+                 "drives the engine in-process); leave the frontend out here, or serve the scenario and compare with "
+                 "`servesim validate --measured DIR`", label);
         return EXIT_BAD_INPUT;
     }
     if (flag_table) snprintf(r.cost_table_path, sizeof r.cost_table_path, "%s", flag_table);

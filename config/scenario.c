@@ -547,31 +547,54 @@ static int resolve_disaggregation(const scenario *sc, scenario_resolved *out, ch
     return 0;
 }
 
-/* frontend.*: the preset's times, each replaced by its key when given. One API server in
- * front of one instance: with replicas each would have its own, and the router would count
- * the requests still in one; that is not modelled. */
+static const scenario_key frontend_time_keys[3] = {K_frontend_request_ms, K_frontend_step_ms, K_frontend_token_ms};
+
+/* frontend.*'s times in ms: the preset's, each replaced by its key when given (>= 0). */
+static void frontend_times(const scenario *sc, double ms[3])
+{
+    const frontend_preset *p = frontend_preset_find(V(frontend, preset).s);
+    const double preset[3] = {p->request_ms, p->step_ms, p->token_ms};
+    for (int i = 0; i < 3; i++) ms[i] = sc->v[frontend_time_keys[i]].d >= 0 ? sc->v[frontend_time_keys[i]].d : preset[i];
+}
+
+scenario_key scenario_frontend_key(const scenario *sc)
+{
+    double ms[3];
+    frontend_times(sc, ms);
+    if (ms[0] + ms[1] + ms[2] == 0) return K_COUNT;
+    for (int i = 0; i < 3; i++)
+        if (sc->v[frontend_time_keys[i]].d > 0) return frontend_time_keys[i];
+    return K_frontend_preset;
+}
+
+void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len)
+{
+    snprintf(out, len, "%s.%s (%s)", keys[k].section, keys[k].key, sc->v[k].origin);
+}
+
+/* One API server in front of one instance: with replicas each would have its own, and the
+ * router would count the requests still in one; that is not modelled. */
 static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
-    static const struct { scenario_key key; const char *name; } keys[] = {
-        {K_frontend_request_ms, "frontend.request_ms"}, {K_frontend_step_ms, "frontend.step_ms"},
-        {K_frontend_token_ms, "frontend.token_ms"}};
-    const frontend_preset *p = frontend_preset_find(V(frontend, preset).s);
-    double ms[3] = {p->request_ms, p->step_ms, p->token_ms};
-    for (size_t i = 0; i < 3; i++)
-        if (sc->v[keys[i].key].d >= 0) ms[i] = sc->v[keys[i].key].d;
-    out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000};
-    snprintf(out->frontend_preset, sizeof out->frontend_preset, "%s", p->name);
-    if (ms[0] + ms[1] + ms[2] == 0 || out->replicas == 1) return 0;
-    const char *name = "frontend.preset";
-    const scenario_value *v = &V(frontend, preset);
-    for (size_t i = 0; i < 3; i++)
-        if (sc->v[keys[i].key].d > 0) {
-            name = keys[i].name;
-            v = &sc->v[keys[i].key];
-            break;
+    for (int i = 0; i < 3; i++) {
+        double v = sc->v[frontend_time_keys[i]].d;
+        if (v < 0 && v != -1) {
+            char label[400];
+            scenario_key_label(sc, frontend_time_keys[i], label, sizeof label);
+            snprintf(err, errlen, "%s = %g: a time in ms, or -1 for the preset's", label, v);
+            return -1;
         }
-    snprintf(err, errlen, "%s (%s) models one API server in front of one instance; this deployment has %d (%s), "
-             "whose API servers and router it does not model", name, v->origin, out->replicas,
+    }
+    double ms[3];
+    frontend_times(sc, ms);
+    out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000};
+    snprintf(out->frontend_preset, sizeof out->frontend_preset, "%s", V(frontend, preset).s);
+    scenario_key on = scenario_frontend_key(sc);
+    if (on == K_COUNT || out->replicas == 1) return 0;
+    char label[400];
+    scenario_key_label(sc, on, label, sizeof label);
+    snprintf(err, errlen, "%s models one API server in front of one instance; this deployment has %d (%s), "
+             "whose API servers and router it does not model", label, out->replicas,
              out->prefill_instances ? "deployment.prefill_instances + decode_instances" : "deployment.replicas");
     return -1;
 }

@@ -85,6 +85,11 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
  * R->sched.num_blocks is updated to match. -1 with a reason. */
 int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options *kb, kb_sampling *sp,
                             char *err, size_t errlen);
+/* The frontend.* key that puts an API server in front of the engine, for messages: the first
+ * time given > 0, else frontend.preset; K_COUNT when there is none. */
+scenario_key scenario_frontend_key(const scenario *sc);
+/* "section.key (origin)" of K in SC. */
+void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */
 json_t *scenario_json(const scenario *sc);
 /* The key table for `servesim keys`. */

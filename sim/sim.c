@@ -11,14 +11,15 @@
 #include "workload/driver.h"
 #include "sim/heap.h"
 
-typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE, EV_KV_ARRIVED, EV_ADMITTED } ev_kind;
+typedef enum ev_kind { EV_ARRIVAL, EV_STEP_DONE, EV_WAKE, EV_KV_ARRIVED, EV_ADMITTED, EV_CLIENT_DONE } ev_kind;
 
 typedef struct sim_event {
     heap_node node;          /* first: a heap_node* is a sim_event* */
     ev_kind kind;
     int replica;
     request *req;            /* EV_KV_ARRIVED: the request whose KV it is; EV_ADMITTED: the request
-                              * the API server has handed over (both events are malloc'd) */
+                              * the API server has handed over (these two and EV_CLIENT_DONE, a
+                              * client seeing its last token, are malloc'd) */
 } sim_event;
 
 /* Seconds, one per request, for a mean and a P99 at the end. */
@@ -76,7 +77,17 @@ static void arm_arrival(sim *m)
 static void request_ended(sim *m, request *r, double now)
 {
     rec_ended(m->rc, r);
-    drv_on_done(&m->drv, now);
+    if (r->finish_time > now) { /* its client sees the end later (the API server): its slot frees then */
+        sim_event *ev = malloc(sizeof *ev);
+        if (!ev) {
+            m->failed = true;
+            return;
+        }
+        *ev = (sim_event){.kind = EV_CLIENT_DONE, .replica = -1};
+        heap_push(&m->events, &ev->node, r->finish_time);
+    } else {
+        drv_on_done(&m->drv, now);
+    }
     m->ended++;
     if (m->o->progress && (m->ended & 0xffff) == 0) m->o->progress(m->o->progress_ctx, m->ended, m->w->n);
 }
@@ -296,7 +307,7 @@ static void finish_step(sim *m, replica *rep, double now)
     }
     for (int i = 0; i < nf; i++)
         if (fin[i]->stop == STOP_HANDOFF) send_kv(m, rep, fin[i], now);
-        else request_ended(m, fin[i], seen);
+        else request_ended(m, fin[i], now);
     int nr = sched_released(rep->s, &fin);
     for (int i = 0; i < nr; i++)
         if (fin[i]->stop != STOP_HANDOFF) req_pool_put(&m->reqs, fin[i]); /* a handed-off one lives on */
@@ -313,6 +324,9 @@ static int handle(sim *m, sim_event *ev, double now)
     } else if (ev->kind == EV_ADMITTED) {
         admit(m, &m->reps[ev->replica], ev->req, now);
         touch(m, ev->replica);
+        free(ev);
+    } else if (ev->kind == EV_CLIENT_DONE) {
+        drv_on_done(&m->drv, now);
         free(ev);
     } else if (ev->kind == EV_WAKE) {
         m->reps[ev->replica].waking = false;
@@ -395,9 +409,11 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
 
 static void teardown(sim *m)
 {
-    /* an interrupted run may leave transfers and hand-overs in flight */
-    for (heap_node *n; (n = heap_pop(&m->events));)
-        if (((sim_event *)n)->kind == EV_KV_ARRIVED || ((sim_event *)n)->kind == EV_ADMITTED) free(n);
+    /* an interrupted run may leave transfers, hand-overs and clients' ends in flight */
+    for (heap_node *n; (n = heap_pop(&m->events));) {
+        ev_kind k = ((sim_event *)n)->kind;
+        if (k == EV_KV_ARRIVED || k == EV_ADMITTED || k == EV_CLIENT_DONE) free(n);
+    }
     free(m->transfer_s.v);
     free(m->decode_wait_s.v);
     for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);

@@ -184,6 +184,11 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, comma), 2);
     char *vary[] = {"plan", "--gpus", "2", "--vary", "scheduler.nope=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, vary), 2);
+    /* an API server in front is modelled for one instance; replicas would all be left out */
+    char *fe[] = {"plan", "--gpus", "2", "--set", "frontend.preset=vllm", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, fe), 2);
+    char *fe_vary[] = {"plan", "--gpus", "2", "--vary", "frontend.token_ms=0,0.1", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, fe_vary), 2);
     FILE *f = fopen("/tmp/ss-plan-bad/plan.csv", "r");
     cr_assert_null(f, "nothing written");
 }

@@ -1,6 +1,7 @@
 /* Scenarios and the run command: every key from one table, every bad input a clear message
  * with file and line (or flag), exit status 2, and no output directory. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+
+#include <jansson.h>
 #include "io/interrupt.h"
 
 static char path[256];
@@ -410,6 +413,32 @@ Test(run_command, a_good_run_writes_three_files_and_no_temporary)
     cr_assert(exists("/tmp/servesim-test-goodout/requests.csv"));
     cr_assert(exists("/tmp/servesim-test-goodout/steps.csv"));
     cr_assert_eq(system("ls -d /tmp/servesim-test-goodout.* >/dev/null 2>&1"), 512 /* exit 2: none */);
+}
+
+/* A run with an API server in front says which, with its times, on screen and in
+ * summary.json. */
+Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_stdout)
+{
+    const char *out = "/tmp/servesim-test-frontend-run";
+    system("rm -rf /tmp/servesim-test-frontend-run");
+    const char *a[] = {"run", "--set", "workload.num_requests=20", "--set", "frontend.preset=vllm", "--set",
+                       "frontend.step_ms=0.5", "--out", out};
+    cr_assert_eq(run_cli(a, 9), 0);
+    fflush(stdout);
+    static char text[8192];
+    FILE *o = cr_get_redirected_stdout();
+    text[fread(text, 1, sizeof text - 1, o)] = 0;
+    cr_assert(strstr(text, "\nAPI server: vllm (1.8 ms a request, 0.5 ms a step, 0.044 ms a streamed chunk)\n"), "%s", text);
+    json_error_t je;
+    json_t *s = json_load_file("/tmp/servesim-test-frontend-run/summary.json", 0, &je);
+    cr_assert_not_null(s, "%s", je.text);
+    json_t *fe = json_object_get(s, "frontend");
+    cr_assert_str_eq(json_string_value(json_object_get(fe, "preset")), "vllm");
+    cr_assert_float_eq(json_number_value(json_object_get(fe, "request_ms")), 1.8, 1e-12);
+    cr_assert_float_eq(json_number_value(json_object_get(fe, "step_ms")), 0.5, 1e-12);
+    cr_assert_float_eq(json_number_value(json_object_get(fe, "token_ms")), 0.044, 1e-12);
+    json_decref(s);
+    system("rm -rf /tmp/servesim-test-frontend-run");
 }
 
 /* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it

@@ -2,6 +2,7 @@
  * calibration rounds between the runs, every file in place, the replays within 1%; bad
  * input writes nothing. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,32 @@ Test(validate, a_bad_rate_or_policy_list_is_refused_before_any_work)
     cr_assert_eq(validate(args), 2);
     struct stat st;
     cr_assert_neq(stat(out, &st), 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* validate drives the engine in-process: an API server in the scenario has nothing to be
+ * compared with, and is refused before any work, naming the key and where it was set. */
+Test(validate, an_api_server_in_front_is_refused, .init = cr_redirect_stderr)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/fe.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    FILE *f = fopen(ini, "w");
+    fputs("[model]\npreset = tiny\n[frontend]\npreset = vllm\n", f);
+    fclose(f);
+    const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 2);
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0);
+    fflush(stderr);
+    static char text[4096];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "frontend.preset (") && strstr(text, "fe.ini:4) prices an API server in front of the engine"),
+              "%s", text);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
