@@ -62,6 +62,19 @@ static wl_config one_request(void)
     return c;
 }
 
+/* A trace of ROWS ("arrival_time,prompt_len,output_len" lines) written to PATH, replayed. */
+static wl_config trace_workload(const char *path, const char *rows)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "arrival_time,prompt_len,output_len\n%s", rows);
+    fclose(f);
+    wl_config c = constant_workload(0, 1);
+    c.arrival = ARRIVAL_TRACE;
+    c.trace_path = path;
+    return c;
+}
+
 static int run_sim(const sim_options *o, wl_config *wc, summary *sum, sim_stats *st)
 {
     workload w;
@@ -161,16 +174,10 @@ Test(frontend, the_vllm_preset_is_the_committed_measurement)
 Test(frontend, requests_sent_together_queue_for_the_api_server)
 {
     const char *path = "/tmp/servesim-test-frontend.csv";
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("arrival_time,prompt_len,output_len\n0,100,1\n0,100,1\n0,100,1\n", f);
-    fclose(f);
     double step = 0.001;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .frontend = {.request_s = 0.010}};
-    wl_config wc = constant_workload(0, 1);
-    wc.arrival = ARRIVAL_TRACE;
-    wc.trace_path = path;
+    wl_config wc = trace_workload(path, "0,100,1\n0,100,1\n0,100,1\n");
     summary sum;
     sim_stats st;
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
@@ -190,16 +197,10 @@ Test(frontend, requests_sent_together_queue_for_the_api_server)
 Test(frontend, a_client_sends_again_when_it_has_seen_the_end)
 {
     const char *path = "/tmp/servesim-test-frontend-cap.csv";
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("arrival_time,prompt_len,output_len\n0,100,2\n0,100,3\n0,100,2\n0,100,3\n", f);
-    fclose(f);
     double step = 0.010;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .frontend = {.step_s = 0.100}};
-    wl_config wc = constant_workload(0, 1);
-    wc.arrival = ARRIVAL_TRACE;
-    wc.trace_path = path;
+    wl_config wc = trace_workload(path, "0,100,2\n0,100,3\n0,100,2\n0,100,3\n");
     wc.max_concurrency = 2;
     workload w;
     char err[512];
@@ -265,15 +266,9 @@ Test(frontend, a_run_stopped_with_work_queued_in_the_api_server_frees_it)
 Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
 {
     const char *path = "/tmp/servesim-test-same-instant.csv";
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("arrival_time,prompt_len,output_len\n0,100,6\n1.5,100,2\n2.0,100,2\n", f);
-    fclose(f);
     double step = 1.0;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
-    wl_config wc = constant_workload(0, 1);
-    wc.arrival = ARRIVAL_TRACE;
-    wc.trace_path = path;
+    wl_config wc = trace_workload(path, "0,100,6\n1.5,100,2\n2.0,100,2\n");
     summary sum;
     sim_stats st;
     cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);

@@ -118,48 +118,43 @@ Test(validate, a_missing_cost_table_is_named_and_nothing_is_written)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* A bad [validate] list is refused before any calibration (it ran 9 minutes first), naming
- * the file and line, not a --set the user never typed. */
-Test(validate, a_bad_rate_or_policy_list_is_refused_before_any_work)
+/* Validates a scenario of TEXT (written to a temporary bad.ini) into a temporary --out, and
+ * returns the exit status; the --out must not exist afterwards. */
+static int validate_text(const char *text)
 {
     char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
     cr_assert(mkdtemp(dir));
     snprintf(ini, sizeof ini, "%s/bad.ini", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     FILE *f = fopen(ini, "w");
-    fputs("[model]\npreset = tiny\n[validate]\nrates = 1,abc\n", f);
+    fputs(text, f);
     fclose(f);
     const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
-    cr_assert_eq(validate(args), 2);
+    int status = validate(args);
     struct stat st;
-    cr_assert_neq(stat(out, &st), 0);
+    cr_assert_neq(stat(out, &st), 0, "nothing written");
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+    return status;
+}
+
+/* A bad [validate] list is refused before any calibration (it ran 9 minutes first), naming
+ * the file and line, not a --set the user never typed. */
+Test(validate, a_bad_rate_or_policy_list_is_refused_before_any_work)
+{
+    cr_assert_eq(validate_text("[model]\npreset = tiny\n[validate]\nrates = 1,abc\n"), 2);
 }
 
 /* validate drives the engine in-process: an API server in the scenario has nothing to be
  * compared with, and is refused before any work, naming the key and where it was set. */
 Test(validate, an_api_server_in_front_is_refused, .init = cr_redirect_stderr)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/fe.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    FILE *f = fopen(ini, "w");
-    fputs("[model]\npreset = tiny\n[frontend]\npreset = vllm\n", f);
-    fclose(f);
-    const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
-    cr_assert_eq(validate(args), 2);
-    struct stat st;
-    cr_assert_neq(stat(out, &st), 0);
+    cr_assert_eq(validate_text("[model]\npreset = tiny\n[frontend]\npreset = vllm\n"), 2);
     fflush(stderr);
     static char text[4096];
     FILE *e = cr_get_redirected_stderr();
     text[fread(text, 1, sizeof text - 1, e)] = 0;
-    cr_assert(strstr(text, "frontend.preset (") && strstr(text, "fe.ini:4) prices an API server in front of the engine"),
+    cr_assert(strstr(text, "frontend.preset (") && strstr(text, "bad.ini:4) prices an API server in front of the engine"),
               "%s", text);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
 }
