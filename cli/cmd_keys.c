@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "sim/frontend.h"
 #include "sim/hardware.h"
 
 static const char keys_usage[] = "usage: servesim keys\n  Lists every scenario key: section, type, default, range and meaning.\n";
@@ -19,6 +20,11 @@ int cmd_keys(int argc, char **argv)
            model_preset_names(), hw_preset_names());
 #define X(id, name, single, recompute, reserve_max, whole_batch, paged, help) printf("  %-12s %s\n", name, help);
     SCHED_POLICIES(X)
+#undef X
+    printf("API servers (frontend.preset: per request, per step with tokens, per streamed chunk):\n");
+#define X(name, request_ms, step_ms, token_ms, help) \
+    printf("  %-12s %g / %g / %g ms: %s\n", name, request_ms, step_ms, token_ms, help);
+    SIM_FRONTENDS(X)
 #undef X
     putchar('\n');
     scenario_print_keys(stdout);

@@ -120,7 +120,8 @@ Test(args, every_command_names_unknown_options_the_same_way, .init = cr_redirect
     }
 }
 
-/* keys lists the serving policies from their table, each with what it does. */
+/* keys lists the serving policies and the API-server presets from their tables, each with what
+ * it does. */
 Test(args, keys_lists_every_policy_with_its_meaning, .init = cr_redirect_stdout)
 {
     char *keys[] = {"keys"};
@@ -136,4 +137,8 @@ Test(args, keys_lists_every_policy_with_its_meaning, .init = cr_redirect_stdout)
                            "  continuous   iteration-level batching, max_model_len slots reserved per sequence\n"
                            "  paged        iteration-level batching over paged blocks (vLLM)\n"),
               "%.600s", text);
+    cr_assert(strstr(text, "API servers (frontend.preset: per request, per step with tokens, per streamed chunk):\n"
+                           "  none         0 / 0 / 0 ms: no API server: tokens reach their clients as their step ends\n"
+                           "  vllm         1.8 / 0.3 / 0.044 ms: vLLM 0.20.2's OpenAI server, measured"),
+              "%.1200s", text);
 }
