@@ -587,7 +587,7 @@ static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *er
     }
     double ms[3];
     frontend_times(sc, ms);
-    out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000};
+    out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000, (int)V(frontend, servers).i};
     snprintf(out->frontend_preset, sizeof out->frontend_preset, "%s", V(frontend, preset).s);
     scenario_key on = scenario_frontend_key(sc);
     if (on == K_COUNT || out->replicas == 1) return 0;

@@ -58,6 +58,7 @@
     X(frontend, request_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per request (HTTP, chat template, tokenization, hand-off; -1 = the preset's)") \
     X(frontend, step_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per engine step with tokens (its output received and unpacked; -1 = the preset's)") \
     X(frontend, token_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per streamed chunk, one request's tokens of a step (detokenized, formatted, sent; -1 = the preset's)") \
+    X(frontend, servers, INT, "1", "1", FRONTEND_TEXT(FRONTEND_MAX_SERVERS), "simulator: API server processes sharing the engine, as vLLM's --api-server-count: request i is taken in and streamed by server i mod servers, each its own event loop") \
     X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \
     X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \
     X(workload, rate, NUM, "10", "0.000001", "10000000", "requests/s for poisson, gamma, constant") \

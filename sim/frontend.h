@@ -24,9 +24,17 @@ typedef struct frontend_preset {
     const char *help;
 } frontend_preset;
 
-/* The times a run uses, in seconds (all 0: no API server). */
+/* Most API server processes an instance may have (frontend.servers), and as the key table's
+ * text. */
+#define FRONTEND_MAX_SERVERS 64
+#define FRONTEND_TEXT_(x) #x
+#define FRONTEND_TEXT(x) FRONTEND_TEXT_(x)
+
+/* The times a run uses, in seconds (all 0: no API server), and how many API server processes
+ * share the engine (0 or 1: one), as vLLM's --api-server-count. */
 typedef struct sim_frontend {
     double request_s, step_s, token_s;
+    int servers;
 } sim_frontend;
 
 /* The preset called NAME, or NULL. */

@@ -34,7 +34,7 @@ typedef struct replica {
     bool busy, waking;       /* a step in flight; a start deferred to step_cost.ready_time */
     bool touched;            /* in sim.touched: its scheduler changed since it last tried a step */
     double link_free_at;     /* disaggregated prefill instance: when its link finishes the KV it is sending */
-    double frontend_free_at; /* when its API server's event loop finishes the work it has */
+    double frontend_free_at[FRONTEND_MAX_SERVERS]; /* when each API server's loop finishes its work */
     step_record step;        /* the step in flight */
     int64_t next_step_id;
 } replica;
@@ -104,12 +104,17 @@ static bool frontend_on(const sim_options *o)
     return o->frontend.request_s > 0 || o->frontend.step_s > 0 || o->frontend.token_s > 0;
 }
 
-/* REP's API server takes COST seconds of work that comes at NOW, after the work it has (one
- * event loop); returns when it is done. */
-static double frontend_work(replica *rep, double now, double cost)
+static int frontend_servers(const sim_options *o)
 {
-    double start = rep->frontend_free_at > now ? rep->frontend_free_at : now;
-    return rep->frontend_free_at = start + cost;
+    return o->frontend.servers > 1 ? o->frontend.servers : 1;
+}
+
+/* REP's API server K takes COST seconds of work that comes at NOW, after the work it has (one
+ * event loop); returns when it is done. */
+static double frontend_work(replica *rep, int k, double now, double cost)
+{
+    double start = rep->frontend_free_at[k] > now ? rep->frontend_free_at[k] : now;
+    return rep->frontend_free_at[k] = start + cost;
 }
 
 /* The replica among FIRST .. FIRST + N - 1 the router picks for R. */
@@ -192,7 +197,8 @@ static int send_due_requests(sim *m, double now)
             sim_event *ev = malloc(sizeof *ev);
             if (!ev) return -1;
             *ev = (sim_event){.kind = EV_ADMITTED, .replica = (int)(rep - m->reps), .req = r};
-            heap_push(&m->events, &ev->node, frontend_work(rep, now, m->o->frontend.request_s));
+            int k = (int)(r->id % frontend_servers(m->o));
+            heap_push(&m->events, &ev->node, frontend_work(rep, k, now, m->o->frontend.request_s));
         } else {
             admit(m, rep, r, now);
         }
@@ -277,14 +283,22 @@ static void accept_drafts(sim *m, replica *rep)
 }
 
 /* When the clients see the tokens of REP's step that ended at NOW: then, or once its API
- * server has handled the step's output. */
+ * servers have handled the step's output, each its own requests' chunks (one per request with
+ * a token; accepted drafts come in the same chunk). */
 static double tokens_seen_at(sim *m, replica *rep, double now)
 {
     if (!frontend_on(m->o)) return now;
     const sched_batch *b = sched_last_batch(rep->s);
-    int chunks = 0;  /* one per request with a token (accepted drafts come in the same chunk) */
-    for (int i = 0; i < b->num_items; i++) chunks += b->items[i].emits_token;
-    return chunks ? frontend_work(rep, now, m->o->frontend.step_s + chunks * m->o->frontend.token_s) : now;
+    int n = frontend_servers(m->o), chunks[FRONTEND_MAX_SERVERS] = {0};
+    for (int i = 0; i < b->num_items; i++)
+        if (b->items[i].emits_token) chunks[b->items[i].req->id % n]++;
+    double seen = now;
+    for (int k = 0; k < n; k++)
+        if (chunks[k] > 0) {
+            double done = frontend_work(rep, k, now, m->o->frontend.step_s + chunks[k] * m->o->frontend.token_s);
+            if (done > seen) seen = done;
+        }
+    return seen;
 }
 
 static void finish_step(sim *m, replica *rep, double now)

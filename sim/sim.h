@@ -45,7 +45,9 @@ typedef struct sim_options {
      * instance does, in the order they come, each request's intake (request_s, after which
      * the scheduler sees it) and each step's output (step_s, plus token_s per request with a
      * token in it, after which those tokens reach their clients). The engine does not wait
-     * for it, as vLLM V1's engine core does not. Aggregated, one instance. */
+     * for it, as vLLM V1's engine core does not. With servers > 1, request i is taken in and
+     * streamed by server i mod servers, each its own loop; a step's tokens are seen when
+     * the last server with some of them is done. Aggregated, one instance. */
     sim_frontend frontend;
     /* Speculative decoding (sched.num_speculative_tokens > 0): each draft token is accepted
      * with its request's rate once those before it were (the workload's, else drawn from a

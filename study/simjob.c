@@ -17,8 +17,8 @@ static json_t *frontend_json(const scenario_resolved *r)
 {
     const sim_frontend *f = &r->frontend;
     if (f->request_s + f->step_s + f->token_s == 0) return NULL;
-    return json_pack("{s:s, s:f, s:f, s:f}", "preset", r->frontend_preset, "request_ms", 1e3 * f->request_s,
-                     "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s);
+    return json_pack("{s:s, s:f, s:f, s:f, s:i}", "preset", r->frontend_preset, "request_ms", 1e3 * f->request_s,
+                     "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s, "servers", f->servers);
 }
 
 /* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
@@ -274,9 +274,11 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     const sim_frontend *f = &r.frontend;
     j->frontend[0] = 0;
+    char servers[40] = "";
+    if (f->servers > 1) snprintf(servers, sizeof servers, " x %d servers", f->servers);
     if (f->request_s + f->step_s + f->token_s > 0)
-        snprintf(j->frontend, sizeof j->frontend, "%s (%.3g ms a request, %.3g ms a step, %.3g ms a streamed chunk)",
-                 r.frontend_preset, 1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s);
+        snprintf(j->frontend, sizeof j->frontend, "%s (%.3g ms a request, %.3g ms a step, %.3g ms a streamed chunk)%s",
+                 r.frontend_preset, 1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s, servers);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

@@ -422,13 +422,14 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
     const char *out = "/tmp/servesim-test-frontend-run";
     system("rm -rf /tmp/servesim-test-frontend-run");
     const char *a[] = {"run", "--set", "workload.num_requests=20", "--set", "frontend.preset=vllm", "--set",
-                       "frontend.step_ms=0.5", "--out", out};
-    cr_assert_eq(run_cli(a, 9), 0);
+                       "frontend.step_ms=0.5", "--set", "frontend.servers=2", "--out", out};
+    cr_assert_eq(run_cli(a, 11), 0);
     fflush(stdout);
     static char text[8192];
     FILE *o = cr_get_redirected_stdout();
     text[fread(text, 1, sizeof text - 1, o)] = 0;
-    cr_assert(strstr(text, "\nAPI server: vllm (1.8 ms a request, 0.5 ms a step, 0.044 ms a streamed chunk)\n"), "%s", text);
+    cr_assert(strstr(text, "\nAPI server: vllm (1.8 ms a request, 0.5 ms a step, 0.044 ms a streamed chunk) x 2 servers\n"),
+              "%s", text);
     json_error_t je;
     json_t *s = json_load_file("/tmp/servesim-test-frontend-run/summary.json", 0, &je);
     cr_assert_not_null(s, "%s", je.text);
@@ -437,6 +438,7 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
     cr_assert_float_eq(json_number_value(json_object_get(fe, "request_ms")), 1.8, 1e-12);
     cr_assert_float_eq(json_number_value(json_object_get(fe, "step_ms")), 0.5, 1e-12);
     cr_assert_float_eq(json_number_value(json_object_get(fe, "token_ms")), 0.044, 1e-12);
+    cr_assert_eq(json_integer_value(json_object_get(fe, "servers")), 2);
     json_decref(s);
     system("rm -rf /tmp/servesim-test-frontend-run");
 }

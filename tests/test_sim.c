@@ -189,6 +189,33 @@ Test(frontend, requests_sent_together_queue_for_the_api_server)
     unlink(path);
 }
 
+/* Two API servers (vLLM's --api-server-count 2) take requests in turn: four at 0, 10 ms of
+ * intake, one token, 1 ms steps. Requests 0 and 2 go to server 0, 1 and 3 to server 1: 0 and
+ * 1 reach the scheduler at 10 and prefill together on [10, 11], but each server is taking in
+ * its second request until 20, so their tokens are seen at 20; 2 and 3 prefill on [20, 21],
+ * seen at 21. Mean TTFT 20.5 ms; with one server the intakes end at 10, 20, 30 and 40, and
+ * every token waits for the last: 40, 40, 40 and 41 ms. */
+Test(frontend, two_api_servers_take_requests_in_turn)
+{
+    const char *path = "/tmp/servesim-test-frontend-two.csv";
+    double step = 0.001;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .frontend = {.request_s = 0.010, .servers = 2}};
+    wl_config wc = trace_workload(path, "0,100,1\n0,100,1\n0,100,1\n0,100,1\n");
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.min, 20.0, 1e-9);
+    cr_assert_float_eq(sum.ttft_ms.mean, 20.5, 1e-9);
+    cr_assert_float_eq(sum.ttft_ms.max, 21.0, 1e-9);
+    cr_assert_eq(st.steps, 2);
+    o.frontend.servers = 1;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 40.25, 1e-9);
+    cr_assert_float_eq(sum.ttft_ms.max, 41.0, 1e-9);
+    unlink(path);
+}
+
 /* A client's slot frees when it sees its last token, not when the engine produced it: four
  * requests at 0 capped at two in flight, 10 ms steps, 100 ms of API-server work a step, two
  * or three tokens each. Whatever each was sent, it was sent with at most one other in
