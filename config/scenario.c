@@ -588,7 +588,7 @@ static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *er
     double ms[3];
     frontend_times(sc, ms);
     out->frontend = (sim_frontend){ms[0] / 1000, ms[1] / 1000, ms[2] / 1000, (int)V(frontend, servers).i};
-    snprintf(out->frontend_preset, sizeof out->frontend_preset, "%s", V(frontend, preset).s);
+    out->frontend_preset = frontend_preset_find(V(frontend, preset).s)->name;
     scenario_key on = scenario_frontend_key(sc);
     if (on == K_COUNT || out->replicas == 1) return 0;
     char label[400];

@@ -53,7 +53,7 @@ typedef struct scenario_resolved {
     int prefill_instances;      /* disaggregated: replicas 0 .. prefill_instances - 1 prefill (0: aggregated) */
     double kv_latency_s, kv_s_per_token; /* disaggregated: a request's KV transfer, per GPU */
     sim_frontend frontend;      /* frontend.*: the API server in front of the engine */
-    char frontend_preset[32];   /* frontend.preset */
+    const char *frontend_preset;/* frontend.preset's name (static) */
     bool token_times;           /* run.token_times: write tokens.csv */
     int num_percentiles;        /* run.percentiles */
     double percentiles[8];
