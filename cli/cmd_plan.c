@@ -841,13 +841,16 @@ static int run_plan(plan *p)
  * status to exit with (the message printed). */
 /* An API server in front (frontend.*) is modelled for one instance: layouts with replicas
  * would each be refused, and the plan would quietly leave them all out. */
-static int plan_refuses_frontend(const scenario *sc)
+static int plan_refuses_frontend(const scenario *sc, const char *vary_key, const char *vary_value)
 {
-    if (scenario_frontend_key(sc) == K_COUNT) return 0;
+    scenario_key k = scenario_frontend_key(sc);
+    if (k == K_COUNT && sc->v[K_frontend_servers].i > 1) k = K_frontend_servers;
+    if (k == K_COUNT) return 0;
     char label[400];
-    scenario_key_label(sc, scenario_frontend_key(sc), label, sizeof label);
-    fprintf(stderr, "servesim: %s models one API server in front of one instance, and plan varies the replicas; "
-                    "leave the frontend out of plan\n", label);
+    if (vary_key) snprintf(label, sizeof label, "--vary %s=%s", vary_key, vary_value);
+    else scenario_key_label(sc, k, label, sizeof label);
+    fprintf(stderr, "servesim: %s: an API server in front (frontend.*) is modelled for one instance, and plan varies "
+                    "the replicas; leave the frontend out of plan\n", label);
     return -1;
 }
 
@@ -871,9 +874,9 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
                 fprintf(stderr, "servesim: --vary %s=%s: %s\n", c->vary[k].key, c->vary[k].values[v], why ? why + 2 : err);
                 return EXIT_BAD_INPUT;
             }
-            if (plan_refuses_frontend(&probe) < 0) return EXIT_BAD_INPUT;
+            if (plan_refuses_frontend(&probe, c->vary[k].key, c->vary[k].values[v]) < 0) return EXIT_BAD_INPUT;
         }
-    if (plan_refuses_frontend(sc) < 0) return EXIT_BAD_INPUT;
+    if (plan_refuses_frontend(sc, NULL, NULL) < 0) return EXIT_BAD_INPUT;
     const char *arrival = sc->v[K_workload_arrival].s;
     if (strcmp(arrival, "closed") == 0 || strcmp(arrival, "all_at_once") == 0) {
         fprintf(stderr, "servesim: plan varies the arrival rate, but workload.arrival is %s (%s): use poisson, gamma, "

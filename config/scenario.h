@@ -53,7 +53,7 @@ typedef struct scenario_resolved {
     int prefill_instances;      /* disaggregated: replicas 0 .. prefill_instances - 1 prefill (0: aggregated) */
     double kv_latency_s, kv_s_per_token; /* disaggregated: a request's KV transfer, per GPU */
     sim_frontend frontend;      /* frontend.*: the API server in front of the engine */
-    const char *frontend_preset;/* frontend.preset's name (static) */
+    const char *frontend_preset;/* frontend.preset's name, or "custom" when a time is set (static) */
     bool token_times;           /* run.token_times: write tokens.csv */
     int num_percentiles;        /* run.percentiles */
     double percentiles[8];
@@ -88,6 +88,8 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
 /* The frontend.* key that puts an API server in front of the engine, for messages: the first
  * time given > 0, else frontend.preset; K_COUNT when there is none. */
 scenario_key scenario_frontend_key(const scenario *sc);
+/* The API server R prices, for a line of output ("vllm (1.8 ms a request, ...)"); "" for none. */
+void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t len);
 /* "section.key (origin)" of K in SC. */
 void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */

@@ -111,8 +111,9 @@ static int frontend_servers(const sim_options *o)
 
 /* REP's API server K takes COST seconds of work that comes at NOW, after the work it has (one
  * event loop); returns when it is done. */
-static double frontend_work(replica *rep, int k, double now, double cost)
+static double frontend_work(sim *m, replica *rep, int k, double now, double cost)
 {
+    m->stats.frontend_busy_s += cost;
     double start = rep->frontend_free_at[k] > now ? rep->frontend_free_at[k] : now;
     return rep->frontend_free_at[k] = start + cost;
 }
@@ -198,7 +199,7 @@ static int send_due_requests(sim *m, double now)
             if (!ev) return -1;
             *ev = (sim_event){.kind = EV_ADMITTED, .replica = (int)(rep - m->reps), .req = r};
             int k = (int)(r->id % frontend_servers(m->o));
-            heap_push(&m->events, &ev->node, frontend_work(rep, k, now, m->o->frontend.request_s));
+            heap_push(&m->events, &ev->node, frontend_work(m, rep, k, now, m->o->frontend.request_s));
         } else {
             admit(m, rep, r, now);
         }
@@ -295,7 +296,7 @@ static double tokens_seen_at(sim *m, replica *rep, double now)
     double seen = now;
     for (int k = 0; k < n; k++)
         if (chunks[k] > 0) {
-            double done = frontend_work(rep, k, now, m->o->frontend.step_s + chunks[k] * m->o->frontend.token_s);
+            double done = frontend_work(m, rep, k, now, m->o->frontend.step_s + chunks[k] * m->o->frontend.token_s);
             if (done > seen) seen = done;
         }
     return seen;

@@ -77,6 +77,7 @@ typedef struct sim_stats {
     /* disaggregated: KV transfers, and seconds in transfer and waiting on the decode side
      * (from the transfer's end to the request's first decode step) */
     int64_t kv_transfers;
+    double frontend_busy_s;  /* the API servers' work, all of them together */
     double kv_transfer_mean_s, kv_transfer_p99_s, decode_wait_mean_s, decode_wait_p99_s;
 } sim_stats;
 

@@ -67,6 +67,12 @@ int run_repeats(const scenario *sc, const char *out, int repeat, int jobs, bool 
         char cost[1400];
         job_cost_describe(sc, cost, sizeof cost);
         printf("Cost model: %s\n", cost);
+        scenario_resolved res;
+        char frontend[200], why[1024];
+        if (scenario_resolve(sc, &res, why, sizeof why) == 0) {
+            scenario_frontend_describe(&res, frontend, sizeof frontend);
+            if (frontend[0]) printf("API server: %s\n", frontend);
+        }
         printf("Seeds %llu..%llu. Results in %s/ (the first seed's run, repeats.csv, repeat_stats.csv)\n",
                (unsigned long long)r.seeds[0], (unsigned long long)r.seeds[r.nruns - 1], out);
     }

@@ -1,5 +1,6 @@
 #include "study/simjob.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,17 @@
 #include "sim/draft_cost.h"
 #include "study/job.h"
 
-/* The API server the run priced (frontend.*), in ms; NULL when there is none. */
-static json_t *frontend_json(const scenario_resolved *r)
+/* The API server the run priced (frontend.*), in ms, and how busy it was: its work over the
+ * simulated time, per server; NULL when there is none. */
+static json_t *frontend_json(const simjob *j, const scenario_resolved *r)
 {
     const sim_frontend *f = &r->frontend;
     if (f->request_s + f->step_s + f->token_s == 0) return NULL;
-    return json_pack("{s:s, s:f, s:f, s:f, s:i}", "preset", r->frontend_preset, "request_ms", 1e3 * f->request_s,
-                     "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s, "servers", f->servers);
+    double span = j->stats.end_time * (f->servers > 1 ? f->servers : 1);
+    return json_pack("{s:s, s:f, s:f, s:f, s:i, s:f, s:o}", "preset", r->frontend_preset, "request_ms",
+                     1e3 * f->request_s, "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s, "servers",
+                     f->servers, "busy_s", j->stats.frontend_busy_s, "busy_fraction",
+                     json_num(span > 0 ? j->stats.frontend_busy_s / span : NAN));
 }
 
 /* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
@@ -92,7 +97,7 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
                                   const job_spec *sp)
 {
-    json_t *obj = json_object(), *frontend = frontend_json(r);
+    json_t *obj = json_object(), *frontend = frontend_json(j, r);
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
@@ -272,13 +277,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     j->instances = NULL;
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
-    const sim_frontend *f = &r.frontend;
-    j->frontend[0] = 0;
-    char servers[40] = "";
-    if (f->servers > 1) snprintf(servers, sizeof servers, " x %d servers", f->servers);
-    if (f->request_s + f->step_s + f->token_s > 0)
-        snprintf(j->frontend, sizeof j->frontend, "%s (%.3g ms a request, %.3g ms a step, %.3g ms a streamed chunk)%s",
-                 r.frontend_preset, 1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s, servers);
+    scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

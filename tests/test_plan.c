@@ -189,6 +189,8 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, fe), 2);
     char *fe_vary[] = {"plan", "--gpus", "2", "--vary", "frontend.token_ms=0,0.1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, fe_vary), 2);
+    char *fe_servers[] = {"plan", "--gpus", "2", "--set", "frontend.servers=2", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, fe_servers), 2);
     FILE *f = fopen("/tmp/ss-plan-bad/plan.csv", "r");
     cr_assert_null(f, "nothing written");
 }

@@ -336,6 +336,11 @@ Test(scenario, incompatible_keys_are_named)
     scenario_set(&sc, "frontend.token_ms=-1", err, sizeof err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "frontend.preset (--set) models one API server"), "%s", err);
+    /* more API servers, but none to run more of */
+    scenario_defaults(&sc);
+    scenario_set(&sc, "frontend.servers=2", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "frontend.servers (--set) = 2, but there is no API server to run more of"), "%s", err);
 }
 
 static bool exists(const char *p)
@@ -415,8 +420,8 @@ Test(run_command, a_good_run_writes_three_files_and_no_temporary)
     cr_assert_eq(system("ls -d /tmp/servesim-test-goodout.* >/dev/null 2>&1"), 512 /* exit 2: none */);
 }
 
-/* A run with an API server in front says which, with its times, on screen and in
- * summary.json. */
+/* A run with an API server in front says which (custom once a time is set), with its times
+ * and how busy it was, on screen and in summary.json. */
 Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_stdout)
 {
     const char *out = "/tmp/servesim-test-frontend-run";
@@ -428,17 +433,19 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
     static char text[8192];
     FILE *o = cr_get_redirected_stdout();
     text[fread(text, 1, sizeof text - 1, o)] = 0;
-    cr_assert(strstr(text, "\nAPI server: vllm (1.8 ms a request, 0.5 ms a step, 0.044 ms a streamed chunk) x 2 servers\n"),
+    cr_assert(strstr(text, "\nAPI server: custom (1.8 ms a request, 0.5 ms a step, 0.044 ms a streamed chunk) x 2 servers\n"),
               "%s", text);
     json_error_t je;
     json_t *s = json_load_file("/tmp/servesim-test-frontend-run/summary.json", 0, &je);
     cr_assert_not_null(s, "%s", je.text);
     json_t *fe = json_object_get(s, "frontend");
-    cr_assert_str_eq(json_string_value(json_object_get(fe, "preset")), "vllm");
+    cr_assert_str_eq(json_string_value(json_object_get(fe, "preset")), "custom"); /* vllm, with step_ms set */
     cr_assert_float_eq(json_number_value(json_object_get(fe, "request_ms")), 1.8, 1e-12);
     cr_assert_float_eq(json_number_value(json_object_get(fe, "step_ms")), 0.5, 1e-12);
     cr_assert_float_eq(json_number_value(json_object_get(fe, "token_ms")), 0.044, 1e-12);
     cr_assert_eq(json_integer_value(json_object_get(fe, "servers")), 2);
+    double busy = json_number_value(json_object_get(fe, "busy_fraction"));
+    cr_assert(busy > 0 && busy < 1, "busy_fraction %g", busy);
     json_decref(s);
     system("rm -rf /tmp/servesim-test-frontend-run");
 }
