@@ -591,7 +591,7 @@ static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *er
         if (v < 0 && v != -1) {
             char label[400];
             scenario_key_label(sc, frontend_time_keys[i], label, sizeof label);
-            snprintf(err, errlen, "%s = %g: a time in ms, or -1 for the preset's", label, v);
+            snprintf(err, errlen, "%s = %g is refused: give a time in ms, or -1 for the preset's", label, v);
             return -1;
         }
     }

@@ -336,6 +336,11 @@ Test(scenario, incompatible_keys_are_named)
     scenario_set(&sc, "frontend.token_ms=-1", err, sizeof err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "frontend.preset (--set) models one API server"), "%s", err);
+    /* a negative time other than -1 (the preset's) */
+    scenario_defaults(&sc);
+    scenario_set(&sc, "frontend.step_ms=-0.5", err, sizeof err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "frontend.step_ms (--set) = -0.5 is refused: give a time in ms, or -1 for the preset's"), "%s", err);
     /* more API servers, but none to run more of */
     scenario_defaults(&sc);
     scenario_set(&sc, "frontend.servers=2", err, sizeof err);
