@@ -562,7 +562,7 @@ void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t le
     const sim_frontend *f = &r->frontend;
     char servers[40] = "";
     if (f->servers > 1) snprintf(servers, sizeof servers, " x %d servers", f->servers);
-    if (f->request_s + f->step_s + f->token_s == 0) snprintf(out, len, "%s", "");
+    if (!sim_frontend_on(f)) snprintf(out, len, "%s", "");
     else snprintf(out, len, "%s (%.3g ms a request, %.3g ms a step, %.3g ms a streamed chunk)%s", r->frontend_preset,
                   1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s, servers);
 }
@@ -601,7 +601,7 @@ static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *er
     bool custom = false;
     for (int i = 0; i < 3; i++) custom |= sc->v[frontend_time_keys[i]].d >= 0;
     out->frontend_preset = custom ? "custom" : frontend_preset_find(V(frontend, preset).s)->name;
-    if (out->frontend.servers > 1 && ms[0] + ms[1] + ms[2] == 0) {
+    if (out->frontend.servers > 1 && !sim_frontend_on(&out->frontend)) {
         char label[400];
         scenario_key_label(sc, K_frontend_servers, label, sizeof label);
         snprintf(err, errlen, "%s = %d, but there is no API server to run more of (frontend.preset is %s and no time "

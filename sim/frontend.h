@@ -6,6 +6,8 @@
 #ifndef SERVESIM_SIM_FRONTEND_H
 #define SERVESIM_SIM_FRONTEND_H
 
+#include <stdbool.h>
+
 /* vllm: the API server process's CPU time, fitted over 16 runs of `servesim load` against a
  * real vLLM 0.20.2 OpenAI server (V1 engine, CPU build, a tiny model) at 1-64 streams, by
  * scripts/vllm-frontend.sh on the project's 2-vCPU Xeon VM on 2026-12-02: the fit in
@@ -36,6 +38,17 @@ typedef struct sim_frontend {
     double request_s, step_s, token_s;
     int servers;
 } sim_frontend;
+
+/* Whether F puts an API server in front (some time > 0), and how many processes it runs. */
+static inline bool sim_frontend_on(const sim_frontend *f)
+{
+    return f->request_s > 0 || f->step_s > 0 || f->token_s > 0;
+}
+
+static inline int sim_frontend_servers(const sim_frontend *f)
+{
+    return f->servers > 1 ? f->servers : 1;
+}
 
 /* The preset called NAME, or NULL. */
 const frontend_preset *frontend_preset_find(const char *name);

@@ -74,17 +74,25 @@ static void arm_arrival(sim *m)
     m->arrival_pending = true;
 }
 
+/* A malloc'd event of KIND at time AT (handle and teardown free it); false, with the run
+ * marked failed, when out of memory. */
+static bool push_owned(sim *m, ev_kind kind, int replica, request *r, double at)
+{
+    sim_event *ev = malloc(sizeof *ev);
+    if (!ev) {
+        m->failed = true;
+        return false;
+    }
+    *ev = (sim_event){.kind = kind, .replica = replica, .req = r};
+    heap_push(&m->events, &ev->node, at);
+    return true;
+}
+
 static void request_ended(sim *m, request *r, double now)
 {
     rec_ended(m->rc, r);
     if (r->finish_time > now) { /* its client sees the end later (the API server): its slot frees then */
-        sim_event *ev = malloc(sizeof *ev);
-        if (!ev) {
-            m->failed = true;
-            return;
-        }
-        *ev = (sim_event){.kind = EV_CLIENT_DONE, .replica = -1};
-        heap_push(&m->events, &ev->node, r->finish_time);
+        if (!push_owned(m, EV_CLIENT_DONE, -1, NULL, r->finish_time)) return;
     } else {
         drv_on_done(&m->drv, now);
     }
@@ -97,16 +105,6 @@ static void touch(sim *m, int i)
     if (m->reps[i].touched) return;
     m->reps[i].touched = true;
     m->touched[m->num_touched++] = i;
-}
-
-static bool frontend_on(const sim_options *o)
-{
-    return o->frontend.request_s > 0 || o->frontend.step_s > 0 || o->frontend.token_s > 0;
-}
-
-static int frontend_servers(const sim_options *o)
-{
-    return o->frontend.servers > 1 ? o->frontend.servers : 1;
 }
 
 /* REP's API server K takes COST seconds of work that comes at NOW, after the work it has (one
@@ -194,12 +192,10 @@ static int send_due_requests(sim *m, double now)
         int first_side = m->o->num_prefill > 0 ? m->o->num_prefill : m->o->num_replicas;
         if (m->o->num_prefill > 0) r->stop_after = 1;
         replica *rep = route(m, &m->router, 0, first_side, r);
-        if (frontend_on(m->o)) { /* the scheduler sees it once the API server has taken it in */
-            sim_event *ev = malloc(sizeof *ev);
-            if (!ev) return -1;
-            *ev = (sim_event){.kind = EV_ADMITTED, .replica = (int)(rep - m->reps), .req = r};
-            int k = (int)(r->id % frontend_servers(m->o));
-            heap_push(&m->events, &ev->node, frontend_work(m, rep, k, now, m->o->frontend.request_s));
+        if (sim_frontend_on(&m->o->frontend)) { /* the scheduler sees it once the API server has taken it in */
+            int k = (int)(r->id % sim_frontend_servers(&m->o->frontend));
+            if (!push_owned(m, EV_ADMITTED, (int)(rep - m->reps), r, frontend_work(m, rep, k, now, m->o->frontend.request_s)))
+                return -1;
         } else {
             admit(m, rep, r, now);
         }
@@ -241,15 +237,11 @@ static void send_kv(sim *m, replica *rep, request *r, double now)
     double start = rep->link_free_at > now ? rep->link_free_at : now;
     rep->link_free_at = start + r->num_computed * m->o->kv_s_per_token;
     double dt = rep->link_free_at + m->o->kv_latency_s - now;
-    sim_event *ev = malloc(sizeof *ev);
-    if (!ev || !sample(&m->transfer_s, dt)) {
-        free(ev);
+    if (!sample(&m->transfer_s, dt)) {
         m->failed = true;
         return;
     }
-    *ev = (sim_event){.kind = EV_KV_ARRIVED, .replica = -1, .req = r};
-    m->stats.kv_transfers++;
-    heap_push(&m->events, &ev->node, now + dt);
+    if (push_owned(m, EV_KV_ARRIVED, -1, r, now + dt)) m->stats.kv_transfers++;
 }
 
 /* R's KV is on the decode side: a decode instance takes it, its KV already in place. */
@@ -288,9 +280,9 @@ static void accept_drafts(sim *m, replica *rep)
  * a token; accepted drafts come in the same chunk). */
 static double tokens_seen_at(sim *m, replica *rep, double now)
 {
-    if (!frontend_on(m->o)) return now;
+    if (!sim_frontend_on(&m->o->frontend)) return now;
     const sched_batch *b = sched_last_batch(rep->s);
-    int n = frontend_servers(m->o), chunks[FRONTEND_MAX_SERVERS] = {0};
+    int n = sim_frontend_servers(&m->o->frontend), chunks[FRONTEND_MAX_SERVERS] = {0};
     for (int i = 0; i < b->num_items; i++)
         if (b->items[i].emits_token) chunks[b->items[i].req->id % n]++;
     double seen = now;

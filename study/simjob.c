@@ -18,8 +18,8 @@
 static json_t *frontend_json(const simjob *j, const scenario_resolved *r)
 {
     const sim_frontend *f = &r->frontend;
-    if (f->request_s + f->step_s + f->token_s == 0) return NULL;
-    double span = j->stats.end_time * (f->servers > 1 ? f->servers : 1);
+    if (!sim_frontend_on(f)) return NULL;
+    double span = j->stats.end_time * sim_frontend_servers(f);
     return json_pack("{s:s, s:f, s:f, s:f, s:i, s:f, s:o}", "preset", r->frontend_preset, "request_ms",
                      1e3 * f->request_s, "step_ms", 1e3 * f->step_s, "token_ms", 1e3 * f->token_s, "servers",
                      f->servers, "busy_s", j->stats.frontend_busy_s, "busy_fraction",

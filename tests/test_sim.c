@@ -92,6 +92,18 @@ static int run_sim(const sim_options *o, wl_config *wc, summary *sum, sim_stats 
     return s;
 }
 
+/* run_sim over a trace of ROWS (see trace_workload), its file (one per test process, as
+ * criterion runs tests in parallel) removed after. */
+static int run_trace(const sim_options *o, const char *rows, summary *sum, sim_stats *st)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/servesim-test-sim-trace-%d.csv", (int)getpid());
+    wl_config wc = trace_workload(path, rows);
+    int s = run_sim(o, &wc, sum, st);
+    unlink(path);
+    return s;
+}
+
 Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
 {
     double step = 0.025;
@@ -173,20 +185,17 @@ Test(frontend, the_vllm_preset_is_the_committed_measurement)
  * wait for the intakes that came before them: seen at 30, 30 and 31 ms. */
 Test(frontend, requests_sent_together_queue_for_the_api_server)
 {
-    const char *path = "/tmp/servesim-test-frontend.csv";
     double step = 0.001;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .frontend = {.request_s = 0.010}};
-    wl_config wc = trace_workload(path, "0,100,1\n0,100,1\n0,100,1\n");
     summary sum;
     sim_stats st;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(run_trace(&o, "0,100,1\n0,100,1\n0,100,1\n", &sum, &st), 0);
     cr_assert_eq(sum.completed, 3);
     cr_assert_float_eq(sum.ttft_ms.min, 30.0, 1e-9);
     cr_assert_float_eq(sum.ttft_ms.mean, 91.0 / 3, 1e-9);
     cr_assert_float_eq(sum.ttft_ms.max, 31.0, 1e-9);
     cr_assert_eq(st.steps, 3);
-    unlink(path);
 }
 
 /* Two API servers (vLLM's --api-server-count 2) take requests in turn: four at 0, 10 ms of
@@ -197,23 +206,21 @@ Test(frontend, requests_sent_together_queue_for_the_api_server)
  * every token waits for the last: 40, 40, 40 and 41 ms. */
 Test(frontend, two_api_servers_take_requests_in_turn)
 {
-    const char *path = "/tmp/servesim-test-frontend-two.csv";
+    const char *four = "0,100,1\n0,100,1\n0,100,1\n0,100,1\n";
     double step = 0.001;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .frontend = {.request_s = 0.010, .servers = 2}};
-    wl_config wc = trace_workload(path, "0,100,1\n0,100,1\n0,100,1\n0,100,1\n");
     summary sum;
     sim_stats st;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(run_trace(&o, four, &sum, &st), 0);
     cr_assert_float_eq(sum.ttft_ms.min, 20.0, 1e-9);
     cr_assert_float_eq(sum.ttft_ms.mean, 20.5, 1e-9);
     cr_assert_float_eq(sum.ttft_ms.max, 21.0, 1e-9);
     cr_assert_eq(st.steps, 2);
     o.frontend.servers = 1;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(run_trace(&o, four, &sum, &st), 0);
     cr_assert_float_eq(sum.ttft_ms.mean, 40.25, 1e-9);
     cr_assert_float_eq(sum.ttft_ms.max, 41.0, 1e-9);
-    unlink(path);
 }
 
 /* A client's slot frees when it sees its last token, not when the engine produced it: four
@@ -292,17 +299,14 @@ Test(frontend, a_run_stopped_with_work_queued_in_the_api_server_frees_it)
  * Handled together, B and C prefill on [2,3]: TTFTs 1, 1.5 and 1 s, mean 3.5/3. */
 Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
 {
-    const char *path = "/tmp/servesim-test-same-instant.csv";
     double step = 1.0;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
-    wl_config wc = trace_workload(path, "0,100,6\n1.5,100,2\n2.0,100,2\n");
     summary sum;
     sim_stats st;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
     cr_assert_eq(sum.completed, 3);
     cr_assert_float_eq(sum.ttft_ms.max, 1500.0, 1e-9, "C waited a step: max TTFT %g ms", sum.ttft_ms.max);
     cr_assert_float_eq(sum.ttft_ms.mean, 3500.0 / 3, 1e-9);
-    unlink(path);
 }
 
 /* L = lambda W: the time-average number of requests in the system equals the arrival rate
