@@ -19,6 +19,7 @@ file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed
 Only the standard library is needed (CI runs --check).
 """
 import argparse
+import concurrent.futures
 import csv
 import datetime
 import json
@@ -31,20 +32,41 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "docs", "data", "published.csv")
+# Runs taken from AIConfigurator's silicon sample by scripts/aic_silicon.py (same columns).
+SILICON = os.path.join(ROOT, "docs", "data", "silicon.csv")
 METRICS = ("ttft", "tpot", "itl", "e2el", "output_tps")
 GOAL_METRICS = ("ttft", "tpot", "e2el")  # the goal: mean (or median) TTFT, TPOT, E2E
 SETS = {
     "v1": "vLLM V1 engine (0.8 and later) at a steady load: the yardstick",
     "burst": "vLLM V1, every request sent at once to a GPU whose KV cache holds a few of them",
     "v0": "older V0 engines, for reference",
+    "silicon": "vLLM 0.10.2, InferenceMAX's Llama-3.3-70B FP8 sweep (AIConfigurator's silicon sample)",
 }
-AIC_MODELS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B", "qwen3-8b": "Qwen/Qwen3-8B", "qwen3-32b": "Qwen/Qwen3-32B"}
-AIC_SYSTEMS = {"h100": ("h100_sxm", "0.24.0"), "h200": ("h200_sxm", "0.24.0"), "a100": ("a100_sxm", "0.14.0")}
+BOUNDED_SETS = ("v1", "silicon")  # every metric of these needs a recorded bound
+AIC_MODELS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B", "qwen3-8b": "Qwen/Qwen3-8B", "qwen3-32b": "Qwen/Qwen3-32B",
+              "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B"}
+AIC_SYSTEMS = {"h100": ("h100_sxm", "0.24.0"), "h200": ("h200_sxm", "0.24.0"), "a100": ("a100_sxm", "0.14.0"),
+               "b200": ("b200_sxm", "0.24.0")}
 
 
-def read_points(path=DATA):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+def read_points(paths=(DATA, SILICON)):
+    """Every point of the data files, each remembering its file (`_path`) for the writers."""
+    points = []
+    for path in paths:
+        with open(path, newline="") as f:
+            points += [dict(p, _path=path) for p in csv.DictReader(f)]
+    return points
+
+
+def write_points(points):
+    """Each data file again, from its points (`--record-bounds`, `--aic`)."""
+    for path in dict.fromkeys(p["_path"] for p in points):
+        mine = [{k: v for k, v in p.items() if k != "_path"} for p in points if p["_path"] == path]
+        with open(path + ".tmp", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(mine[0]))
+            w.writeheader()
+            w.writerows(mine)
+        os.replace(path + ".tmp", path)
 
 
 def summary_key(stat, metric):
@@ -81,8 +103,14 @@ def rel(a, b):
 def replay(binary, points, extra):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        jobs = [(p, cm) for p in points for cm in ("measured", "roofline")]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            done = list(pool.map(lambda j: simulate(binary, j[0], j[1], extra, tmp), jobs))
+        by_point = {}
+        for (p, cm), s in zip(jobs, done):
+            by_point.setdefault(p["id"], {})[cm] = s
         for p in points:
-            sims = {cm: simulate(binary, p, cm, extra, tmp) for cm in ("measured", "roofline")}
+            sims = by_point[p["id"]]
             for m in METRICS:
                 pub = num(p[f"pub_{m}_ms" if m != "output_tps" else "pub_output_tps"])
                 if pub is None:
@@ -154,6 +182,17 @@ def summary_lines(rows):
                         parts.append(f"{label} {100 * sub[0]:.1f}% ({sub[2]})")
                 out.append(f"  - {name}: median |error| {100 * s[0]:.1f}%, largest {100 * s[1]:.1f}% ({s[2]} metrics); "
                            f"median by metric: {', '.join(parts)}")
+        gpus = sorted({r["gpu"] for r in g})
+        for key, name in (("err_measured", "servesim, measured tables"), ("err_aic", "AIConfigurator")):
+            parts = []
+            for gpu in gpus if len(gpus) > 1 else ():
+                sub = [r for r in g if r["gpu"] == gpu]
+                by = [(label, stats([r for r in sub if r["metric"] in ms], key))
+                      for label, ms in (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",)))]
+                if any(s for _, s in by):
+                    parts.append(f"{gpu} " + ", ".join(f"{label} {100 * s[0]:.1f}% ({s[2]})" for label, s in by if s))
+            if parts:
+                out.append(f"  - {name}, median |error| by GPU: {'; '.join(parts)}")
         both = [r for r in g if r["err_aic"] is not None]
         if both:
             closer = sum(abs(r["err_measured"]) < abs(r["err_aic"]) for r in both)
@@ -194,7 +233,7 @@ def check(rows):
     for r in rows:
         if r["bound"] is not None and abs(r["err_measured"]) > r["bound"]:
             bad.append(f"{r['id']} {r['metric']}: |error| {100 * abs(r['err_measured']):.1f}% > bound {100 * r['bound']:.1f}%")
-        if r["bound"] is None and r["set"] == "v1":
+        if r["bound"] is None and r["set"] in BOUNDED_SETS:
             bad.append(f"{r['id']} {r['metric']}: no bound recorded")
     for b in bad:
         print(f"published: {b}", file=sys.stderr)
@@ -207,11 +246,7 @@ def record_bounds(points, rows):
     for r in rows:
         if r["err_measured"] is not None:
             by_id[r["id"]][f"bound_{r['metric']}"] = f"{math.ceil(100 * (abs(r['err_measured']) + 0.05)) / 100:.2f}"
-    with open(DATA + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(points[0]))
-        w.writeheader()
-        w.writerows(points)
-    os.replace(DATA + ".tmp", DATA)
+    write_points(points)
 
 
 def aic_columns(points):
@@ -238,16 +273,20 @@ def aic_columns(points):
             return int(round(float(a[0]) * 2.718281828 ** (float(a[1]) ** 2 / 2)))  # lognormal mean
         isl, osl = mean_of(sets["workload.prompt_len"]), mean_of(sets["workload.output_len"])
         system, version = AIC_SYSTEMS[p["gpu"]]
-        r = cli_estimate(AIC_MODELS[p["model"]], system, mode="agg", backend_name="vllm", backend_version=version,
-                         isl=isl, osl=osl, batch_size=int(sets["workload.concurrency"]), tp_size=1)
+        quant = {"gemm_quant_mode": "fp8"} if sets.get("model.quantization") == "fp8" else {}
+        if sets.get("kv.cache_dtype") == "fp8":
+            quant["kvcache_quant_mode"] = "fp8"
+        try:
+            r = cli_estimate(AIC_MODELS[p["model"]], system, mode="agg", backend_name="vllm", backend_version=version,
+                             isl=isl, osl=osl, batch_size=int(sets["workload.concurrency"]),
+                             tp_size=int(sets.get("deployment.tensor_parallel", 1)), **quant)
+        except RuntimeError as e:  # it refuses a batch whose KV does not fit at once (vLLM queues it)
+            print(f"{p['id']}: AIConfigurator gives no estimate: {e}", file=sys.stderr)
+            continue
         p["aic_ttft_ms"], p["aic_tpot_ms"] = f"{r.ttft:.4g}", f"{r.tpot:.4g}"
         p["aic_e2el_ms"] = f"{r.ttft + r.tpot * (osl - 1):.4g}"
         print(f"{p['id']}: AIConfigurator isl {isl} osl {osl}: TTFT {r.ttft:.4g} TPOT {r.tpot:.4g}", file=sys.stderr)
-    with open(DATA + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(points[0]))
-        w.writeheader()
-        w.writerows(points)
-    os.replace(DATA + ".tmp", DATA)
+    write_points(points)
 
 
 def main():

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Real vLLM serving runs from AIConfigurator's silicon sample, as points for published.py.
+
+aiconfigurator-core (PyPI, Apache-2.0) ships `aiconfigurator_core/systems/silicon_sample.csv`:
+serving runs measured on real GPUs (mean TTFT and mean TPOT of a benchmark at a fixed input
+length, output length and concurrency), against which AIConfigurator checks its estimates.
+This script takes from it the vLLM runs servesim can replay and writes them, in the schema of
+docs/data/published.csv, to docs/data/silicon.csv, which published.py replays beside the
+hand-collected points.
+
+Taken: the Llama-3.3-70B-Instruct-FP8 sweep (H100, H200, B200; tensor parallelism 1-8; input
+and output 1k/1k, 1k/8k, 8k/1k; 4-64 clients). Its shape, GPUs and parallelism lists, the
+date it was measured (2025-10-29) and its settings match InferenceMAX's sweep of that model
+at the time (SemiAnalysis, github.com/SemiAnalysisAI/InferenceX, Apache-2.0, commit c198b20eb
+of 2025-10-30), so its recipe is replayed as that repository ran it:
+  - server: vllm/vllm-openai:v0.10.2, FP8 weights and activations, --kv-cache-dtype fp8,
+    --async-scheduling, --no-enable-prefix-caching, --max-num-batched-tokens 8192,
+    --gpu-memory-utilization 0.9, --max-num-seqs the concurrency (512 on the B200);
+  - client: vLLM's benchmark_serving.py (a fork, kimbochen/bench_serving), the completions
+    API, random-token prompts, --random-range-ratio 0.8 (each input and output length drawn
+    uniformly from [0.8 L, L]), --num-prompts 10 x the concurrency, --max-concurrency the
+    concurrency, --ignore-eos.
+Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset).
+
+Not taken: other frameworks, disaggregated runs, FP4 and INT4 models, models without a
+preset, and the vLLM 0.12.0 runs of Qwen3-32B and Llama-3.1-8B-FP8, whose client, request
+count and length spread the sample does not say (docs/published.head.md).
+
+    aic_silicon.py [SILICON_CSV] [--out FILE]
+        SILICON_CSV  default build/aic-db/aiconfigurator_core/systems/silicon_sample.csv
+                     (scripts/aic-import unpacks the pinned package there)
+        FILE         default docs/data/silicon.csv
+
+Bounds already recorded in docs/data/silicon.csv are kept for rows that stay.
+"""
+import csv
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "docs", "data", "silicon.csv")
+DEFAULT_IN = os.path.join(ROOT, "build", "aic-db", "aiconfigurator_core", "systems", "silicon_sample.csv")
+PACKAGE = "aiconfigurator-core 0.12.0"
+SOURCE_URL = "https://pypi.org/project/aiconfigurator-core/0.12.0/"
+RECIPE_URL = "https://github.com/SemiAnalysisAI/InferenceX/tree/c198b20eb/benchmarks"
+GPUS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
+RANGE_RATIO = 0.8
+
+
+def published_columns():
+    with open(os.path.join(ROOT, "docs", "data", "published.csv"), newline="") as f:
+        return next(csv.reader(f))
+
+
+def inferencemax_70b(r):
+    """The scenario settings of one run of InferenceMAX's Llama-70B FP8 sweep, or None."""
+    if not (r["backend"] == "vllm" and r["mode"] == "agg" and r["model_path"] == "meta-llama/Llama-3.1-70B"
+            and r["precision"] == "fp8" and r["system"] in GPUS and r["pp_size"] == "1"
+            and "measured=2025-10-29" in r["silicon_data_source"]):
+        return None
+    isl, osl, conc, tp = int(r["isl"]), int(r["osl"]), int(r["batch_size"]), int(r["tp_size"])
+    gpu = GPUS[r["system"]]
+    if gpu == "h100":
+        max_len = 10240                       # 70b_fp8_h100_docker.sh
+    elif gpu == "h200" and (isl, osl) == (1024, 1024):
+        max_len = isl + osl + 20              # 70b_fp8_h200_slurm.sh
+    elif gpu == "h200":
+        max_len = isl + osl + 200
+    else:
+        max_len = isl + osl                   # the workflow's max-model-len (2048 or 9216)
+    sets = {
+        "model.quantization": "fp8", "kv.cache_dtype": "fp8", "deployment.tensor_parallel": tp,
+        "scheduler.chunked_prefill": "on", "scheduler.prefix_caching": "off",
+        "scheduler.max_num_batched_tokens": 8192, "scheduler.max_num_seqs": 512 if gpu == "b200" else conc,
+        "scheduler.max_model_len": max_len,
+        "workload.arrival": "closed", "workload.concurrency": conc, "workload.num_requests": 10 * conc,
+        "workload.prompt_len": f"uniform:{int(isl * RANGE_RATIO)}:{isl}",
+        "workload.output_len": f"uniform:{int(osl * RANGE_RATIO)}:{osl}",
+        "frontend.preset": "vllm",
+    }
+    k = lambda n: f"{n // 1024}k"
+    return {
+        "id": f"IM-{gpu.upper()}-tp{tp}-{k(isl)}{k(osl)}-c{conc}",
+        "set": "silicon", "source": f"AIConfigurator's silicon sample ({PACKAGE}, systems/silicon_sample.csv); "
+                                    f"recipe: InferenceMAX Llama-3.3-70B-Instruct-FP8 sweep",
+        "source_url": SOURCE_URL, "source_date": "2025-10-29", "vllm": "0.10.2", "gpu": gpu,
+        "model": "llama-3.1-70b", "stat": "mean", "sets": ";".join(f"{a}={b}" for a, b in sets.items()),
+        "pub_ttft_ms": f"{float(r['silicon_ttft_ms']):.4g}", "pub_tpot_ms": f"{float(r['silicon_tpot_ms']):.4g}",
+        "notes": f"{r['id']} in the sample; recipe {RECIPE_URL} (70b_fp8_{gpu}_*.sh, workflows 70b-tmpl.yml and "
+                 f"full-sweep-tmpl.yml): {conc} clients, {10 * conc} requests, input U[{int(isl * RANGE_RATIO)}, {isl}], "
+                 f"output U[{int(osl * RANGE_RATIO)}, {osl}], EOS ignored",
+    }
+
+
+def main(argv):
+    out = OUT
+    if "--out" in argv:
+        i = argv.index("--out")
+        if i + 1 >= len(argv):
+            print("aic_silicon: --out needs a file", file=sys.stderr)
+            return 2
+        out = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    if len(argv) > 1:
+        print("usage: aic_silicon.py [SILICON_CSV] [--out FILE]", file=sys.stderr)
+        return 2
+    src = argv[0] if argv else DEFAULT_IN
+    if not os.path.exists(src):
+        print(f"aic_silicon: {src}: no such file (run scripts/aic-import, or give the CSV's path)", file=sys.stderr)
+        return 2
+    with open(src, newline="") as f:
+        rows = list(csv.DictReader(f))
+    missing = {"backend", "mode", "model_path", "precision", "system", "pp_size", "silicon_data_source", "isl", "osl",
+               "batch_size", "tp_size", "silicon_ttft_ms", "silicon_tpot_ms", "id"} - set(rows[0] if rows else {})
+    if missing:
+        print(f"aic_silicon: {src}: not AIConfigurator's silicon sample (no column {', '.join(sorted(missing))})",
+              file=sys.stderr)
+        return 2
+    old = {}
+    if os.path.exists(out):
+        with open(out, newline="") as f:
+            old = {p["id"]: p for p in csv.DictReader(f)}
+    cols = published_columns()
+    points = []
+    for r in rows:
+        p = inferencemax_70b(r)
+        if p is None:
+            continue
+        full = {c: "" for c in cols}
+        full.update(p)
+        for c in cols:
+            if c.startswith(("bound_", "aic_")) and p["id"] in old:
+                full[c] = old[p["id"]].get(c, "")
+        points.append(full)
+    ids = [p["id"] for p in points]
+    if len(set(ids)) != len(ids):
+        print("aic_silicon: two runs map to one point id", file=sys.stderr)
+        return 1
+    points.sort(key=lambda p: (p["gpu"], int(p["sets"].split("deployment.tensor_parallel=")[1].split(";")[0]),
+                               p["id"].split("-")[3], int(p["id"].rsplit("-c", 1)[1])))
+    with open(out + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(points)
+    os.replace(out + ".tmp", out)
+    print(f"aic_silicon: {len(points)} runs written to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

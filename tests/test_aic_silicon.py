@@ -1,0 +1,123 @@
+"""scripts/aic_silicon.py on a hand-written slice of AIConfigurator's silicon sample: which runs
+it takes, the InferenceMAX recipe each becomes (checked setting by setting), bounds kept
+across a re-import, and the errors a user can cause. Standard library only."""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "aic_silicon.py")
+COLS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
+        "isl", "osl", "batch_size", "tp_size", "pp_size", "silicon_ttft_ms", "silicon_tpot_ms"]
+IM = "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency={c}; measured=2025-10-29T00:00:00.000Z"
+SAMPLE = [
+    # taken: the sweep on each GPU
+    ["h200-a", IM.format(c=4), "vllm", "", "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "agg", 1024, 1024, 4, 1, 1,
+     202.8, 21.47],
+    ["h200-b", IM.format(c=16), "vllm", "", "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "agg", 8192, 1024, 16, 2, 1,
+     1249.0, 27.47],
+    ["h100-a", IM.format(c=64), "vllm", "", "meta-llama/Llama-3.1-70B", "h100_sxm", "fp8", "agg", 1024, 8192, 64, 2, 1,
+     30790.0, 41.68],
+    ["b200-a", IM.format(c=8), "vllm", "", "meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", "agg", 1024, 1024, 8, 4, 1,
+     108.9, 8.179],
+    # left: another framework, FP4, another measurement, another model, pipeline parallelism
+    ["trt", IM.format(c=4), "trtllm", "", "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "agg", 1024, 1024, 4, 1, 1,
+     150.0, 15.0],
+    ["fp4", IM.format(c=4), "vllm", "", "meta-llama/Llama-3.1-70B", "b200_sxm", "fp4", "agg", 1024, 1024, 4, 1, 1,
+     100.0, 10.0],
+    ["later", "source_file=x.csv; measured=2026-03-01", "vllm", "0.12.0", "meta-llama/Llama-3.1-70B", "h200_sxm",
+     "fp8", "agg", 1024, 1024, 4, 1, 1, 100.0, 10.0],
+    ["qwen", IM.format(c=8), "vllm", "0.12.0", "Qwen/Qwen3-32B", "h100_sxm", "", "agg", 1024, 128, 8, 2, 1, 154.2, 18.04],
+    ["pp", IM.format(c=4), "vllm", "", "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "agg", 1024, 1024, 4, 1, 2,
+     100.0, 10.0],
+]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return {p["id"]: p for p in csv.DictReader(f)}
+
+
+class AicSilicon(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.src = os.path.join(self.dir.name, "silicon_sample.csv")
+        with open(self.src, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(COLS)
+            w.writerows(SAMPLE)
+        self.out = os.path.join(self.dir.name, "silicon.csv")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def imported(self):
+        r = run(self.src, "--out", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return read(self.out)
+
+    def test_takes_the_sweep_only(self):
+        self.assertEqual(sorted(self.imported()), ["IM-B200-tp4-1k1k-c8", "IM-H100-tp2-1k8k-c64",
+                                                   "IM-H200-tp1-1k1k-c4", "IM-H200-tp2-8k1k-c16"])
+
+    def test_recipe_by_hand(self):
+        pts = self.imported()
+        p = pts["IM-H200-tp1-1k1k-c4"]
+        sets = dict(a.split("=", 1) for a in p["sets"].split(";"))
+        self.assertEqual(sets, {
+            "model.quantization": "fp8", "kv.cache_dtype": "fp8", "deployment.tensor_parallel": "1",
+            "scheduler.chunked_prefill": "on", "scheduler.prefix_caching": "off",
+            "scheduler.max_num_batched_tokens": "8192", "scheduler.max_num_seqs": "4",
+            "scheduler.max_model_len": "2068",            # 1024 + 1024 + 20, the H200 script's
+            "workload.arrival": "closed", "workload.concurrency": "4", "workload.num_requests": "40",
+            "workload.prompt_len": "uniform:819:1024",    # --random-range-ratio 0.8
+            "workload.output_len": "uniform:819:1024", "frontend.preset": "vllm"})
+        self.assertEqual((p["set"], p["gpu"], p["model"], p["stat"], p["vllm"]), ("silicon", "h200", "llama-3.1-70b",
+                                                                                  "mean", "0.10.2"))
+        self.assertEqual((p["pub_ttft_ms"], p["pub_tpot_ms"]), ("202.8", "21.47"))
+        self.assertIn("aiconfigurator-core 0.12.0", p["source"])
+        self.assertIn("h200-a", p["notes"])
+        h200 = dict(a.split("=", 1) for a in pts["IM-H200-tp2-8k1k-c16"]["sets"].split(";"))
+        self.assertEqual((h200["scheduler.max_model_len"], h200["workload.prompt_len"], h200["workload.output_len"],
+                          h200["workload.num_requests"]), ("9416", "uniform:6553:8192", "uniform:819:1024", "160"))
+        h100 = dict(a.split("=", 1) for a in pts["IM-H100-tp2-1k8k-c64"]["sets"].split(";"))
+        self.assertEqual(h100["scheduler.max_model_len"], "10240")
+        b200 = dict(a.split("=", 1) for a in pts["IM-B200-tp4-1k1k-c8"]["sets"].split(";"))
+        self.assertEqual((b200["scheduler.max_num_seqs"], b200["scheduler.max_model_len"],
+                          b200["deployment.tensor_parallel"]), ("512", "2048", "4"))
+
+    def test_keeps_recorded_bounds(self):
+        pts = self.imported()
+        pts["IM-H200-tp1-1k1k-c4"]["bound_ttft"] = "0.20"
+        with open(self.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(next(iter(pts.values()))))
+            w.writeheader()
+            w.writerows(pts.values())
+        again = self.imported()
+        self.assertEqual(again["IM-H200-tp1-1k1k-c4"]["bound_ttft"], "0.20")
+        self.assertEqual(again["IM-H200-tp2-8k1k-c16"]["bound_ttft"], "")
+
+    def test_user_errors(self):
+        r = run(os.path.join(self.dir.name, "nope.csv"), "--out", self.out)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nope.csv: no such file", r.stderr)
+        other = os.path.join(self.dir.name, "other.csv")
+        with open(other, "w") as f:
+            f.write("a,b\n1,2\n")
+        r = run(other, "--out", self.out)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("other.csv: not AIConfigurator's silicon sample", r.stderr)
+        r = run(self.src, "--out")
+        self.assertEqual(r.returncode, 2)
+        self.assertFalse(os.path.exists(self.out))
+
+
+if __name__ == "__main__":
+    unittest.main()
