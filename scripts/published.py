@@ -3,7 +3,8 @@
 
 docs/data/published.csv holds measured results others published (source address and date
 on every row), each with the scenario settings that reproduce its workload and server
-configuration (`sets`, --set assignments separated by ';'). For every point this script
+configuration (`sets`, --set assignments separated by ';'); docs/data/silicon.csv, in the same
+columns, the runs scripts/aic_silicon.py takes from AIConfigurator's silicon sample. For every point this script
 runs `servesim run` twice, priced by the GPU's measured table and by its fitted roofline,
 and compares the published metrics (mean or median, as published) with the simulated
 ones. AIConfigurator's estimate for the same point, where it has one, is read from the
@@ -13,7 +14,7 @@ file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed
   published.py --write                     also docs/data/published-errors.csv and docs/published.md
   published.py --check                     exit 1 when a measured-table error exceeds its bound
   published.py --record-bounds             set every bound to the point's |error| now plus 5 points
-  published.py --aic                       recompute the aic_* columns of docs/data/published.csv
+  published.py --aic                       recompute the aic_* columns of both files
   published.py --set KEY=VALUE ...         extra --set for every run (what-if: e.g. an overhead)
 
 Only the standard library is needed (CI runs --check).
