@@ -5,9 +5,9 @@ docs/data/published.csv holds measured results others published (source address 
 on every row), each with the scenario settings that reproduce its workload and server
 configuration (`sets`, --set assignments separated by ';'); docs/data/silicon.csv, in the
 same columns, the runs scripts/aic_silicon.py takes from AIConfigurator's silicon sample.
-For every point this script runs `servesim run` twice, priced by the GPU's measured table and by its fitted roofline,
-and compares the published metrics (mean or median, as published) with the simulated
-ones. AIConfigurator's estimate for the same point, where it has one, is read from the
+For every point this script runs `servesim run` twice, priced by the GPU's measured table
+and by its fitted roofline, and compares the published metrics (mean or median, as
+published) with the simulated ones. AIConfigurator's estimate for the same point, where it has one, is read from the
 file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed).
 
   published.py [--servesim BIN]            the error table on stdout
