@@ -20,7 +20,8 @@ of 2025-10-30), so its recipe is replayed as that repository ran it:
     API, random-token prompts, --random-range-ratio 0.8 (each input and output length drawn
     uniformly from [0.8 L, L]), --num-prompts 10 x the concurrency, --max-concurrency the
     concurrency, --ignore-eos.
-Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset).
+Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset). Async scheduling has no
+setting: servesim prices a step's host time as a fixed overhead either way.
 
 Not taken: other frameworks, disaggregated runs, FP4 and INT4 models, models without a
 preset, and the vLLM 0.12.0 runs of Qwen3-32B and Llama-3.1-8B-FP8, whose client, request
@@ -59,6 +60,7 @@ def inferencemax_70b(r):
             and "measured=2025-10-29" in r["silicon_data_source"]):
         return None
     isl, osl, conc, tp = int(r["isl"]), int(r["osl"]), int(r["batch_size"]), int(r["tp_size"])
+    ttft, tpot = float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"])
     gpu = GPUS[r["system"]]
     if gpu == "h100":
         max_len = 10240                       # 70b_fp8_h100_docker.sh
@@ -72,7 +74,7 @@ def inferencemax_70b(r):
         "model.quantization": "fp8", "kv.cache_dtype": "fp8", "deployment.tensor_parallel": tp,
         "scheduler.chunked_prefill": "on", "scheduler.prefix_caching": "off",
         "scheduler.max_num_batched_tokens": 8192, "scheduler.max_num_seqs": 512 if gpu == "b200" else conc,
-        "scheduler.max_model_len": max_len,
+        "scheduler.max_model_len": max_len, "hardware.gpu_memory_utilization": 0.9,
         "workload.arrival": "closed", "workload.concurrency": conc, "workload.num_requests": 10 * conc,
         "workload.prompt_len": f"uniform:{int(isl * RANGE_RATIO)}:{isl}",
         "workload.output_len": f"uniform:{int(osl * RANGE_RATIO)}:{osl}",
@@ -85,11 +87,69 @@ def inferencemax_70b(r):
                                     f"recipe: InferenceMAX Llama-3.3-70B-Instruct-FP8 sweep",
         "source_url": SOURCE_URL, "source_date": "2025-10-29", "vllm": "0.10.2", "gpu": gpu,
         "model": "llama-3.1-70b", "stat": "mean", "sets": ";".join(f"{a}={b}" for a, b in sets.items()),
-        "pub_ttft_ms": f"{float(r['silicon_ttft_ms']):.4g}", "pub_tpot_ms": f"{float(r['silicon_tpot_ms']):.4g}",
+        "pub_ttft_ms": f"{ttft:.4g}", "pub_tpot_ms": f"{tpot:.4g}",
         "notes": f"{r['id']} in the sample; recipe {RECIPE_URL} (70b_fp8_{gpu}_*.sh, workflows 70b-tmpl.yml and "
                  f"full-sweep-tmpl.yml): {conc} clients, {10 * conc} requests, input U[{int(isl * RANGE_RATIO)}, {isl}], "
                  f"output U[{int(osl * RANGE_RATIO)}, {osl}], EOS ignored",
     }
+
+
+class UserError(Exception):
+    """A mistake in the arguments or the files: one message, exit 2, nothing written."""
+
+
+def read_sample(src):
+    if not os.path.isfile(src):
+        raise UserError(f"{src}: no such file (run scripts/aic-import, or give the CSV's path)")
+    with open(src, newline="") as f:
+        rows = list(csv.DictReader(f))
+    missing = {"backend", "mode", "model_path", "precision", "system", "pp_size", "silicon_data_source", "isl", "osl",
+               "batch_size", "tp_size", "silicon_ttft_ms", "silicon_tpot_ms", "id"} - set(rows[0] if rows else {})
+    if missing:
+        raise UserError(f"{src}: not AIConfigurator's silicon sample (no column {', '.join(sorted(missing))})")
+    return rows
+
+
+def read_previous(out):
+    """The points OUT holds now (their bounds and estimates are kept), after checking that OUT is
+    this script's own file: it must not replace the hand-collected points or anything else."""
+    if not os.path.exists(out):
+        return {}
+    with open(out, newline="") as f:
+        prev = list(csv.DictReader(f))
+    if prev and ("id" not in prev[0] or "set" not in prev[0]):
+        raise UserError(f"{out}: not a file of published points (no id or set column); not replaced")
+    others = sorted({p["set"] for p in prev} - {"silicon"})
+    if others:
+        raise UserError(f"{out}: holds points of set {', '.join(others)}, not only silicon ones; not replaced")
+    return {p["id"]: p for p in prev}
+
+
+def import_points(rows, src, old, cols):
+    points = []
+    for line, r in enumerate(rows, start=2):
+        try:
+            p = inferencemax_70b(r)
+        except ValueError as e:
+            raise UserError(f"{src}:{line}: {e}") from None
+        if p is None:
+            continue
+        full = {c: "" for c in cols}
+        full.update(p)
+        for c in cols:
+            if c.startswith(("bound_", "aic_")) and p["id"] in old:
+                full[c] = old[p["id"]].get(c, "")
+        points.append(full)
+    if not points:
+        raise UserError(f"{src}: no run of the sweep in it; nothing written")
+    seen = {}
+    for p in points:
+        if p["id"] in seen:
+            raise UserError(f"{src}: two runs become point {p['id']} ({seen[p['id']]} and {p['notes'].split()[0]})")
+        seen[p["id"]] = p["notes"].split()[0]
+    points.sort(key=lambda p: (p["gpu"], int(p["sets"].split("deployment.tensor_parallel=")[1].split(";")[0]),
+                               p["id"].split("-")[3], int(p["id"].rsplit("-c", 1)[1])))
+    return points
 
 
 def main(argv):
@@ -105,41 +165,15 @@ def main(argv):
         print("usage: aic_silicon.py [SILICON_CSV] [--out FILE]", file=sys.stderr)
         return 2
     src = argv[0] if argv else DEFAULT_IN
-    if not os.path.exists(src):
-        print(f"aic_silicon: {src}: no such file (run scripts/aic-import, or give the CSV's path)", file=sys.stderr)
+    try:
+        if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+            raise UserError(f"--out {out}: its folder does not exist")
+        points = import_points(read_sample(src), src, read_previous(out), published_columns())
+    except UserError as e:
+        print(f"aic_silicon: {e}", file=sys.stderr)
         return 2
-    with open(src, newline="") as f:
-        rows = list(csv.DictReader(f))
-    missing = {"backend", "mode", "model_path", "precision", "system", "pp_size", "silicon_data_source", "isl", "osl",
-               "batch_size", "tp_size", "silicon_ttft_ms", "silicon_tpot_ms", "id"} - set(rows[0] if rows else {})
-    if missing:
-        print(f"aic_silicon: {src}: not AIConfigurator's silicon sample (no column {', '.join(sorted(missing))})",
-              file=sys.stderr)
-        return 2
-    old = {}
-    if os.path.exists(out):
-        with open(out, newline="") as f:
-            old = {p["id"]: p for p in csv.DictReader(f)}
-    cols = published_columns()
-    points = []
-    for r in rows:
-        p = inferencemax_70b(r)
-        if p is None:
-            continue
-        full = {c: "" for c in cols}
-        full.update(p)
-        for c in cols:
-            if c.startswith(("bound_", "aic_")) and p["id"] in old:
-                full[c] = old[p["id"]].get(c, "")
-        points.append(full)
-    ids = [p["id"] for p in points]
-    if len(set(ids)) != len(ids):
-        print("aic_silicon: two runs map to one point id", file=sys.stderr)
-        return 1
-    points.sort(key=lambda p: (p["gpu"], int(p["sets"].split("deployment.tensor_parallel=")[1].split(";")[0]),
-                               p["id"].split("-")[3], int(p["id"].rsplit("-c", 1)[1])))
     with open(out + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
+        w = csv.DictWriter(f, fieldnames=published_columns())
         w.writeheader()
         w.writerows(points)
     os.replace(out + ".tmp", out)

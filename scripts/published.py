@@ -50,21 +50,44 @@ AIC_SYSTEMS = {"h100": ("h100_sxm", "0.24.0"), "h200": ("h200_sxm", "0.24.0"), "
                "b200": ("b200_sxm", "0.24.0")}
 
 
+REQUIRED = ("id", "set", "gpu", "model", "stat", "sets")
+
+
+def user_error(message):
+    """A mistake in the data files: one message, exit 2, nothing written."""
+    print(f"published: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_points(paths=(DATA, SILICON)):
-    """Every point of the data files, each remembering its file (`_path`) for the writers."""
-    points = []
+    """Every point of the data files, each remembering its file (`_path`) for the writers. A
+    point's id names it everywhere (its simulation's folder, its bounds), so ids are unique
+    across the files."""
+    points, where = [], {}
     for path in paths:
+        if not os.path.isfile(path):
+            user_error(f"{path}: no such file")
         with open(path, newline="") as f:
-            points += [dict(p, _path=path) for p in csv.DictReader(f)]
+            rows = csv.DictReader(f)
+            missing = [c for c in REQUIRED if c not in (rows.fieldnames or [])]
+            if missing:
+                user_error(f"{path}: no column {', '.join(missing)}")
+            for line, p in enumerate(rows, start=2):
+                if p["id"] in where:
+                    user_error(f"{path}:{line}: point {p['id']} is already in {where[p['id']]}")
+                where[p["id"]] = f"{os.path.relpath(path, ROOT)}:{line}"
+                points.append(dict(p, _path=path))
     return points
 
 
 def write_points(points):
-    """Each data file again, from its points (`--record-bounds`, `--aic`)."""
+    """Each data file again, from its points (`--record-bounds`, `--aic`), in its own columns."""
     for path in dict.fromkeys(p["_path"] for p in points):
+        with open(path, newline="") as f:
+            cols = next(csv.reader(f))
         mine = [{k: v for k, v in p.items() if k != "_path"} for p in points if p["_path"] == path]
         with open(path + ".tmp", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(mine[0]))
+            w = csv.DictWriter(f, fieldnames=cols)
             w.writeheader()
             w.writerows(mine)
         os.replace(path + ".tmp", path)
@@ -105,8 +128,11 @@ def replay(binary, points, extra):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [(p, cm) for p in points for cm in ("measured", "roofline")]
-        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2)
+        try:
             done = list(pool.map(lambda j: simulate(binary, j[0], j[1], extra, tmp), jobs))
+        finally:  # a failed run ends the replay without waiting for the others
+            pool.shutdown(wait=True, cancel_futures=True)
         by_point = {}
         for (p, cm), s in zip(jobs, done):
             by_point.setdefault(p["id"], {})[cm] = s
