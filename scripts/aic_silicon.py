@@ -153,6 +153,9 @@ def import_points(rows, src, old, cols):
 
 
 def main(argv):
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     out = OUT
     if "--out" in argv:
         i = argv.index("--out")

@@ -99,6 +99,14 @@ def summary_key(stat, metric):
     return f"{'mean' if stat == 'mean' else 'median'}_{metric}_ms"
 
 
+class RunFailed(Exception):
+    """A servesim run that failed: its message, and the exit status to end with."""
+
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
 def simulate(binary, p, cost_model, extra, tmp):
     out = os.path.join(tmp, f"{p['id']}-{cost_model}")
     cmd = [binary, "run", "--quiet", "--out", out, "--set", f"model.preset={p['model']}",
@@ -107,8 +115,9 @@ def simulate(binary, p, cost_model, extra, tmp):
         if a:
             cmd += ["--set", a]
     r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"published: {p['id']}: {' '.join(cmd)}: {r.stderr.strip()}")
+    if r.returncode != 0:  # servesim's own message first; its exit 2 (a bad --set) stays a user's error
+        raise RunFailed(f"published: {p['id']}: {r.stderr.strip()}\n  (the run: {' '.join(cmd)})",
+                        2 if r.returncode == 2 else 1)
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     if cost_model == "measured" and s["cost_model"] != "measured":
@@ -131,8 +140,11 @@ def replay(binary, points, extra):
         pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2)
         try:
             done = list(pool.map(lambda j: simulate(binary, j[0], j[1], extra, tmp), jobs))
-        finally:  # a failed run ends the replay without waiting for the others
+        except RunFailed as e:  # the first failure, once; the runs not yet started are dropped
             pool.shutdown(wait=True, cancel_futures=True)
+            print(e, file=sys.stderr)
+            sys.exit(e.code)
+        pool.shutdown()
         by_point = {}
         for (p, cm), s in zip(jobs, done):
             by_point.setdefault(p["id"], {})[cm] = s
@@ -214,10 +226,13 @@ def summary_lines(rows):
             parts = []
             for gpu in gpus if len(gpus) > 1 else ():
                 sub = [r for r in g if r["gpu"] == gpu]
-                by = [(label, stats([r for r in sub if r["metric"] in ms], key))
+                by = [(label, [r[key] for r in sub if r["metric"] in ms and r[key] is not None])
                       for label, ms in (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",)))]
-                if any(s for _, s in by):
-                    parts.append(f"{gpu} " + ", ".join(f"{label} {100 * s[0]:.1f}% ({s[2]})" for label, s in by if s))
+                if any(errs for _, errs in by):
+                    parts.append(f"{gpu} " + ", ".join(
+                        f"{label} {100 * statistics.median(abs(e) for e in errs):.1f}% ({len(errs)}; signed "
+                        f"{100 * statistics.median(errs):+.1f}%, {sum(abs(e) <= 0.10 for e in errs)} within 10%)"
+                        for label, errs in by if errs))
             if parts:
                 out.append(f"  - {name}, median |error| by GPU: {'; '.join(parts)}")
         both = [r for r in g if r["err_aic"] is not None]
@@ -325,6 +340,8 @@ def main():
     ap.add_argument("--record-bounds", action="store_true")
     ap.add_argument("--set", action="append", default=[], dest="extra")
     args = ap.parse_args()
+    if not args.aic and not (os.path.isfile(args.servesim) and os.access(args.servesim, os.X_OK)):
+        user_error(f"--servesim {args.servesim}: no servesim binary there (scripts/build.sh builds one)")
     points = read_points()
     if args.aic:
         aic_columns(points)
