@@ -4,6 +4,8 @@ mixed their bounds), and a missing or malformed file is one message and exit 2. 
 library only; no simulation runs."""
 import contextlib
 import csv
+import subprocess
+import sys
 import importlib.util
 import io
 import os
@@ -66,6 +68,31 @@ class PublishedData(unittest.TestCase):
         self.refused((self.hand, os.path.join(self.dir.name, "gone.csv")), "gone.csv: no such file")
         self.write("silicon.csv", [["id", "gpu"], ["IM-1", "h200"]])
         self.refused((self.hand, self.silicon), "silicon.csv: no column set, model, stat, sets")
+
+
+class PublishedRuns(unittest.TestCase):
+    """The script's own errors, with a stand-in for servesim (no simulation runs)."""
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "published.py"), *args],
+                              capture_output=True, text=True)
+
+    def test_no_binary(self):
+        r = self.run_script("--servesim", "/nonexistent/servesim")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.strip(), "published: --servesim /nonexistent/servesim: no servesim binary there "
+                                           "(scripts/build.sh builds one)")
+
+    def test_a_failed_run_is_reported_once_with_its_status(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "servesim")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho 'servesim: --set a.b=1: unknown key a.b' >&2\nexit 2\n")
+            os.chmod(fake, 0o755)
+            r = self.run_script("--servesim", fake, "--set", "a.b=1")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.count("published:"), 1, r.stderr)
+        self.assertIn(": servesim: --set a.b=1: unknown key a.b\n  (the run: ", r.stderr)
 
 
 if __name__ == "__main__":
