@@ -670,6 +670,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     c->max_num_batched_tokens = V(scheduler, max_num_batched_tokens).i
                                     ? (int)V(scheduler, max_num_batched_tokens).i
                                     : (c->chunked_prefill ? 2048 : c->max_model_len);
+    out->kv_blocks_set = V(kv, num_blocks).i != 0;
     if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
     else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
     if (resolve_disaggregation(sc, out, err, errlen) < 0) return -1;

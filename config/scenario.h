@@ -45,6 +45,7 @@ typedef struct scenario_resolved {
     roofline_params roofline;
     int dtype_bytes;
     bool fp8_weights, fp8_kv;   /* model.quantization = fp8, kv.cache_dtype = fp8 */
+    bool kv_blocks_set;         /* kv.num_blocks gave the KV pool (else it was derived) */
     sched_config sched;
     wl_config workload;
     slo_config slo;

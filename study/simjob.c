@@ -94,6 +94,39 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
     return o;
 }
 
+/* Bytes of one KV block on each GPU of an instance (a tensor-parallel group holds its share of
+ * every block; a draft model's layers share each block with the target's). */
+static double kv_block_bytes(const scenario_resolved *r)
+{
+    int elem = r->fp8_kv ? 1 : r->dtype_bytes;
+    model_shape shard = model_shard(&r->model, r->tensor_parallel);
+    double bytes = (double)model_kv_bytes_per_token(&shard, elem) * r->sched.block_size;
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
+        model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
+        bytes += (double)model_kv_bytes_per_token(&draft, elem) * r->sched.block_size;
+    }
+    return bytes;
+}
+
+/* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
+ * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
+ * allows, less the weights). */
+static json_t *kv_cache_json(const scenario_resolved *r)
+{
+    return json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
+                     "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
+                     r->sched.num_blocks * kv_block_bytes(r) / (1 << 30), "source",
+                     r->kv_blocks_set ? "kv.num_blocks" : "derived");
+}
+
+static void kv_cache_describe(const scenario_resolved *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
+             (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
+             r->sched.num_blocks * kv_block_bytes(r) / (1 << 30),
+             r->kv_blocks_set ? "set by kv.num_blocks" : "derived from hardware.gpu_memory_utilization less the weights");
+}
+
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
                                   const job_spec *sp)
 {
@@ -101,7 +134,7 @@ static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, c
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
-                    json_put(obj, "deployment", deployment_json(j, r)) |
+                    json_put(obj, "deployment", deployment_json(j, r)) | json_put(obj, "kv_cache", kv_cache_json(r)) |
                     (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", speculative_json(r, sp)) : 0) |
                     (frontend ? json_put(obj, "frontend", frontend) : 0) |
                     job_scenario_json(obj, j->sc)) {
@@ -278,6 +311,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
+    kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

@@ -455,6 +455,42 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
     system("rm -rf /tmp/servesim-test-frontend-run");
 }
 
+/* The KV pool a run had, as vLLM logs its "GPU KV cache size", on screen and in summary.json.
+ * By hand, llama-3-8b on an H200: (143771 / 1024 GiB x 0.9 - 8,030,261,248 params x 2 bytes) /
+ * (32 layers x 8 KV heads x 128 x K and V x 2 bytes x 16 tokens a block) = 57,038 blocks. */
+Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_stdout)
+{
+    const char *out = "/tmp/servesim-test-kv-run", *set = "/tmp/servesim-test-kv-set";
+    system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set");
+    const char *a[] = {"run", "--set", "workload.num_requests=20", "--out", out};
+    cr_assert_eq(run_cli(a, 5), 0);
+    const char *b[] = {"run", "--set", "workload.num_requests=20", "--set", "kv.num_blocks=1000", "--out", set, "--quiet"};
+    cr_assert_eq(run_cli(b, 8), 0);
+    fflush(stdout);
+    static char text[8192];
+    FILE *o = cr_get_redirected_stdout();
+    text[fread(text, 1, sizeof text - 1, o)] = 0;
+    cr_assert(strstr(text, "\nKV cache: 912608 tokens (57038 blocks of 16), 111.4 GiB a GPU, derived from "
+                           "hardware.gpu_memory_utilization less the weights\n"), "%s", text);
+    json_error_t je;
+    json_t *s = json_load_file("/tmp/servesim-test-kv-run/summary.json", 0, &je);
+    cr_assert_not_null(s, "%s", je.text);
+    json_t *kv = json_object_get(s, "kv_cache");
+    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 57038);
+    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 57038 * 16);
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 57038 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
+    cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "derived");
+    json_decref(s);
+    s = json_load_file("/tmp/servesim-test-kv-set/summary.json", 0, &je);
+    cr_assert_not_null(s, "%s", je.text);
+    kv = json_object_get(s, "kv_cache");
+    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 16000);
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 1000 * 2.0 / 1024, 1e-5);
+    cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "kv.num_blocks");
+    json_decref(s);
+    system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set");
+}
+
 /* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it
  * removes it and exits 128 + SIGINT, and the next run clears temporaries of dead processes. */
 Test(run_command, an_interrupted_run_leaves_nothing_behind)
