@@ -478,6 +478,19 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
 /* Bytes of one KV element: kv.cache_dtype = fp8 stores one, else model.dtype's. */
 static int kv_element_bytes(const scenario_resolved *r) { return r->fp8_kv ? 1 : r->dtype_bytes; }
 
+double scenario_kv_block_bytes(const scenario_resolved *r)
+{
+    model_shape shard = model_shard(&r->model, r->tensor_parallel);
+    double block = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(r)) * r->sched.block_size;
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
+        /* each block holds the draft model's layers' KV too (as vLLM's KV cache spec spans both
+         * models' layers) */
+        model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
+        block += (double)model_kv_bytes_per_token(&draft, kv_element_bytes(r)) * r->sched.block_size;
+    }
+    return block;
+}
+
 /* KV blocks that fit beside the weights in the memory the utilization allows, on each GPU of
  * a tensor-parallel group (each holds its share of the weights and of every token's KV, so
  * the group's pool has as many blocks as one GPU's). */
@@ -489,15 +502,11 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
     /* FP8 quantizes the linear layers but a mixture of experts' router (vLLM keeps it) */
     if (r->fp8_weights)
         weights -= (double)(model_linear_params(&shard) - model_router_params(&shard)) * (r->dtype_bytes - 1);
-    double block = (double)model_kv_bytes_per_token(&shard, kv_element_bytes(r)) * r->sched.block_size;
-    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
-        /* a draft model sits beside the target, and each block holds its layers' KV too (as
-         * vLLM's KV cache spec spans both models' layers) */
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) { /* a draft model sits beside the target */
         model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
         weights += (double)model_num_params(&draft) * r->dtype_bytes;
-        block += (double)model_kv_bytes_per_token(&draft, kv_element_bytes(r)) * r->sched.block_size;
     }
-    double blocks = floor((budget - weights) / block);
+    double blocks = floor((budget - weights) / scenario_kv_block_bytes(r));
     if (blocks < 1) {
         char split[64] = "", who[160];
         if (r->tensor_parallel > 1) snprintf(split, sizeof split, " (1/%d of them per GPU)", r->tensor_parallel);

@@ -74,6 +74,10 @@ typedef struct scenario_resolved {
     char roofline_keys_set[320];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
 } scenario_resolved;
 
+/* Bytes of one KV block on each GPU of an instance: its share of every layer's KV for
+ * kv.block_size tokens (and a draft model's, which shares each block with the target). */
+double scenario_kv_block_bytes(const scenario_resolved *r);
+
 void scenario_defaults(scenario *sc);
 /* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);

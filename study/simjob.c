@@ -94,20 +94,6 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
     return o;
 }
 
-/* Bytes of one KV block on each GPU of an instance (a tensor-parallel group holds its share of
- * every block; a draft model's layers share each block with the target's). */
-static double kv_block_bytes(const scenario_resolved *r)
-{
-    int elem = r->fp8_kv ? 1 : r->dtype_bytes;
-    model_shape shard = model_shard(&r->model, r->tensor_parallel);
-    double bytes = (double)model_kv_bytes_per_token(&shard, elem) * r->sched.block_size;
-    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model) {
-        model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
-        bytes += (double)model_kv_bytes_per_token(&draft, elem) * r->sched.block_size;
-    }
-    return bytes;
-}
-
 /* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
  * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
  * allows, less the weights). */
@@ -115,7 +101,7 @@ static json_t *kv_cache_json(const scenario_resolved *r)
 {
     return json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
                      "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
-                     r->sched.num_blocks * kv_block_bytes(r) / (1 << 30), "source",
+                     r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), "source",
                      r->kv_blocks_set ? "kv.num_blocks" : "derived");
 }
 
@@ -123,7 +109,7 @@ static void kv_cache_describe(const scenario_resolved *r, char *buf, size_t n)
 {
     snprintf(buf, n, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
              (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
-             r->sched.num_blocks * kv_block_bytes(r) / (1 << 30),
+             r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30),
              r->kv_blocks_set ? "set by kv.num_blocks" : "derived from hardware.gpu_memory_utilization less the weights");
 }
 
