@@ -126,7 +126,8 @@ def read_previous(out):
 
 
 def import_points(rows, src, old, cols):
-    points = []
+    """The sweep's points, by GPU, TP, input and output length and clients."""
+    taken, seen = [], {}
     for line, r in enumerate(rows, start=2):
         try:
             p = inferencemax_70b(r)
@@ -134,22 +135,19 @@ def import_points(rows, src, old, cols):
             raise UserError(f"{src}:{line}: {e}") from None
         if p is None:
             continue
+        if p["id"] in seen:
+            raise UserError(f"{src}: two runs become point {p['id']} ({seen[p['id']]} and {r['id']})")
+        seen[p["id"]] = r["id"]
         full = {c: "" for c in cols}
         full.update(p)
         for c in cols:
             if c.startswith(("bound_", "aic_")) and p["id"] in old:
                 full[c] = old[p["id"]].get(c, "")
-        points.append(full)
-    if not points:
+        key = (p["gpu"], int(r["tp_size"]), int(r["isl"]), int(r["osl"]), int(r["batch_size"]))
+        taken.append((key, full))
+    if not taken:
         raise UserError(f"{src}: no run of the sweep in it; nothing written")
-    seen = {}
-    for p in points:
-        if p["id"] in seen:
-            raise UserError(f"{src}: two runs become point {p['id']} ({seen[p['id']]} and {p['notes'].split()[0]})")
-        seen[p["id"]] = p["notes"].split()[0]
-    points.sort(key=lambda p: (p["gpu"], int(p["sets"].split("deployment.tensor_parallel=")[1].split(";")[0]),
-                               p["id"].split("-")[3], int(p["id"].rsplit("-c", 1)[1])))
-    return points
+    return [full for _, full in sorted(taken, key=lambda t: t[0])]
 
 
 def main(argv):
@@ -171,12 +169,13 @@ def main(argv):
     try:
         if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
             raise UserError(f"--out {out}: its folder does not exist")
-        points = import_points(read_sample(src), src, read_previous(out), published_columns())
+        cols = published_columns()
+        points = import_points(read_sample(src), src, read_previous(out), cols)
     except UserError as e:
         print(f"aic_silicon: {e}", file=sys.stderr)
         return 2
     with open(out + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=published_columns())
+        w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(points)
     os.replace(out + ".tmp", out)

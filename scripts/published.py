@@ -7,8 +7,9 @@ configuration (`sets`, --set assignments separated by ';'); docs/data/silicon.cs
 same columns, the runs scripts/aic_silicon.py takes from AIConfigurator's silicon sample.
 For every point this script runs `servesim run` twice, priced by the GPU's measured table
 and by its fitted roofline, and compares the published metrics (mean or median, as
-published) with the simulated ones. AIConfigurator's estimate for the same point, where it has one, is read from the
-file's aic_* columns (`--aic` recomputes them; it needs aiconfigurator installed).
+published) with the simulated ones. AIConfigurator's estimate for the same point, where it
+has one, is read from the file's aic_* columns (`--aic` recomputes them; it needs
+aiconfigurator installed).
 
   published.py [--servesim BIN]            the error table on stdout
   published.py --write                     also docs/data/published-errors.csv and docs/published.md
@@ -37,6 +38,8 @@ DATA = os.path.join(ROOT, "docs", "data", "published.csv")
 SILICON = os.path.join(ROOT, "docs", "data", "silicon.csv")
 METRICS = ("ttft", "tpot", "itl", "e2el", "output_tps")
 GOAL_METRICS = ("ttft", "tpot", "e2el")  # the goal: mean (or median) TTFT, TPOT, E2E
+# How the summaries group the goal's metrics (a source that gives no TPOT gives ITL)
+METRIC_GROUPS = (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",)))
 SETS = {
     "v1": "vLLM V1 engine (0.8 and later) at a steady load: the yardstick",
     "burst": "vLLM V1, every request sent at once to a GPU whose KV cache holds a few of them",
@@ -215,7 +218,7 @@ def summary_lines(rows):
             s = stats(g, key)
             if s:
                 parts = []
-                for label, ms in (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",))):
+                for label, ms in METRIC_GROUPS:
                     sub = stats([r for r in g if r["metric"] in ms], key)
                     if sub:
                         parts.append(f"{label} {100 * sub[0]:.1f}% ({sub[2]})")
@@ -227,7 +230,7 @@ def summary_lines(rows):
             for gpu in gpus if len(gpus) > 1 else ():
                 sub = [r for r in g if r["gpu"] == gpu]
                 by = [(label, [r[key] for r in sub if r["metric"] in ms and r[key] is not None])
-                      for label, ms in (("TTFT", ("ttft",)), ("TPOT/ITL", ("tpot", "itl")), ("E2E", ("e2el",)))]
+                      for label, ms in METRIC_GROUPS]
                 if any(errs for _, errs in by):
                     parts.append(f"{gpu} " + ", ".join(
                         f"{label} {100 * statistics.median(abs(e) for e in errs):.1f}% ({len(errs)}; signed "
