@@ -576,6 +576,14 @@ void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t le
                   1e3 * f->request_s, 1e3 * f->step_s, 1e3 * f->token_s, servers);
 }
 
+void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t len)
+{
+    snprintf(out, len, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
+             (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
+             r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30),
+             r->kv_blocks_set ? "set by kv.num_blocks" : "derived from hardware.gpu_memory_utilization less the weights");
+}
+
 scenario_key scenario_frontend_key(const scenario *sc)
 {
     double ms[3];

@@ -105,14 +105,6 @@ static json_t *kv_cache_json(const scenario_resolved *r)
                      r->kv_blocks_set ? "kv.num_blocks" : "derived");
 }
 
-static void kv_cache_describe(const scenario_resolved *r, char *buf, size_t n)
-{
-    snprintf(buf, n, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
-             (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
-             r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30),
-             r->kv_blocks_set ? "set by kv.num_blocks" : "derived from hardware.gpu_memory_utilization less the weights");
-}
-
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
                                   const job_spec *sp)
 {
@@ -297,7 +289,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_kind, sizeof j->cost_kind, "%s", cost.kind);
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
-    kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
+    scenario_kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);
