@@ -46,7 +46,7 @@ static int load(const char *gpu, gpu_tables *g, bool moe, char *err, size_t errl
         if ((m->num_experts > 0) != moe) continue;
         char shape[256], path[1200], why[1200];
         model_shape_string(m, shape, sizeof shape);
-        if (measured_find(gpu, shape, 1, false, "", path, sizeof path, why, sizeof why) != 1) continue;
+        if (measured_find(gpu, shape, 1, false, false, "", path, sizeof path, why, sizeof why) != 1) continue;
         bool seen = false;
         for (int k = 0; k < g->n; k++) seen |= strcmp(g->paths[k], path) == 0;
         if (seen) continue;

@@ -73,15 +73,31 @@ int measured_table_tp(const cost_table *t)
     return *end || tp < 1 || tp > 4096 ? 0 : (int)tp;
 }
 
-bool measured_table_fp8(const cost_table *t)
+bool measured_table_fp8_weights(const cost_table *t)
 {
     const char *q = ct_meta(t, "quantization");
     return q && strncmp(q, "fp8", 3) == 0;
 }
 
-int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const char *version, char *path,
-                  size_t pathlen, char *why, size_t whylen)
+bool measured_table_fp8_kv(const cost_table *t)
 {
+    const char *kv = ct_meta(t, "kv_cache_dtype");
+    return kv && strncmp(kv, "fp8", 3) == 0;
+}
+
+/* The precision a table prices: 0 bf16, 1 FP8 weights and KV cache, 2 FP8 weights alone. */
+static int table_precision(const cost_table *t)
+{
+    return measured_table_fp8_weights(t) ? (measured_table_fp8_kv(t) ? 1 : 2) : 0;
+}
+
+int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, bool fp8_kv, const char *version,
+                  char *path, size_t pathlen, char *why, size_t whylen)
+{
+    if (fp8_kv && !fp8_weights) {
+        snprintf(why, whylen, "measured tables price an FP8 KV cache only beside FP8 weights");
+        return 0;
+    }
     char data[4096], dir[4200];
     if (measured_data_dir(data, sizeof data) < 0) {
         snprintf(why, whylen, "no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data directory)");
@@ -107,7 +123,8 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const ch
         const char *v = fw && strncmp(fw, "vllm ", 5) == 0 ? fw + 5 : NULL;
         bool same_shape = s && v && strcmp(s, shape) == 0;
         tp_seen |= same_shape;
-        if (same_shape && measured_table_tp(&t) == tp && measured_table_fp8(&t) == fp8) {
+        if (same_shape && measured_table_tp(&t) == tp && measured_table_fp8_weights(&t) == fp8_weights &&
+            measured_table_fp8_kv(&t) == fp8_kv) {
             shape_seen = 1;
             bool take = version[0] ? strcmp(v, version) == 0 : !found || version_cmp(v, best_version) > 0;
             if (take) {
@@ -128,7 +145,8 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const ch
                  other_versions);
     else if (tp_seen)
         snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d%s in %scosts/%s/", gpu, tp,
-                 fp8 ? " with FP8" : "", data, gpu);
+                 fp8_kv ? " with FP8 weights and KV cache" : fp8_weights ? " with FP8 weights and a bf16 KV cache" : "",
+                 data, gpu);
     else
         snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
     return 0;
@@ -137,7 +155,7 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const ch
 /* One model's tables of one framework version: the tensor-parallel sizes measured. */
 typedef struct listed {
     char model[64], fw[64];
-    unsigned tps[2];  /* bf16, fp8: bit k for tp 2^k */
+    unsigned tps[3];  /* by table_precision: bit k for tp 2^k */
 } listed;
 
 void measured_list(const char *gpu, char *out, size_t len)
@@ -157,7 +175,7 @@ void measured_list(const char *gpu, char *out, size_t len)
         cost_table t;
         if (l > 4 && strcmp(names[i]->d_name + l - 4, ".csv") == 0 && ct_read_meta(&t, file, err, sizeof err) == 0) {
             const char *m = ct_meta(&t, "model"), *fw = ct_meta(&t, "framework");
-            listed key = {.tps = {0, 0}};
+            listed key = {.tps = {0, 0, 0}};
             snprintf(key.model, sizeof key.model, "%s", m ? m : names[i]->d_name);
             snprintf(key.fw, sizeof key.fw, "%s", fw ? fw : "?");
             size_t k = 0;
@@ -165,7 +183,7 @@ void measured_list(const char *gpu, char *out, size_t len)
             if (k == num && num < sizeof items / sizeof items[0]) items[num++] = key;
             int tp = measured_table_tp(&t);
             for (int b = 0; k < num && b < 31; b++)
-                if (tp == 1 << b) items[k].tps[measured_table_fp8(&t)] |= 1u << b;
+                if (tp == 1 << b) items[k].tps[table_precision(&t)] |= 1u << b;
             ct_free(&t);
         }
         free(names[i]);
@@ -174,10 +192,10 @@ void measured_list(const char *gpu, char *out, size_t len)
     for (size_t k = 0; k < num; k++) {
         size_t used = strlen(out);
         used += (size_t)snprintf(out + used, len - used, "%s%s (%s", used ? ", " : "", items[k].model, items[k].fw);
-        for (int f = 0; f < 2; f++) {
+        for (int f = 0; f < 3; f++) {
             unsigned tps = items[k].tps[f];
             if (!tps || (f == 0 && tps == 1)) continue; /* bf16 at tp 1 alone goes unsaid */
-            const char *sep = f ? "; fp8 tp " : "; tp ";
+            const char *sep = f == 2 ? "; fp8 weights tp " : f ? "; fp8 tp " : "; tp ";
             for (int b = 0; b < 31 && used < len; b++)
                 if (tps & (1u << b)) {
                     used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);

@@ -17,17 +17,20 @@ int measured_data_dir(char *out, size_t len);
 
 /* The measured table for GPU (a hardware preset name), SHAPE (calibrate_shape_string's
  * form), tensor parallelism TP (a table's `tensor_parallel` header; 1 when it has none) and
- * precision (FP8: FP8 linear layers and KV cache, its `quantization` header; else bf16),
- * of vLLM VERSION ("" = the newest there is). 1 with its path in PATH when one exists, 0
- * with the reason in WHY when none does. */
-int measured_find(const char *gpu, const char *shape, int tp, bool fp8, const char *version, char *path,
-                  size_t pathlen, char *why, size_t whylen);
+ * precision (FP8_WEIGHTS: FP8 linear layers, its `quantization` header; FP8_KV: an FP8 KV
+ * cache, its `kv_cache_dtype` header; else bf16), of vLLM VERSION ("" = the newest there
+ * is). 1 with its path in PATH when one exists, 0 with the reason in WHY when none does
+ * (always for an FP8 KV cache beside bf16 weights: no table prices that). */
+int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, bool fp8_kv, const char *version,
+                  char *path, size_t pathlen, char *why, size_t whylen);
 
 /* A table's tensor parallelism: its `tensor_parallel` header, 1 when it has none, 0 when
  * the header is not a positive number. */
 int measured_table_tp(const struct cost_table *t);
-/* Whether a table prices FP8 linear layers and an FP8 KV cache (its `quantization` header). */
-bool measured_table_fp8(const struct cost_table *t);
+/* Whether a table prices FP8 linear layers (its `quantization` header), and an FP8 KV cache
+ * (its `kv_cache_dtype` header). */
+bool measured_table_fp8_weights(const struct cost_table *t);
+bool measured_table_fp8_kv(const struct cost_table *t);
 
 /* The models measured tables exist for on GPU, as "model (vllm V), model (vllm V; tp 1, 2, 4),
  * ..." in OUT ("" when none). */

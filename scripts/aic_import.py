@@ -34,6 +34,11 @@ layer and one after the embedding, each of T x hidden elements (the CUDA-graph t
 of the logits' slices to the first GPU, priced as an all-reduce of half the logits (an
 all-gather moves half an all-reduce's bytes; the database times no gather).
 
+FP8 (also for the --tp-models): "fp8" tables price vLLM's --quantization fp8 (FP8 GEMMs, each
+input quantized first) with --kv-cache-dtype fp8 (attention timed with an FP8 KV cache);
+"fp8-weights" tables the same GEMMs with the KV cache left in bf16, vLLM's default for an FP8
+checkpoint.
+
 Every attention and GEMM figure is per layer in the database; the tables hold whole-model
 seconds. The database has no kernel for norms, activation, rotary or sampling: they are
 priced as memory-bound kernels, t = t0 + bytes / bandwidth, with t0 and the bandwidth fitted
@@ -76,6 +81,11 @@ MIN_KV_GIB = 1.0
 MIN_PARAMS = 1e9
 # tensor-parallel group sizes the database times all-reduces for
 TP_DEGREES = (2, 4, 8)
+# Each table's precision: its name's suffix -> (FP8 linear layers, the KV cache's element type
+# in the database). "fp8" is vLLM's --quantization fp8 with --kv-cache-dtype fp8; "fp8-weights"
+# its --quantization fp8 alone, which keeps the KV cache in the model's bf16 (vLLM's default for
+# an FP8 checkpoint).
+PRECISIONS = {"bf16": (False, "bfloat16"), "fp8": (True, "fp8"), "fp8-weights": (True, "bfloat16")}
 # vLLM captures CUDA graphs for batches up to this many tokens (its default capture sizes)
 GRAPH_MAX_TOKENS = 512
 # How a mixture of experts' tokens spread over its experts in the timed MoE kernel:
@@ -771,10 +781,10 @@ def table_meta(g, version, m, gemm, attn, ew, args):
 
 def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped,
                 moe_table=None):
-    """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC ("bf16",
-    or "fp8": FP8 linear layers and KV cache); its path, or None with the reason in SKIPPED."""
-    fp8 = prec == "fp8"
-    label = m.name + (f" tp {tp}" if tp > 1 else "") + (" fp8" if fp8 else "")
+    """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC (one of
+    PRECISIONS); its path, or None with the reason in SKIPPED."""
+    fp8, kv_dtype = PRECISIONS[prec]
+    label = m.name + (f" tp {tp}" if tp > 1 else "") + ("" if prec == "bf16" else f" {prec}")
     why = None
     if tp > 1 and not m.splits_by(tp):
         why = "its heads or MLP do not split that way"
@@ -791,7 +801,7 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         return None
     shard = m.shard(tp) if tp > 1 else m
     try:
-        attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim, "fp8" if fp8 else "bfloat16")
+        attn = Attention(ctx_rows, gen_rows, shard.heads, shard.kv_heads, shard.head_dim, kv_dtype)
         moe = None
         if m.experts:
             moe = MoE(moe_table, m.hidden, m.intermediate, m.experts, m.experts_per_token, tp,
@@ -823,9 +833,10 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
             ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "
                              "--quantization fp8), each input quantized by the timed fp8 quantization kernel; "
                              "embedding and LM head bf16"),
-            ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"),
+            ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"
+             if kv_dtype == "fp8" else "auto (vLLM's default: the model's bf16): attention timed with a bf16 KV cache"),
         ]
-        name += ".fp8"
+        name += "." + prec
     gdir = os.path.join(args.out, g)
     os.makedirs(gdir, exist_ok=True)
     path = os.path.join(gdir, f"{name}.{FRAMEWORK}-{version}.csv")
@@ -845,7 +856,7 @@ def main(argv=None):
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
                     help="model presets to also compose at tensor parallelism 2, 4 and 8, and with FP8 weights "
-                         "and KV cache (comma-separated)")
+                         "(with an FP8 KV cache, and with a bf16 one) (comma-separated)")
     args = ap.parse_args(argv)
 
     models, same_shape = read_models(args.models)
@@ -885,8 +896,8 @@ def main(argv=None):
                     continue
                 more = m.name in tp_models
                 for tp in (1,) + (TP_DEGREES if more else ()):
-                    for prec in ("bf16",) + (("fp8",) if more else ()):
-                        t = compose_one(args, g, spec, version, m, tp, prec, gemms[prec], gemms["bf16"], ar, ar_version, ew,
+                    for prec in PRECISIONS if more else ("bf16",):
+                        t = compose_one(args, g, spec, version, m, tp, prec, gemms["fp8" if PRECISIONS[prec][0] else "bf16"], gemms["bf16"], ar, ar_version, ew,
                                         ctx_rows, gen_rows, skipped, moe_table)
                         if t:
                             written.append(t)

@@ -42,10 +42,11 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     model_shape_string(&r->model, want, sizeof want);
     const char *have = ct_meta(t, "shape");
     int tp = measured_table_tp(t);
-    if (have && strcmp(have, want) == 0 && measured_table_fp8(t) != (r->fp8_weights && r->fp8_kv)) {
+    bool fp8_weights = measured_table_fp8_weights(t), fp8_kv = measured_table_fp8_kv(t);
+    if (have && strcmp(have, want) == 0 && (fp8_weights != r->fp8_weights || fp8_kv != r->fp8_kv)) {
         snprintf(err, errlen, "%s: measured %s, but the scenario's model.quantization is %s and kv.cache_dtype %s", path,
-                 measured_table_fp8(t) ? "with FP8 weights and KV cache" : "in bf16", r->fp8_weights ? "fp8" : "none",
-                 r->fp8_kv ? "fp8" : "auto");
+                 fp8_kv ? "with FP8 weights and KV cache" : fp8_weights ? "with FP8 weights and a bf16 KV cache" : "in bf16",
+                 r->fp8_weights ? "fp8" : "none", r->fp8_kv ? "fp8" : "auto");
         return -1;
     }
     if (have && strcmp(have, want) == 0 && tp != r->tensor_parallel) {
@@ -99,12 +100,9 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
         int found = 0;
         if (r->dtype_bytes != 2)
             snprintf(why, sizeof why, "measured tables are of bf16 kernels, model.dtype is fp32");
-        else if (r->fp8_weights != r->fp8_kv)
-            snprintf(why, sizeof why, "measured FP8 tables have FP8 weights and an FP8 KV cache together; "
-                     "model.quantization and kv.cache_dtype differ");
         else
-            found = measured_find(r->hw.name, shape, r->tensor_parallel, r->fp8_weights, r->vllm_version, path,
-                                  sizeof path, why, sizeof why);
+            found = measured_find(r->hw.name, shape, r->tensor_parallel, r->fp8_weights, r->fp8_kv, r->vllm_version,
+                                  path, sizeof path, why, sizeof why);
         if (found) {
             c->kind = "measured";
             char data[4096];

@@ -94,7 +94,8 @@ class ImportSlice(unittest.TestCase):
         # exact-short has exact's shape and a shorter context: one table, named for the longer
         self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
-                         ["exact.fp8.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
+                         ["exact.fp8-weights.vllm-0.24.0.csv", "exact.fp8.vllm-0.24.0.csv",
+                          "exact.tp2.fp8-weights.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
                           "interp.vllm-0.24.0.csv", "moe.tp2.vllm-0.24.0.csv", "moe.vllm-0.24.0.csv"])
         # the slice times all-reduces on 2 GPUs only
         self.assertIn("skipped h200 exact tp 4: no vLLM all-reduce timings on 4 GPUs", self.stdout)
@@ -276,6 +277,29 @@ class ImportSlice(unittest.TestCase):
         # no all-reduce slice beyond 2 GPUs, and no 16/4-head fp8 attention: the fp8 TP 2
         # table cannot be composed, and says why
         self.assertIn("skipped h200 exact tp 2 fp8: no attention timings", self.stdout)
+
+    def test_fp8_weights_table_has_the_fp8_gemms_and_the_bf16_kv_attention(self):
+        # vLLM's --quantization fp8 without --kv-cache-dtype fp8: the fp8 table's GEMMs, the
+        # bf16 table's attention (its launch floor, in linear, too)
+        meta, t = read_table(os.path.join(self.out, "h200", "exact.fp8-weights.vllm-0.24.0.csv"))
+        _, t8 = read_table(os.path.join(self.out, "h200", "exact.fp8.vllm-0.24.0.csv"))
+        self.assertIn("fp8", meta["quantization"])
+        self.assertTrue(meta["kv_cache_dtype"].startswith("auto"), meta["kv_cache_dtype"])
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        floor8 = min(aic_import.despike(attention("generation", kv="fp8")).values())
+        floor16 = min(aic_import.despike(attention("generation")).values())
+        self.assertNotAlmostEqual(floor8, floor16, delta=1e-9)  # else the test could not tell them apart
+        for T in (1, 64, 8192):
+            want = t8["linear"][(T, 0)] - 2 * floor8 + 2 * floor16
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-9)
+        for comp in ("prefill_attn", "decode_attn"):
+            self.assertEqual(t[comp], self.t[comp], comp)
+            self.assertNotEqual(t[comp], t8[comp], comp)
+        for comp in ("lm_head", "sample", "overhead"):
+            self.assertEqual(t[comp], t8[comp], comp)
+        # at TP 2 the bf16 attention of 16/4 heads exists where the fp8 one does not
+        self.assertIn("exact.tp2.fp8-weights", " ".join(os.listdir(os.path.join(self.out, "h200"))))
 
     def test_all_reduce_between_and_past_its_timed_sizes(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))

@@ -85,11 +85,11 @@ Test(measured, the_newest_version_by_number_not_by_text)
     write_table("a.csv", shape, "0.9.2", 1);
     write_table("b.csv", shape, "0.24.0", 2);
     write_table("c.csv", shape, "0.14.0", 3);
-    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 1, false, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "/costs/h200/b.csv"), "0.24.0 is the newest: %s", path);
-    cr_assert_eq(measured_find("h200", shape, 1, false, "0.9.2", path, sizeof path, why, sizeof why), 1);
+    cr_assert_eq(measured_find("h200", shape, 1, false, false, "0.9.2", path, sizeof path, why, sizeof why), 1);
     cr_assert(strstr(path, "/a.csv"));
-    cr_assert_eq(measured_find("h200", shape, 1, false, "0.11.0", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, false, false, "0.11.0", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured table of vLLM 0.11.0"), "%s", why);
     cr_assert(strstr(why, "0.24.0") && strstr(why, "0.14.0"), "names the versions there are: %s", why);
 }
@@ -100,12 +100,12 @@ Test(measured, another_shape_or_gpu_finds_nothing_and_says_why)
     shape_of("llama-3.1-8b", shape, sizeof shape);
     shape_of("qwen3-8b", other, sizeof other);
     write_table("a.csv", shape, "0.24.0", 1);
-    cr_assert_eq(measured_find("h200", other, 1, false, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", other, 1, false, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "covers this model's shape"), "%s", why);
-    cr_assert_eq(measured_find("h100", shape, 1, false, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h100", shape, 1, false, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "no measured tables for h100"), "%s", why);
     setenv("SERVESIM_DATA_DIR", "/nonexistent", 1);
-    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 1, false, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "SERVESIM_DATA_DIR"), "%s", why);
 }
 
@@ -180,11 +180,11 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     shape_of("llama-3.1-70b", shape, sizeof shape);
     write_table("one.csv", shape, "0.24.0", 1e-3);
     write_table_tp("four.csv", shape, "0.24.0", 2e-3, "4");
-    cr_assert_eq(measured_find("h200", shape, 4, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 4, false, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "four.csv"), "%s", path);
-    cr_assert_eq(measured_find("h200", shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(measured_find("h200", shape, 1, false, false, "", path, sizeof path, why, sizeof why), 1, "%s", why);
     cr_assert(strstr(path, "one.csv"), "%s", path);
-    cr_assert_eq(measured_find("h200", shape, 2, false, "", path, sizeof path, why, sizeof why), 0);
+    cr_assert_eq(measured_find("h200", shape, 2, false, false, "", path, sizeof path, why, sizeof why), 0);
     cr_assert(strstr(why, "at tensor_parallel 2"), "%s", why);
     scenario sc;
     scenario_defaults(&sc);
@@ -212,28 +212,37 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     cr_assert(strstr(err, "measured at tensor_parallel 4, but the scenario's deployment.tensor_parallel is 2"), "%s", err);
 }
 
-/* An FP8 table (its `quantization` header) prices only a scenario with FP8 weights and KV;
- * one of the two alone gets the roofline and says why; an explicit FP8 table under a bf16
- * scenario is refused. */
-Test(measured, an_fp8_table_prices_only_fp8_weights_with_an_fp8_kv_cache)
+/* Writes a table of SHAPE named NAME with the `quantization` and (when KV is not NULL)
+ * `kv_cache_dtype` headers an importer's FP8 table has; its path in PATH. */
+static void write_fp8_table(const char *name, const char *shape, double s, const char *kv, char *path, size_t len)
 {
-    char shape[256], err[1024];
-    shape_of("llama-3.1-8b", shape, sizeof shape);
-    write_table("bf16.csv", shape, "0.24.0", 1e-3);
+    char err[1024];
     cost_table t;
     ct_init(&t);
-    write_table("fp8.csv", shape, "0.24.0", 2e-3);
-    char path[700];
-    snprintf(path, sizeof path, "%s/costs/h200/fp8.csv", tmpdir);
+    write_table(name, shape, "0.24.0", s);
+    snprintf(path, len, "%s/costs/h200/%s", tmpdir, name);
     cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
     ct_set_meta(&t, "quantization", "fp8: test");
+    if (kv) ct_set_meta(&t, "kv_cache_dtype", kv);
     cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
     ct_free(&t);
+}
+
+/* An FP8 table prices FP8 weights with the KV cache its `kv_cache_dtype` header names (fp8,
+ * or the model's bf16 when it says auto or nothing); an FP8 KV cache beside bf16 weights gets
+ * the roofline and says why; an explicit table of another precision is refused. */
+Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
+{
+    char shape[256], err[1024], path[700], path_w[700];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table("bf16.csv", shape, "0.24.0", 1e-3);
+    write_fp8_table("fp8.csv", shape, 2e-3, "fp8 (test)", path, sizeof path);
+    write_fp8_table("fp8-weights.csv", shape, 3e-3, "auto (test)", path_w, sizeof path_w);
     const struct { const char *q, *kv, *kind, *what; } cases[] = {
         {"none", "auto", "measured", "bf16.csv"},
-        {"fp8", "fp8", "measured", "fp8.csv"},
-        {"fp8", "auto", "roofline", "model.quantization and kv.cache_dtype differ"},
-        {"none", "fp8", "roofline", "model.quantization and kv.cache_dtype differ"},
+        {"fp8", "fp8", "measured", "/fp8.csv"},
+        {"fp8", "auto", "measured", "fp8-weights.csv"},
+        {"none", "fp8", "roofline", "measured tables price an FP8 KV cache only beside FP8 weights"},
     };
     for (size_t i = 0; i < 4; i++) {
         scenario sc;
@@ -261,6 +270,14 @@ Test(measured, an_fp8_table_prices_only_fp8_weights_with_an_fp8_kv_cache)
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "measured with FP8 weights and KV cache, but the scenario's model.quantization is none"), "%s", err);
+    snprintf(set, sizeof set, "hardware.cost_table=%s", path_w);
+    cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "model.quantization=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.cache_dtype=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "measured with FP8 weights and a bf16 KV cache, but the scenario's model.quantization is fp8 "
+                          "and kv.cache_dtype fp8"), "%s", err);
 }
 
 /* ---- the committed tables ---- */
@@ -334,7 +351,7 @@ Test(committed_tables, every_gpu_preset_has_tables_and_a_fitted_roofline)
         const hw_spec *hw = hw_preset_at(h);
         char shape[256], path[1200], why[1200];
         shape_of("llama-3.1-8b", shape, sizeof shape);
-        cr_assert_eq(measured_find(hw->name, shape, 1, false, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
+        cr_assert_eq(measured_find(hw->name, shape, 1, false, false, "", path, sizeof path, why, sizeof why), 1, "%s: %s", hw->name, why);
         hw_fit f = hw_preset_fit(hw->name);
         cr_assert_gt(f.max_error, 0, "%s has no fitted roofline (servesim roofline-fit --write)", hw->name);
         cr_assert(f.compute_efficiency > 0 && f.compute_efficiency <= 1, "%s", hw->name);
