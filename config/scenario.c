@@ -491,6 +491,36 @@ double scenario_kv_block_bytes(const scenario_resolved *r)
     return block;
 }
 
+/* vLLM sizes its KV pool after a profile run: one forward of a full token budget, then the
+ * sampler on max_num_seqs rows of logits; the pool is the memory the utilization allows less
+ * the weights, that run's PyTorch peak and the non-PyTorch memory it grew (NCCL, cuBLAS). On
+ * an H100 with vLLM 0.11.0 and its default 1,024 sequences, llm-d-planner measured that peak
+ * at 4.76-5.64 GiB for dense text models from 0.6B to 70B parameters, in step with the
+ * vocabulary and not with the model (Llama 128,256: 4.76, 4.84; Qwen3 151,936: 5.56, 5.64,
+ * 5.64): the sampler's working copies of the logits, 38.9 bytes a logit (38.4-39.6), set it.
+ * The forward's own peak shows when max_num_seqs is small: here the live tensors at the MLP,
+ * computed rather than measured (the residual and normed input, the gate/up output, the
+ * activated half and, with FP8, its quantized copy, for every token of the budget). Non-
+ * PyTorch memory was 0.13 GiB on one GPU and 0.55 GiB a GPU on two (llm-d-planner's
+ * docs/empirical-vllm-memory-results.md, 2026-04-01, Apache-2.0); larger groups take the
+ * latter, unmeasured. */
+#define VLLM_SAMPLER_BYTES_PER_LOGIT 38.9
+#define VLLM_NON_TORCH_GIB_ONE_GPU 0.13
+#define VLLM_NON_TORCH_GIB_GROUP 0.55
+
+double scenario_kv_reserve_bytes(const scenario_resolved *r)
+{
+    if (r->kv_reserve_gib >= 0) return r->kv_reserve_gib * (1 << 30);
+    model_shape shard = model_shard(&r->model, r->tensor_parallel);
+    double b = r->dtype_bytes;
+    double inter = (double)shard.intermediate * (shard.num_experts > 0 ? shard.experts_per_token : 1);
+    double per_token = 2 * shard.hidden * b + 3 * inter * b + (r->fp8_weights ? inter : 0);
+    double forward = per_token * r->sched.max_num_batched_tokens;
+    double sampler = VLLM_SAMPLER_BYTES_PER_LOGIT * r->sched.max_num_seqs * r->model.vocab;
+    double non_torch = r->tensor_parallel > 1 ? VLLM_NON_TORCH_GIB_GROUP : VLLM_NON_TORCH_GIB_ONE_GPU;
+    return (forward > sampler ? forward : sampler) + non_torch * (1 << 30);
+}
+
 /* KV blocks that fit beside the weights in the memory the utilization allows, on each GPU of
  * a tensor-parallel group (each holds its share of the weights and of every token's KV, so
  * the group's pool has as many blocks as one GPU's). */
@@ -506,7 +536,8 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
         model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
         weights += (double)model_num_params(&draft) * r->dtype_bytes;
     }
-    double blocks = floor((budget - weights) / scenario_kv_block_bytes(r));
+    double reserve = scenario_kv_reserve_bytes(r);
+    double blocks = floor((budget - weights - reserve) / scenario_kv_block_bytes(r));
     if (blocks < 1) {
         char split[64] = "", who[160];
         if (r->tensor_parallel > 1) snprintf(split, sizeof split, " (1/%d of them per GPU)", r->tensor_parallel);
@@ -515,10 +546,12 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
         else
             snprintf(who, sizeof who, "%s", r->model.name);
         snprintf(err, errlen,
-                 "%s weights%s (%.1f GiB) leave no room for a KV block in %.1f GiB x "
+                 "%s weights%s (%.1f GiB) and kv.reserve_gib's %.2f GiB (%s) leave no room for a KV block in %.1f GiB x "
                  "hardware.gpu_memory_utilization %.2f of %s%s",
-                 who, split, weights / (1 << 30), r->hw.mem_gib, V(hardware, gpu_memory_utilization).d,
-                 r->hw.name, r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)");
+                 who, split, weights / (1 << 30), reserve / (1 << 30),
+                 r->kv_reserve_gib >= 0 ? V(kv, reserve_gib).origin : "estimated", r->hw.mem_gib,
+                 V(hardware, gpu_memory_utilization).d, r->hw.name,
+                 r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)");
         return -1;
     }
     return blocks > 1e9 ? 1000000000 : (int)blocks;
@@ -578,10 +611,14 @@ void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t le
 
 void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t len)
 {
+    char how[160];
+    if (r->kv_blocks_set) snprintf(how, sizeof how, "set by kv.num_blocks");
+    else snprintf(how, sizeof how, "derived from hardware.gpu_memory_utilization less the weights and %.2f GiB %s",
+                  scenario_kv_reserve_bytes(r) / (1 << 30),
+                  r->kv_reserve_gib >= 0 ? "(kv.reserve_gib)" : "of activations and buffers (estimated, kv.reserve_gib)");
     snprintf(out, len, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
              (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
-             r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30),
-             r->kv_blocks_set ? "set by kv.num_blocks" : "derived from hardware.gpu_memory_utilization less the weights");
+             r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), how);
 }
 
 scenario_key scenario_frontend_key(const scenario *sc)
@@ -688,6 +725,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                                     ? (int)V(scheduler, max_num_batched_tokens).i
                                     : (c->chunked_prefill ? 2048 : c->max_model_len);
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
+    out->kv_reserve_gib = V(kv, reserve_gib).d;
     if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
     else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
     if (resolve_disaggregation(sc, out, err, errlen) < 0) return -1;

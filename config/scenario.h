@@ -46,6 +46,7 @@ typedef struct scenario_resolved {
     int dtype_bytes;
     bool fp8_weights, fp8_kv;   /* model.quantization = fp8, kv.cache_dtype = fp8 */
     bool kv_blocks_set;         /* kv.num_blocks gave the KV pool (else it was derived) */
+    double kv_reserve_gib;      /* kv.reserve_gib; < 0 = estimated (scenario_kv_reserve_bytes) */
     sched_config sched;
     wl_config workload;
     slo_config slo;
@@ -77,6 +78,9 @@ typedef struct scenario_resolved {
 /* Bytes of one KV block on each GPU of an instance: its share of every layer's KV for
  * kv.block_size tokens (and a draft model's, which shares each block with the target). */
 double scenario_kv_block_bytes(const scenario_resolved *r);
+/* Bytes each GPU holds apart from the weights and the KV cache when the pool is derived
+ * (kv.reserve_gib, or vLLM's profile estimated: docs/cost-model.md). */
+double scenario_kv_reserve_bytes(const scenario_resolved *r);
 
 void scenario_defaults(scenario *sc);
 /* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */

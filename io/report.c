@@ -27,7 +27,11 @@ void rpt_change(char *buf, size_t len, const char *what, double before, double a
         return;
     }
     double pct = 100 * (after - before) / fabs(before);
-    if (fabs(pct) < 0.05) snprintf(buf, len, "left %s unchanged (%s%s%s)", what, a, sp, unit);
+    if (before > 0 && after / before >= 10) { /* a percentage that large reads worse than the multiple */
+        char times[48];
+        rpt_ratio(times, sizeof times, after, before);
+        snprintf(buf, len, "raised %s %s (%s → %s%s%s)", what, times, b, a, sp, unit);
+    } else if (fabs(pct) < 0.05) snprintf(buf, len, "left %s unchanged (%s%s%s)", what, a, sp, unit);
     else
         snprintf(buf, len, "%s %s by %.1f%% (%s → %s%s%s)", pct < 0 ? "cut" : "raised", what, fabs(pct), b, a,
                  sp, unit);

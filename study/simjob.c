@@ -96,13 +96,16 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
 
 /* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
  * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
- * allows, less the weights). */
+ * allows, less the weights and the reserve, which it then names). */
 static json_t *kv_cache_json(const scenario_resolved *r)
 {
-    return json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
-                     "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
-                     r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), "source",
-                     r->kv_blocks_set ? "kv.num_blocks" : "derived");
+    json_t *o = json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
+                          "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
+                          r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), "source",
+                          r->kv_blocks_set ? "kv.num_blocks" : "derived");
+    if (!r->kv_blocks_set) /* what the derivation left out beside the weights */
+        json_object_set_new(o, "reserve_gib", json_real(scenario_kv_reserve_bytes(r) / (1 << 30)));
+    return o;
 }
 
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,

@@ -104,6 +104,10 @@ class AicSilicon(unittest.TestCase):
         self.assertEqual((h200["scheduler.max_model_len"], h200["workload.output_len"]), ("9416", "uniform:6553:8192"))
         h100 = dict(a.split("=", 1) for a in pts["IM-H100-tp2-1k8k-c64"]["sets"].split(";"))
         self.assertEqual(h100["scheduler.max_model_len"], "10240")
+        # the H100's KV cache as its runs show it, bf16, and the note saying so
+        self.assertEqual((h100["kv.cache_dtype"], h100["model.quantization"]), ("auto", "fp8"))
+        self.assertIn("KV cache bf16, not the script's fp8", pts["IM-H100-tp2-1k8k-c64"]["notes"])
+        self.assertNotIn("KV cache bf16", p["notes"])
         b200 = dict(a.split("=", 1) for a in pts["IM-B200-tp4-1k1k-c8"]["sets"].split(";"))
         self.assertEqual((b200["scheduler.max_num_seqs"], b200["scheduler.max_model_len"],
                           b200["deployment.tensor_parallel"]), ("512", "2048", "4"))

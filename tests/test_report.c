@@ -20,6 +20,10 @@ Test(report, change_picks_its_direction_from_the_sign)
     cr_assert_str_eq(buf, "left TTFT unchanged (100 ms)");
     rpt_change(buf, sizeof buf, "hits", 0, 5, "");
     cr_assert_str_eq(buf, "raised hits from 0 to 5.00");
+    rpt_change(buf, sizeof buf, "free blocks", 1, 55782, ""); /* once "by 5578100.0%" */
+    cr_assert_str_eq(buf, "raised free blocks 55782× (1.00 → 55782)");
+    rpt_change(buf, sizeof buf, "hits", 2, 19.9, "");
+    cr_assert_str_eq(buf, "raised hits by 895.0% (2.00 → 19.9)");
     rpt_ratio(buf, sizeof buf, 300, 100);
     cr_assert_str_eq(buf, "3.0×");
     rpt_ratio(buf, sizeof buf, 25, 100);

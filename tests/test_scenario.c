@@ -126,6 +126,7 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
     scenario_defaults(&sc);
     scenario_resolved r;
     char err[1024];
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=0", err, sizeof err), 0); /* the weights alone: the reserve's own test is below */
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(model_num_params(&r.model), 8030261248LL);
     cr_assert_eq(r.sched.num_blocks, 57038);
@@ -137,6 +138,45 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
     cr_assert_eq(scenario_set(&sc, "model.preset=llama-3-70b", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "leave no room"), "%s", err);
+}
+
+/* What vLLM's profile run holds out of the pool (kv.reserve_gib = -1, the default), by hand
+ * for llama-3-8b on an H200: the sampler's 38.9 bytes a logit over max_num_seqs 256 x 128,256
+ * = 1,277,224,550.4 bytes, more than the forward's 8192 tokens x (2 x 4096 x 2 + 3 x 14,336 x
+ * 2) = 838,860,800, plus 0.13 GiB of non-PyTorch memory (139,586,437.12): 1,416,810,987.52,
+ * which leaves (135,679,588,761.6 - 16,060,522,496 - 1,416,810,987.52) / 2,097,152 = 56,363
+ * blocks. At 8 sequences the sampler's 39,913,267.2 bytes fall under the forward's: 56,572
+ * blocks. FP8 adds the activated half's one-byte copy (8192 x 14,336). On two GPUs each holds
+ * half the MLP (8192 x 59,392 = 486,539,264, under the sampler) and 0.55 GiB beside it. */
+Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 1416810987.52, 1e-3);
+    cr_assert_eq(r.sched.num_blocks, 56363);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_seqs=8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 838860800 + 139586437.12, 1e-3);
+    cr_assert_eq(r.sched.num_blocks, 56572);
+    cr_assert_eq(scenario_set(&sc, "model.quantization=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 8192.0 * (2 * 4096 * 2 + 3 * 14336 * 2 + 14336) + 139586437.12,
+                       1e-3);
+    cr_assert_eq(scenario_set(&sc, "model.quantization=none", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_seqs=256", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 1277224550.4 + 0.55 * 1073741824, 1e-3);
+    /* given, it is taken as it is; too much of it is named in the refusal */
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 2.0 * 1073741824, 1e-3);
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=200", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "and kv.reserve_gib's 200.00 GiB (--set) leave no room for a KV block"), "%s", err);
 }
 
 /* llama-3-70b over 4 H200s (deployment.tensor_parallel = 4): each GPU holds 16 of the 64
@@ -154,6 +194,7 @@ Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
     char err[1024];
     cr_assert_eq(scenario_set(&sc, "model.preset=llama-3-70b", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=4", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=0", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     model_shape shard = model_shard(&r.model, 4);
     cr_assert_eq(model_num_params(&shard), 17639415808LL);
@@ -188,6 +229,7 @@ Test(scenario, fp8_weights_and_kv_cache_by_hand)
     char err[1024];
     cr_assert_eq(scenario_set(&sc, "model.quantization=fp8", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "kv.cache_dtype=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=0", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(model_linear_params(&r.model), 6979321856LL);
     cr_assert_eq(r.sched.num_blocks, 120733);
@@ -252,6 +294,7 @@ Test(scenario, a_mixture_of_experts_counts_every_expert_in_memory_and_k_per_toke
     scenario_resolved r;
     char err[1024];
     cr_assert_eq(scenario_set(&sc, "model.preset=qwen3-30b-a3b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=0", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(model_linear_params(&r.model), 29909581824LL);
     cr_assert_eq(model_num_params(&r.model), 30532110336LL);
@@ -456,8 +499,9 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
 }
 
 /* The KV pool a run had, as vLLM logs its "GPU KV cache size", on screen and in summary.json.
- * By hand, llama-3-8b on an H200: (143771 / 1024 GiB x 0.9 - 8,030,261,248 params x 2 bytes) /
- * (32 layers x 8 KV heads x 128 x K and V x 2 bytes x 16 tokens a block) = 57,038 blocks. */
+ * By hand, llama-3-8b on an H200: (143771 / 1024 GiB x 0.9 - 8,030,261,248 params x 2 bytes -
+ * the reserve's 1,416,810,987.52 bytes, above) / (32 layers x 8 KV heads x 128 x K and V x 2
+ * bytes x 16 tokens a block) = 56,363 blocks. */
 Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_stdout)
 {
     const char *out = "/tmp/servesim-test-kv-run", *set = "/tmp/servesim-test-kv-set";
@@ -472,17 +516,19 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     static char text[65536];
     FILE *o = cr_get_redirected_stdout();
     text[fread(text, 1, sizeof text - 1, o)] = 0;
-    const char *line = "\nKV cache: 912608 tokens (57038 blocks of 16), 111.4 GiB a GPU, derived from "
-                       "hardware.gpu_memory_utilization less the weights\n";
+    const char *line = "\nKV cache: 901808 tokens (56363 blocks of 16), 110.1 GiB a GPU, derived from "
+                       "hardware.gpu_memory_utilization less the weights and 1.32 GiB of activations and buffers "
+                       "(estimated, kv.reserve_gib)\n";
     const char *first = strstr(text, line);
     cr_assert(first && strstr(first + 1, line), "%s", text);
     json_error_t je;
     json_t *s = json_load_file("/tmp/servesim-test-kv-run/summary.json", 0, &je);
     cr_assert_not_null(s, "%s", je.text);
     json_t *kv = json_object_get(s, "kv_cache");
-    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 57038);
-    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 57038 * 16);
-    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 57038 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
+    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 56363);
+    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 56363 * 16);
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 56363 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "reserve_gib")), 1416810987.52 / 1073741824, 1e-5);
     cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "derived");
     json_decref(s);
     s = json_load_file("/tmp/servesim-test-kv-set/summary.json", 0, &je);
@@ -491,6 +537,7 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 16000);
     cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 1000 * 2.0 / 1024, 1e-5);
     cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "kv.num_blocks");
+    cr_assert_null(json_object_get(kv, "reserve_gib")); /* nothing was derived */
     json_decref(s);
     system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set /tmp/servesim-test-kv-rep");
 }
