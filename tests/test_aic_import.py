@@ -37,6 +37,8 @@ def rows(path):
 
 
 def gemm(m, n, k, dtype="bfloat16"):
+    """The slice's timing of (m, n, k); these are no spikes (test_gemm_timings_are_despiked_along_m
+    checks the importer's rule, and asserts so)."""
     for r in rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf.csv")):
         if int(r["m"]) == m and int(r["n"]) == n and int(r["k"]) == k and r["gemm_dtype"] == dtype:
             return float(r["latency"]) * 1e-3
@@ -300,6 +302,28 @@ class ImportSlice(unittest.TestCase):
             self.assertEqual(t[comp], t8[comp], comp)
         # at TP 2 the bf16 attention of 16/4 heads exists where the fp8 one does not
         self.assertIn("exact.tp2.fp8-weights", " ".join(os.listdir(os.path.join(self.out, "h200"))))
+
+    def test_gemm_timings_are_despiked_along_m(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        # the B200's FP8 8192 x 7168: m = 1 and 4 stand about 2x over every timing of more rows
+        rows_ = [{"gemm_dtype": "fp8", "n": 8192, "k": 7168, "m": m, "latency": lat, "kernel_source": "x"}
+                 for m, lat in ((1, 0.0326), (2, 0.0172), (3, 0.0177), (4, 0.0339), (5, 0.0171), (8, 0.0175))]
+        # a curve whose excesses stay under 1.5x keeps them (m = 2 over m = 3 by 10%)
+        rows_ += [{"gemm_dtype": "fp8", "n": 4096, "k": 4096, "m": m, "latency": lat, "kernel_source": "x"}
+                  for m, lat in ((1, 0.010), (2, 0.011), (3, 0.010), (4, 0.013), (5, 0.014), (8, 0.015))]
+        g = aic_import.Gemm(rows_, 1e15, 4e12, "fp8")
+        want = {1: 0.0171, 2: 0.0172, 3: 0.0177, 4: 0.0171, 5: 0.0171, 8: 0.0175}
+        for m, v in want.items():
+            self.assertAlmostEqual(g.latency(m, 8192, 7168), v * 1e-3, delta=1e-12)
+        for m, v in ((1, 0.010), (2, 0.011), (3, 0.010), (8, 0.015)):
+            self.assertAlmostEqual(g.latency(m, 4096, 4096), v * 1e-3, delta=1e-12)
+        self.assertEqual((g.lowered, g.cells), (2, 12))
+        self.assertIn("more than 1.5x the least timing of more rows", self.meta["gemm_timings"])
+        # the slice's own timings hold no spike (the hand-computed tables above read them raw)
+        slice_gemm = aic_import.Gemm(aic_import.read_rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf")),
+                                     1e15, 4e12)
+        self.assertEqual(slice_gemm.lowered, 0)
 
     def test_all_reduce_between_and_past_its_timed_sizes(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
