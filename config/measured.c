@@ -85,6 +85,11 @@ bool measured_table_fp8_kv(const cost_table *t)
     return kv && strncmp(kv, "fp8", 3) == 0;
 }
 
+const char *measured_precision_words(bool fp8_weights, bool fp8_kv)
+{
+    return fp8_weights ? (fp8_kv ? "with FP8 weights and KV cache" : "with FP8 weights and a bf16 KV cache") : "in bf16";
+}
+
 /* The precision a table prices: 0 bf16, 1 FP8 weights and KV cache, 2 FP8 weights alone. */
 static int table_precision(const cost_table *t)
 {
@@ -144,9 +149,8 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, 
         snprintf(why, whylen, "no measured table of vLLM %s for this model on %s (there is: %s)", version, gpu,
                  other_versions);
     else if (tp_seen)
-        snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d%s in %scosts/%s/", gpu, tp,
-                 fp8_kv ? " with FP8 weights and KV cache" : fp8_weights ? " with FP8 weights and a bf16 KV cache" : "",
-                 data, gpu);
+        snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d%s%s in %scosts/%s/", gpu, tp,
+                 fp8_weights ? " " : "", fp8_weights ? measured_precision_words(fp8_weights, fp8_kv) : "", data, gpu);
     else
         snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
     return 0;

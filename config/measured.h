@@ -28,9 +28,12 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, 
  * the header is not a positive number. */
 int measured_table_tp(const struct cost_table *t);
 /* Whether a table prices FP8 linear layers (its `quantization` header), and an FP8 KV cache
- * (its `kv_cache_dtype` header). */
+ * (its `kv_cache_dtype` header saying fp8; none, or another, is the model's bf16). */
 bool measured_table_fp8_weights(const struct cost_table *t);
 bool measured_table_fp8_kv(const struct cost_table *t);
+/* A precision in words: "with FP8 weights and KV cache", "with FP8 weights and a bf16 KV
+ * cache" or "in bf16". */
+const char *measured_precision_words(bool fp8_weights, bool fp8_kv);
 
 /* The models measured tables exist for on GPU, as "model (vllm V), model (vllm V; tp 1, 2, 4),
  * ..." in OUT ("" when none). */

@@ -515,6 +515,8 @@ double scenario_kv_reserve_bytes(const scenario_resolved *r)
     double b = r->dtype_bytes;
     double inter = (double)shard.intermediate * (shard.num_experts > 0 ? shard.experts_per_token : 1);
     double per_token = 2 * shard.hidden * b + 3 * inter * b + (r->fp8_weights ? inter : 0);
+    /* a fused MoE also holds each of a token's experts' outputs, whole rows that TP does not split */
+    if (shard.num_experts > 0) per_token += (double)shard.experts_per_token * shard.hidden * b;
     double forward = per_token * r->sched.max_num_batched_tokens;
     double sampler = VLLM_SAMPLER_BYTES_PER_LOGIT * r->sched.max_num_seqs * r->model.vocab;
     double non_torch = r->tensor_parallel > 1 ? VLLM_NON_TORCH_GIB_GROUP : VLLM_NON_TORCH_GIB_ONE_GPU;
@@ -536,8 +538,8 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
         model_shape draft = model_shard(&r->draft_model, r->tensor_parallel);
         weights += (double)model_num_params(&draft) * r->dtype_bytes;
     }
-    double reserve = scenario_kv_reserve_bytes(r);
-    double blocks = floor((budget - weights - reserve) / scenario_kv_block_bytes(r));
+    double reserve = scenario_kv_reserve_bytes(r), block = scenario_kv_block_bytes(r);
+    double blocks = floor((budget - weights - reserve) / block);
     if (blocks < 1) {
         char split[64] = "", who[160];
         if (r->tensor_parallel > 1) snprintf(split, sizeof split, " (1/%d of them per GPU)", r->tensor_parallel);
@@ -545,13 +547,18 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
             snprintf(who, sizeof who, "%s and speculative.draft_model %s", r->model.name, r->draft_model.name);
         else
             snprintf(who, sizeof who, "%s", r->model.name);
+        /* what would make room: fewer sequences when the weights alone leave some (the reserve
+         * took it), more GPUs when they do not */
+        const char *hint = budget - weights >= block
+                               ? " (the weights alone leave room: lower scheduler.max_num_seqs, whose logits the reserve "
+                                 "holds, or set kv.reserve_gib)"
+                           : r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)";
         snprintf(err, errlen,
                  "%s weights%s (%.1f GiB) and kv.reserve_gib's %.2f GiB (%s) leave no room for a KV block in %.1f GiB x "
                  "hardware.gpu_memory_utilization %.2f of %s%s",
                  who, split, weights / (1 << 30), reserve / (1 << 30),
                  r->kv_reserve_gib >= 0 ? V(kv, reserve_gib).origin : "estimated", r->hw.mem_gib,
-                 V(hardware, gpu_memory_utilization).d, r->hw.name,
-                 r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)");
+                 V(hardware, gpu_memory_utilization).d, r->hw.name, hint);
         return -1;
     }
     return blocks > 1e9 ? 1000000000 : (int)blocks;
@@ -613,9 +620,11 @@ void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t le
 {
     char how[160];
     if (r->kv_blocks_set) snprintf(how, sizeof how, "set by kv.num_blocks");
+    else if (r->kv_reserve_gib == 0)
+        snprintf(how, sizeof how, "derived from hardware.gpu_memory_utilization less the weights alone (kv.reserve_gib = 0)");
     else snprintf(how, sizeof how, "derived from hardware.gpu_memory_utilization less the weights and %.2f GiB %s",
                   scenario_kv_reserve_bytes(r) / (1 << 30),
-                  r->kv_reserve_gib >= 0 ? "(kv.reserve_gib)" : "of activations and buffers (estimated, kv.reserve_gib)");
+                  r->kv_reserve_gib > 0 ? "(kv.reserve_gib)" : "of activations and buffers (estimated, kv.reserve_gib)");
     snprintf(out, len, "%lld tokens (%d blocks of %d), %.1f GiB a GPU, %s",
              (long long)r->sched.num_blocks * r->sched.block_size, r->sched.num_blocks, r->sched.block_size,
              r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), how);
@@ -726,6 +735,16 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                                     : (c->chunked_prefill ? 2048 : c->max_model_len);
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
     out->kv_reserve_gib = V(kv, reserve_gib).d;
+    if (out->kv_reserve_gib < 0 && out->kv_reserve_gib != -1) {
+        snprintf(err, errlen, "kv.reserve_gib = %g (%s): GiB of memory (0 or more), or -1 for vLLM's estimated reserve",
+                 out->kv_reserve_gib, V(kv, reserve_gib).origin);
+        return -1;
+    }
+    if (out->kv_blocks_set && strcmp(V(kv, reserve_gib).origin, "default") != 0) {
+        snprintf(err, errlen, "kv.reserve_gib (%s) shapes the pool that memory leaves, but kv.num_blocks (%s) sets the "
+                 "pool itself; give one of them", V(kv, reserve_gib).origin, V(kv, num_blocks).origin);
+        return -1;
+    }
     if (V(kv, num_blocks).i) c->num_blocks = (int)V(kv, num_blocks).i;
     else if ((c->num_blocks = derive_num_blocks(sc, out, err, errlen)) < 0) return -1;
     if (resolve_disaggregation(sc, out, err, errlen) < 0) return -1;

@@ -32,7 +32,7 @@
     X(kv, block_size, INT, "16", "1", "1024", "token slots per KV block") \
     X(kv, cache_dtype, CHOICE, "auto", "auto|fp8", "", "auto: model.dtype; fp8: one byte a KV element, as vLLM's --kv-cache-dtype fp8") \
     X(kv, num_blocks, INT, "0", "0", "1000000000", "KV blocks (0 = what memory holds after the weights and kv.reserve_gib)") \
-    X(kv, reserve_gib, NUM, "-1", "-1", "100000", "memory each GPU holds apart from the weights and the KV cache, GiB: the activation peak and non-PyTorch memory vLLM's profile run measures and leaves out of the pool (-1 = estimated from the model, scheduler.max_num_seqs and the token budget, docs/cost-model.md; 0 = none)") \
+    X(kv, reserve_gib, NUM, "-1", "-1", "100000", "memory each GPU holds apart from the weights and the KV cache, GiB: the activation peak and non-PyTorch memory vLLM's profile run measures and leaves out of the pool (-1 = estimated from the model, scheduler.max_num_seqs and the token budget, docs/cost-model.md; 0 = none; a GPU the weights nearly fill may have no room left for KV once it is taken)") \
     X(scheduler, policy, CHOICE, "paged", SCHED_POLICY_CHOICES, "", "serving policy (docs/method.md section 5)") \
     X(scheduler, prefix_caching, BOOL, "off", "", "", "share full prompt blocks by hash (paged only)") \
     X(scheduler, chunked_prefill, BOOL, "off", "", "", "decodes first, prefill chunks fill the budget (paged only)") \

@@ -173,7 +173,7 @@ class Gemm:
     Each (n, k)'s timings are first despiked along m: a timing more than SPIKE times the
     least timing of more rows takes that least timing. A GEMM of fewer rows does no more
     work and reads no more, and vLLM runs every m of a bucket (1-16, 17-64, ...) with one
-    kernel configuration, yet some timings stand 1.5-3x above their neighbours (8.7% of the
+    kernel configuration, yet some timings stand 1.5-3x above their neighbours (8.6% of the
     B200's FP8 ones, against 0.1-0.4% on the H100 and H200: the m = 4 of 8192 x 7168 at
     0.0339 ms between 0.0172 and 0.0171); one such cell would set the price of every step
     of that many tokens. Smaller excesses are left: half of all timings exceed some timing

@@ -45,7 +45,7 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     bool fp8_weights = measured_table_fp8_weights(t), fp8_kv = measured_table_fp8_kv(t);
     if (have && strcmp(have, want) == 0 && (fp8_weights != r->fp8_weights || fp8_kv != r->fp8_kv)) {
         snprintf(err, errlen, "%s: measured %s, but the scenario's model.quantization is %s and kv.cache_dtype %s", path,
-                 fp8_kv ? "with FP8 weights and KV cache" : fp8_weights ? "with FP8 weights and a bf16 KV cache" : "in bf16",
+                 measured_precision_words(fp8_weights, fp8_kv),
                  r->fp8_weights ? "fp8" : "none", r->fp8_kv ? "fp8" : "auto");
         return -1;
     }

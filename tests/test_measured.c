@@ -238,6 +238,15 @@ Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
     write_table("bf16.csv", shape, "0.24.0", 1e-3);
     write_fp8_table("fp8.csv", shape, 2e-3, "fp8 (test)", path, sizeof path);
     write_fp8_table("fp8-weights.csv", shape, 3e-3, "auto (test)", path_w, sizeof path_w);
+    /* an FP8 table that names no KV cache type prices the model's bf16 one */
+    char path_none[700];
+    write_fp8_table("fp8-no-kv-header.csv", shape, 4e-3, NULL, path_none, sizeof path_none);
+    cost_table t;
+    ct_init(&t);
+    cr_assert_eq(ct_read(&t, path_none, err, sizeof err), 0, "%s", err);
+    cr_assert(measured_table_fp8_weights(&t) && !measured_table_fp8_kv(&t));
+    ct_free(&t);
+    unlink(path_none);
     const struct { const char *q, *kv, *kind, *what; } cases[] = {
         {"none", "auto", "measured", "bf16.csv"},
         {"fp8", "fp8", "measured", "/fp8.csv"},

@@ -118,7 +118,7 @@ Test(scenario, values_and_booleans_parse_in_every_spelling)
 }
 
 /* llama-3-8b: 8,030,261,248 parameters, 16,060,522,496 bf16 bytes; an H200 reports
- * 143,771 MiB, 90% of which is 135,679,588,761.6 bytes; a block of 16 tokens holds
+ * 143,771 MiB, 90% of which is 135,679,338,086.4 bytes; a block of 16 tokens holds
  * 16 x 2 x 32 layers x 8 heads x 128 x 2 bytes = 2,097,152 bytes: 57,038 blocks. */
 Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
 {
@@ -144,7 +144,7 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
  * for llama-3-8b on an H200: the sampler's 38.9 bytes a logit over max_num_seqs 256 x 128,256
  * = 1,277,224,550.4 bytes, more than the forward's 8192 tokens x (2 x 4096 x 2 + 3 x 14,336 x
  * 2) = 838,860,800, plus 0.13 GiB of non-PyTorch memory (139,586,437.12): 1,416,810,987.52,
- * which leaves (135,679,588,761.6 - 16,060,522,496 - 1,416,810,987.52) / 2,097,152 = 56,363
+ * which leaves (135,679,338,086.4 - 16,060,522,496 - 1,416,810,987.52) / 2,097,152 = 56,363
  * blocks. At 8 sequences the sampler's 39,913,267.2 bytes fall under the forward's: 56,572
  * blocks. FP8 adds the activated half's one-byte copy (8192 x 14,336). On two GPUs each holds
  * half the MLP (8192 x 59,392 = 486,539,264, under the sampler) and 0.55 GiB beside it. */
@@ -170,6 +170,11 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 1277224550.4 + 0.55 * 1073741824, 1e-3);
+    char line[256];
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    scenario_kv_cache_describe(&r, line, sizeof line);
+    cr_assert(strstr(line, "less the weights alone (kv.reserve_gib = 0)"), "%s", line);
     /* given, it is taken as it is; too much of it is named in the refusal */
     cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=2", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
@@ -177,6 +182,37 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
     cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=200", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "and kv.reserve_gib's 200.00 GiB (--set) leave no room for a KV block"), "%s", err);
+    /* the weights alone would leave room: the refusal points at the reserve, not at more GPUs */
+    cr_assert(strstr(err, "the weights alone leave room: lower scheduler.max_num_seqs"), "%s", err);
+    /* -1 is the estimate; other negatives are mistakes */
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=-0.5", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "kv.reserve_gib = -0.5 (--set): GiB of memory (0 or more), or -1"), "%s", err);
+    /* and a pool given whole leaves nothing for a reserve to shape */
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.num_blocks=1000", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "kv.reserve_gib (--set) shapes the pool that memory leaves, but kv.num_blocks (--set)"), "%s",
+              err);
+}
+
+/* A mixture of experts' forward holds, a token, each of its experts' gate/up output and
+ * activated half (1/TP of their columns) and each expert's whole output row: qwen3-30b-a3b on
+ * 4 GPUs, 8 of 128 experts of 768 / 4 = 192 columns: 2 x 2048 x 2 + 3 x (8 x 192) x 2 + 8 x
+ * 2048 x 2 = 50,176 bytes a token, x 8192 = 411,041,792, over the sampler's 38.9 x 8 x 151,936
+ * = 47,282,483.2 at 8 sequences; with 0.55 GiB (590,558,003.2) beside it. */
+Test(scenario, the_reserve_of_a_mixture_of_experts_holds_its_experts_outputs)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    const char *sets[] = {"model.preset=qwen3-30b-a3b", "deployment.tensor_parallel=4", "scheduler.max_num_seqs=8",
+                          "scheduler.chunked_prefill=on", "scheduler.max_num_batched_tokens=8192"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 411041792 + 590558003.2, 1e-3);
 }
 
 /* llama-3-70b over 4 H200s (deployment.tensor_parallel = 4): each GPU holds 16 of the 64
@@ -184,7 +220,7 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
  * vocabulary rows: 80 x (8192 x (2048 + 2 x 256) + 2048 x 8192 + 3 x 8192 x 7168)
  * = 17,112,760,320 linear + 2 x 32,064 x 8192 embedding and head + 8192 x 161 norms
  * = 17,639,415,808 parameters, 35,278,831,616 bytes; a 16-token block holds 16 x 2 x 80 x
- * 2 heads x 128 x 2 = 1,310,720 bytes of each GPU's share: (135,679,588,761.6 - 35,278,831,616)
+ * 2 heads x 128 x 2 = 1,310,720 bytes of each GPU's share: (135,679,338,086.4 - 35,278,831,616)
  * / 1,310,720 = 76,599 blocks. At 3 GPUs the heads do not split; 16 GPUs leave 1 KV head each. */
 Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
 {
@@ -219,7 +255,7 @@ Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
 /* FP8 (model.quantization = fp8, kv.cache_dtype = fp8): llama-3-8b's 6,979,321,856 linear
  * parameters at one byte and the other 1,050,939,392 (embedding, LM head, norms) at two:
  * 9,081,200,640 bytes; a 16-token block of one-byte KV is 1,048,576 bytes:
- * (135,679,588,761.6 - 9,081,200,640) / 1,048,576 = 120,733 blocks (57,038 in bf16). The
+ * (135,679,338,086.4 - 9,081,200,640) / 1,048,576 = 120,733 blocks (57,038 in bf16). The
  * engine refuses FP8. */
 Test(scenario, fp8_weights_and_kv_cache_by_hand)
 {
@@ -282,7 +318,7 @@ Test(scenario, tied_embeddings_are_counted_once)
  * norms = 30,532,110,336 (Qwen publishes 30.5B), of which a token uses 8 experts:
  * 48 x (18,874,368 + 262,144 + 8 x 4,718,592) = 2,730,491,904 linear (3.3B with the
  * embedding). On an H200 the 61,064,220,672 bytes of weights leave
- * (135,679,588,761.6 - 61,064,220,672) / (16 x 2 x 48 x 4 x 128 x 2 = 1,572,864) = 47,439
+ * (135,679,338,086.4 - 61,064,220,672) / (16 x 2 x 48 x 4 x 128 x 2 = 1,572,864) = 47,439
  * blocks. FP8 quantizes all but the router (12,582,912 parameters, bf16 in vLLM):
  * 61,064,220,672 - (29,909,581,824 - 12,582,912) = 31,167,221,760 bytes, and one-byte KV:
  * 132,894 blocks. The real engine, dense, refuses it; an expert count without a top-k is
