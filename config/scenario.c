@@ -508,17 +508,24 @@ double scenario_kv_block_bytes(const scenario_resolved *r)
 #define VLLM_NON_TORCH_GIB_ONE_GPU 0.13
 #define VLLM_NON_TORCH_GIB_GROUP 0.55
 
-double scenario_kv_reserve_bytes(const scenario_resolved *r)
+/* The estimate's two activation terms, in bytes: the forward's and the sampler's. */
+static void reserve_terms(const scenario_resolved *r, double *forward_out, double *sampler_out)
 {
-    if (r->kv_reserve_gib >= 0) return r->kv_reserve_gib * (1 << 30);
     model_shape shard = model_shard(&r->model, r->tensor_parallel);
     double b = r->dtype_bytes;
     double inter = (double)shard.intermediate * (shard.num_experts > 0 ? shard.experts_per_token : 1);
     double per_token = 2 * shard.hidden * b + 3 * inter * b + (r->fp8_weights ? inter : 0);
     /* a fused MoE also holds each of a token's experts' outputs, whole rows that TP does not split */
     if (shard.num_experts > 0) per_token += (double)shard.experts_per_token * shard.hidden * b;
-    double forward = per_token * r->sched.max_num_batched_tokens;
-    double sampler = VLLM_SAMPLER_BYTES_PER_LOGIT * r->sched.max_num_seqs * r->model.vocab;
+    *forward_out = per_token * r->sched.max_num_batched_tokens;
+    *sampler_out = VLLM_SAMPLER_BYTES_PER_LOGIT * r->sched.max_num_seqs * r->model.vocab;
+}
+
+double scenario_kv_reserve_bytes(const scenario_resolved *r)
+{
+    if (r->kv_reserve_gib >= 0) return r->kv_reserve_gib * (1 << 30);
+    double forward, sampler;
+    reserve_terms(r, &forward, &sampler);
     double non_torch = r->tensor_parallel > 1 ? VLLM_NON_TORCH_GIB_GROUP : VLLM_NON_TORCH_GIB_ONE_GPU;
     return (forward > sampler ? forward : sampler) + non_torch * (1 << 30);
 }
@@ -547,12 +554,20 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
             snprintf(who, sizeof who, "%s and speculative.draft_model %s", r->model.name, r->draft_model.name);
         else
             snprintf(who, sizeof who, "%s", r->model.name);
-        /* what would make room: fewer sequences when the weights alone leave some (the reserve
-         * took it), more GPUs when they do not */
-        const char *hint = budget - weights >= block
-                               ? " (the weights alone leave room: lower scheduler.max_num_seqs, whose logits the reserve "
-                                 "holds, or set kv.reserve_gib)"
-                           : r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)";
+        /* what would make room: when the weights alone leave some, a smaller reserve (its larger
+         * term: the budget's forward or the sampler's logits); else more GPUs */
+        double forward, sampler;
+        reserve_terms(r, &forward, &sampler);
+        const char *hint = r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)";
+        if (budget - weights >= block && r->kv_reserve_gib >= 0)
+            hint = " (the weights alone leave room: lower kv.reserve_gib)";
+        else if (budget - weights >= block && forward > sampler)
+            hint = " (the weights alone leave room: the reserve is one forward of scheduler.max_num_batched_tokens "
+                   "tokens, max_model_len without chunked prefill; lower it, turn scheduler.chunked_prefill on, or set "
+                   "kv.reserve_gib)";
+        else if (budget - weights >= block)
+            hint = " (the weights alone leave room: lower scheduler.max_num_seqs, whose logits the reserve holds, or set "
+                   "kv.reserve_gib)";
         snprintf(err, errlen,
                  "%s weights%s (%.1f GiB) and kv.reserve_gib's %.2f GiB (%s) leave no room for a KV block in %.1f GiB x "
                  "hardware.gpu_memory_utilization %.2f of %s%s",
@@ -740,7 +755,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                  out->kv_reserve_gib, V(kv, reserve_gib).origin);
         return -1;
     }
-    if (out->kv_blocks_set && strcmp(V(kv, reserve_gib).origin, "default") != 0) {
+    if (out->kv_blocks_set && out->kv_reserve_gib >= 0) {
         snprintf(err, errlen, "kv.reserve_gib (%s) shapes the pool that memory leaves, but kv.num_blocks (%s) sets the "
                  "pool itself; give one of them", V(kv, reserve_gib).origin, V(kv, num_blocks).origin);
         return -1;

@@ -282,6 +282,8 @@ def check(rows):
             bad.append(f"{r['id']} {r['metric']}: no bound recorded")
     for b in bad:
         print(f"published: {b}", file=sys.stderr)
+    if not bad:
+        print(f"published: every error within its bound ({sum(r['bound'] is not None for r in rows)} metrics)")
     return 1 if bad else 0
 
 

@@ -103,9 +103,24 @@ static json_t *kv_cache_json(const scenario_resolved *r)
                           "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
                           r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), "source",
                           r->kv_blocks_set ? "kv.num_blocks" : "derived");
-    if (!r->kv_blocks_set) /* what the derivation left out beside the weights */
+    if (!r->kv_blocks_set) { /* what the derivation left out beside the weights, and whence */
         json_object_set_new(o, "reserve_gib", json_real(scenario_kv_reserve_bytes(r) / (1 << 30)));
+        json_object_set_new(o, "reserve_source", json_string(r->kv_reserve_gib >= 0 ? "kv.reserve_gib" : "estimated"));
+    }
     return o;
+}
+
+/* vLLM refuses to start when its pool cannot hold one sequence of max_model_len; servesim
+ * runs (rejecting what cannot fit) and says so, once a process. */
+static void warn_short_pool(const scenario_resolved *r)
+{
+    static int warned;
+    long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
+    if (warned || tokens >= r->sched.max_model_len) return;
+    warned = 1;
+    fprintf(stderr, "servesim: warning: the KV pool holds %lld tokens, less than one sequence of scheduler.max_model_len "
+            "(%d); vLLM refuses to start so. Longer requests are rejected here (warned once)\n", tokens,
+            r->sched.max_model_len);
 }
 
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
@@ -293,6 +308,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
     scenario_kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
+    warn_short_pool(&r);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

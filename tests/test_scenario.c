@@ -182,8 +182,8 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
     cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=200", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "and kv.reserve_gib's 200.00 GiB (--set) leave no room for a KV block"), "%s", err);
-    /* the weights alone would leave room: the refusal points at the reserve, not at more GPUs */
-    cr_assert(strstr(err, "the weights alone leave room: lower scheduler.max_num_seqs"), "%s", err);
+    /* the weights alone would leave room: the refusal points at the given reserve, not at more GPUs */
+    cr_assert(strstr(err, "(the weights alone leave room: lower kv.reserve_gib)"), "%s", err);
     /* -1 is the estimate; other negatives are mistakes */
     cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=-0.5", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
@@ -194,6 +194,34 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "kv.reserve_gib (--set) shapes the pool that memory leaves, but kv.num_blocks (--set)"), "%s",
               err);
+    cr_assert_eq(scenario_set(&sc, "kv.reserve_gib=-1", err, sizeof err), 0); /* the default, said aloud, is fine */
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+}
+
+/* Without chunked prefill the budget is max_model_len, and vLLM's profile forward over it is
+ * what the reserve holds: llama-3.1-70b in FP8 on one H100 has room for its weights (67.7 GiB
+ * of 71.6) but not for a 131,072-token forward; the refusal says so, and what to change. */
+Test(scenario, a_reserve_too_large_for_the_gpu_names_its_larger_term)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    char err[1024];
+    const char *sets[] = {"model.preset=llama-3.1-70b", "model.quantization=fp8", "hardware.preset=h100"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "the reserve is one forward of scheduler.max_num_batched_tokens tokens"), "%s", err);
+    cr_assert_not(strstr(err, "max_num_seqs"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err); /* a 2,048-token budget leaves room */
+    /* where the sampler's logits set it (qwen3-32b at 2,048 sequences: 38.9 x 2048 x 151,936
+     * bytes, 11.3 GiB), the refusal names max_num_seqs */
+    cr_assert_eq(scenario_set(&sc, "model.quantization=none", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "model.preset=qwen3-32b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_seqs=2048", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "lower scheduler.max_num_seqs, whose logits the reserve holds"), "%s", err);
 }
 
 /* A mixture of experts' forward holds, a token, each of its experts' gate/up output and
@@ -565,6 +593,7 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 56363 * 16);
     cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 56363 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
     cr_assert_float_eq(json_number_value(json_object_get(kv, "reserve_gib")), 1416810987.52 / 1073741824, 1e-5);
+    cr_assert_str_eq(json_string_value(json_object_get(kv, "reserve_source")), "estimated");
     cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "derived");
     json_decref(s);
     s = json_load_file("/tmp/servesim-test-kv-set/summary.json", 0, &je);
@@ -576,6 +605,23 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     cr_assert_null(json_object_get(kv, "reserve_gib")); /* nothing was derived */
     json_decref(s);
     system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set /tmp/servesim-test-kv-rep");
+}
+
+/* A pool that cannot hold one sequence of max_model_len, which vLLM refuses to start with:
+ * qwen3-32b on an H100 holds 15,920 tokens of its 40,960; the run goes on, and says so. */
+Test(run_command, a_pool_shorter_than_one_sequence_is_warned_of, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/servesim-test-shortpool");
+    const char *a[] = {"run", "--set", "model.preset=qwen3-32b", "--set", "hardware.preset=h100", "--set",
+                       "workload.num_requests=5", "--out", "/tmp/servesim-test-shortpool", "--quiet"};
+    cr_assert_eq(run_cli(a, 10), 0);
+    fflush(stderr);
+    static char text[8192];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "warning: the KV pool holds 15920 tokens, less than one sequence of scheduler.max_model_len "
+                           "(40960)"), "%s", text);
+    system("rm -rf /tmp/servesim-test-shortpool");
 }
 
 /* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it
