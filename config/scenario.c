@@ -498,9 +498,10 @@ double scenario_kv_block_bytes(const scenario_resolved *r)
  * at 4.76-5.64 GiB for dense text models from 0.6B to 70B parameters, in step with the
  * vocabulary and not with the model (Llama 128,256: 4.76, 4.84; Qwen3 151,936: 5.56, 5.64,
  * 5.64): the sampler's working copies of the logits, 38.9 bytes a logit (38.4-39.6), set it.
- * The forward's own peak shows when max_num_seqs is small: here the live tensors at the MLP,
- * computed rather than measured (the residual and normed input, the gate/up output, the
- * activated half and, with FP8, its quantized copy, for every token of the budget). Non-
+ * The forward's own peak shows when max_num_seqs is small or the budget large (max_model_len
+ * without chunked prefill): here the live tensors at the MLP, computed rather than measured
+ * (the residual and normed input, the gate/up output, the activated half and, with FP8, its
+ * quantized copy, for every token of the budget). Non-
  * PyTorch memory was 0.13 GiB on one GPU and 0.55 GiB a GPU on two (llm-d-planner's
  * docs/empirical-vllm-memory-results.md, 2026-04-01, Apache-2.0); larger groups take the
  * latter, unmeasured. */
