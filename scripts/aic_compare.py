@@ -4,7 +4,8 @@
 For a grid of static batches (B requests of ISL prompt tokens and OSL output tokens, all
 sent at once and served as one batch), runs `aiconfigurator cli estimate --estimate-mode
 static` (in-process, through its Python API) and `servesim run` on the same GPU, model and
-vLLM version, and writes their TTFT, TPOT and end-to-end latency side by side. Both price
+vLLM version (and tensor parallelism and precision: bf16, FP8 weights and KV cache, FP8
+weights alone), and writes their TTFT, TPOT and end-to-end latency side by side. Both price
 the same kernel timings, so a gap beyond a few percent is a difference of composition.
 servesim runs with hardware.step_overhead_ms = 0: AIConfigurator's static estimate has no
 per-step framework time, and the comparison is about the kernels.
@@ -50,6 +51,15 @@ CASES = [
     ("rtx-pro-6000", "rtx_pro_6000_server", "0.24.0", ["llama-3.1-8b"]),
     ("b60", "b60", "0.26.0", ["llama-3.1-8b"]),
 ]
+# Tensor parallelism and FP8 (the --tp-models' tables): on the GPUs with InferenceMAX's real runs
+# (docs/published.md), Llama-3.1-8B in FP8 on one GPU and Llama-3.1-70B at TP 1-8 in every
+# precision, wherever servesim has the table: (GPU preset, system, version, model, TP, precision)
+PRECISIONS = ("bf16", "fp8", "fp8-weights")
+TP_CASES = [(gpu, system, "0.24.0", model, tp, prec)
+            for gpu, system in (("h100", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm"))
+            for model, tps, precs in (("llama-3.1-8b", (1,), ("fp8", "fp8-weights")),
+                                      ("llama-3.1-70b", (1, 2, 4, 8), PRECISIONS))
+            for tp in tps for prec in precs if (tp, prec) != (1, "bf16")]  # CASES has bf16 at TP 1
 BATCHES = [1, 8, 32, 128]
 ISLS = [128, 1024, 4096]
 OSLS = [128, 512]
@@ -71,20 +81,26 @@ def model_path(model):
     return d
 
 
-def aic_estimate(model, system, version, b, isl, osl):
+def aic_estimate(model, system, version, b, isl, osl, tp=1, prec="bf16"):
     from aiconfigurator.cli.api import cli_estimate
     # a mixture of experts on one GPU: its experts unsplit (moe_tp 1, no expert parallelism)
-    moe = {"moe_tp_size": 1, "moe_ep_size": 1} if model in MOE_MODELS else {}
+    extra = {"moe_tp_size": 1, "moe_ep_size": 1} if model in MOE_MODELS else {}
+    if prec != "bf16":
+        extra["gemm_quant_mode"] = "fp8"
+    if prec == "fp8":
+        extra["kvcache_quant_mode"] = "fp8"
     r = cli_estimate(model_path(model), system, mode="static", backend_name="vllm", backend_version=version,
-                     isl=isl, osl=osl, batch_size=b, tp_size=1, **moe)
+                     isl=isl, osl=osl, batch_size=b, tp_size=tp, **extra)
     return r.ttft, r.tpot, r.ttft + r.tpot * (osl - 1)
 
 
-def servesim(binary, gpu, model, version, b, isl, osl, tmp):
+def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
     out = os.path.join(tmp, "run")
     blocks = b * ((isl + osl) // 16 + 2) + 16
     sets = {
         "model.preset": model, "hardware.preset": gpu, "hardware.vllm_version": version,
+        "deployment.tensor_parallel": str(tp), "model.quantization": "none" if prec == "bf16" else "fp8",
+        "kv.cache_dtype": "fp8" if prec == "fp8" else "auto",
         "hardware.step_overhead_ms": "0", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
         "workload.prompt_len": f"fixed:{isl}", "workload.output_len": f"fixed:{osl}",
         "scheduler.policy": "paged", "scheduler.max_num_seqs": str(b),
@@ -100,9 +116,17 @@ def servesim(binary, gpu, model, version, b, isl, osl, tmp):
     with open(os.path.join(out, "summary.json")) as f:
         s = json.load(f)
     if s["cost_model"] != "measured":
-        raise SystemExit(f"{gpu} {model}: servesim priced with {s['cost_model']}: {s['cost_source']}")
+        raise SystemExit(f"{gpu} {model} tp {tp} {prec}: servesim priced with {s['cost_model']}: {s['cost_source']}")
     shutil.rmtree(out)
     return s["mean_ttft_ms"], s["mean_tpot_ms"], s["mean_e2el_ms"]
+
+
+def servesim_has_table(gpu, system, version, model, tp, prec):
+    """Whether costs/ holds the measured table of that case (a model that does not fit, or a
+    precision the database cannot compose there, has none)."""
+    name = model + (f".tp{tp}" if tp > 1 else "") + ("" if prec == "bf16" else f".{prec}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.exists(os.path.join(root, "costs", gpu, f"{name}.vllm-{version}.csv"))
 
 
 AIC_GROUPS = {
@@ -203,26 +227,33 @@ def main():
         with open(args.out, newline="") as f:
             for r in csv.DictReader(f):
                 if r["model"] not in only:
-                    kept.setdefault((r["gpu"], r["model"]), []).append(r)
+                    kept.setdefault((r["gpu"], r["model"], int(r["tp"]), r["precision"]), []).append(r)
+    cases = [(gpu, system, version, model, 1, "bf16") for gpu, system, version, models in CASES for model in models]
+    cases += [c for c in TP_CASES if servesim_has_table(*c)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for gpu, system, version, models in CASES:
-            for model in models:
-                if only and model not in only:
-                    rows += kept.get((gpu, model), [])
-                    continue
-                for b in BATCHES:
-                    for isl in ISLS:
-                        for osl in OSLS:
-                            a = aic_estimate(model, system, version, b, isl, osl)
-                            s = servesim(args.servesim, gpu, model, version, b, isl, osl, tmp)
-                            row = {"gpu": gpu, "model": model, "vllm": version, "batch": b, "isl": isl, "osl": osl}
-                            for name, av, sv in zip(("ttft", "tpot", "e2el"), a, s):
-                                row[f"aic_{name}_ms"] = f"{av:.4g}"
-                                row[f"servesim_{name}_ms"] = f"{sv:.4g}"
-                                row[f"err_{name}"] = f"{sv / av - 1:+.4f}"
-                            rows.append(row)
-                            print(" ".join(f"{k}={v}" for k, v in row.items()), file=sys.stderr)
+        for gpu, system, version, model, tp, prec in cases:
+            if only and model not in only:
+                rows += kept.get((gpu, model, tp, prec), [])
+                continue
+            for b in BATCHES:
+                for isl in ISLS:
+                    for osl in OSLS:
+                        try:
+                            a = aic_estimate(model, system, version, b, isl, osl, tp, prec)
+                        except RuntimeError as e:  # a batch whose KV does not fit its memory
+                            print(f"{gpu} {model} tp {tp} {prec} {b}x{isl}/{osl}: AIConfigurator gives no estimate: {e}",
+                                  file=sys.stderr)
+                            continue
+                        s = servesim(args.servesim, gpu, model, version, b, isl, osl, tmp, tp, prec)
+                        row = {"gpu": gpu, "model": model, "vllm": version, "tp": tp, "precision": prec, "batch": b,
+                               "isl": isl, "osl": osl}
+                        for name, av, sv in zip(("ttft", "tpot", "e2el"), a, s):
+                            row[f"aic_{name}_ms"] = f"{av:.4g}"
+                            row[f"servesim_{name}_ms"] = f"{sv:.4g}"
+                            row[f"err_{name}"] = f"{sv / av - 1:+.4f}"
+                        rows.append(row)
+                        print(" ".join(f"{k}={v}" for k, v in row.items()), file=sys.stderr)
     tmp_out = args.out + ".tmp"
     with open(tmp_out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -27,9 +27,9 @@ One departure: the H100 runs are replayed with the KV cache in bf16 (kv.cache_dt
 though the H100 scripts ask for fp8. Two things they measured say their cache was bf16: the
 three points that run out of KV (TP 2; 1k/8k with 64 clients, 8k/1k with 32 and 64) queue as a
 pool of 13,500-14,000 blocks does (servesim's pool with kv.num_blocks; a bf16 cache gives
-14,861, an fp8 one 29,722), and TPOT at long contexts with many clients is 10-19% over an fp8
-cache's decode price, while with a bf16 cache every H100 run's TPOT is within 10% (median
-2.6%; docs/published.head.md). The H200 and B200 runs fit an fp8 cache, as scripted.
+14,861, an fp8 one 29,722); the H200's starved points queue as an fp8 pool does, as scripted
+(docs/published.head.md). Decode agrees (H100 TPOT within 10% on 40 of 45 runs with a bf16
+cache, 28 with an fp8 one) but does not decide on its own.
 
 Not taken: other frameworks, disaggregated runs, FP4 and INT4 models, models without a
 preset, and the vLLM 0.12.0 runs of Qwen3-32B and Llama-3.1-8B-FP8, whose client, request

@@ -251,7 +251,7 @@ class ImportSlice(unittest.TestCase):
             self.assertAlmostEqual(t["lm_head"][(R, 0)], gemm(R, 4096, 4096) + self.allreduce(R * 4096, True), delta=1e-12)
             self.assertAlmostEqual(t["sample"][(R, 0)], ew(R * 8192 * 6) + ew(R * 8192 * 4), delta=1e-12)
 
-    def test_fp8_table_has_fp8_gemms_their_input_quantization_and_fp8_kv_attention(self):
+    def test_fp8_table_has_fp8_gemms_with_their_quantization_and_fp8_kv_attention(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
         import aic_import
         meta, t = read_table(os.path.join(self.out, "h200", "exact.fp8.vllm-0.24.0.csv"))
@@ -264,9 +264,10 @@ class ImportSlice(unittest.TestCase):
         for T in (1, 64, 8192):
             gemms = (gemm(T, 6144, 4096, "fp8") + gemm(T, 4096, 4096, "fp8") + gemm(T, 12288, 4096, "fp8")
                      + gemm(T, 4096, 6144, "fp8"))
+            # the same elementwise kernels as bf16: each FP8 GEMM's timing holds its input's
+            # quantization (vLLM's FP8 linear layer timed whole), so none is added (it once was,
+            # twice-counting four kernels a layer: +2-9% against AIConfigurator's estimate)
             per_layer = 2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
-            # each GEMM's input quantized: read 2 bytes, write 1, an element
-            per_layer += ew(3 * T * h) + ew(3 * T * q) + ew(3 * T * h) + ew(3 * T * inter)
             want = 2 * (gemms + per_layer + floor8) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
             self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
         for R in (1, 32):  # the LM head stays bf16
@@ -294,7 +295,7 @@ class ImportSlice(unittest.TestCase):
         self.assertNotAlmostEqual(floor8, floor16, delta=1e-9)  # else the test could not tell them apart
         for T in (1, 64, 8192):
             want = t8["linear"][(T, 0)] - 2 * floor8 + 2 * floor16
-            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-9)
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-7)
         for comp in ("prefill_attn", "decode_attn"):
             self.assertEqual(t[comp], self.t[comp], comp)
             self.assertNotEqual(t[comp], t8[comp], comp)
