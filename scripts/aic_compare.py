@@ -54,7 +54,10 @@ CASES = [
 # Tensor parallelism and FP8 (the --tp-models' tables): on the GPUs with InferenceMAX's real runs
 # (docs/published.md), Llama-3.1-8B in FP8 on one GPU and Llama-3.1-70B at TP 1-8 in every
 # precision, wherever servesim has the table: (GPU preset, system, version, model, TP, precision)
-PRECISIONS = ("bf16", "fp8", "fp8-weights")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import aic_import  # noqa: E402  (the tables' precisions and file names)
+
+PRECISIONS = tuple(aic_import.PRECISIONS)
 TP_CASES = [(gpu, system, "0.24.0", model, tp, prec)
             for gpu, system in (("h100", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm"))
             for model, tps, precs in (("llama-3.1-8b", (1,), ("fp8", "fp8-weights")),
@@ -85,9 +88,10 @@ def aic_estimate(model, system, version, b, isl, osl, tp=1, prec="bf16"):
     from aiconfigurator.cli.api import cli_estimate
     # a mixture of experts on one GPU: its experts unsplit (moe_tp 1, no expert parallelism)
     extra = {"moe_tp_size": 1, "moe_ep_size": 1} if model in MOE_MODELS else {}
-    if prec != "bf16":
+    fp8_weights, kv_dtype = aic_import.PRECISIONS[prec]
+    if fp8_weights:
         extra["gemm_quant_mode"] = "fp8"
-    if prec == "fp8":
+    if kv_dtype == "fp8":
         extra["kvcache_quant_mode"] = "fp8"
     r = cli_estimate(model_path(model), system, mode="static", backend_name="vllm", backend_version=version,
                      isl=isl, osl=osl, batch_size=b, tp_size=tp, **extra)
@@ -97,10 +101,11 @@ def aic_estimate(model, system, version, b, isl, osl, tp=1, prec="bf16"):
 def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
     out = os.path.join(tmp, "run")
     blocks = b * ((isl + osl) // 16 + 2) + 16
+    fp8_weights, kv_dtype = aic_import.PRECISIONS[prec]
     sets = {
         "model.preset": model, "hardware.preset": gpu, "hardware.vllm_version": version,
-        "deployment.tensor_parallel": str(tp), "model.quantization": "none" if prec == "bf16" else "fp8",
-        "kv.cache_dtype": "fp8" if prec == "fp8" else "auto",
+        "deployment.tensor_parallel": str(tp), "model.quantization": "fp8" if fp8_weights else "none",
+        "kv.cache_dtype": "fp8" if kv_dtype == "fp8" else "auto",
         "hardware.step_overhead_ms": "0", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
         "workload.prompt_len": f"fixed:{isl}", "workload.output_len": f"fixed:{osl}",
         "scheduler.policy": "paged", "scheduler.max_num_seqs": str(b),
@@ -124,9 +129,8 @@ def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
 def servesim_has_table(gpu, system, version, model, tp, prec):
     """Whether costs/ holds the measured table of that case (a model that does not fit, or a
     precision the database cannot compose there, has none)."""
-    name = model + (f".tp{tp}" if tp > 1 else "") + ("" if prec == "bf16" else f".{prec}")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.exists(os.path.join(root, "costs", gpu, f"{name}.vllm-{version}.csv"))
+    return os.path.exists(os.path.join(root, "costs", gpu, aic_import.table_file_name(model, tp, prec, version)))
 
 
 AIC_GROUPS = {
@@ -155,17 +159,15 @@ def aic_detail(model, system, version, b, isl, osl):
 
 
 def explain(db, gpu, model, b, isl, osl):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import aic_import as imp
     system, version = next((c[1], c[2]) for c in CASES if c[0] == gpu)
-    spec = imp.read_system_yaml(os.path.join(db, f"{system}.yaml"))
-    [(v, gemm_rows, ctx_rows, gen_rows, quant)] = [s for s in imp.gpu_sources(db, system) if s[0] == version]
+    spec = aic_import.read_system_yaml(os.path.join(db, f"{system}.yaml"))
+    [(v, gemm_rows, ctx_rows, gen_rows, quant)] = [s for s in aic_import.gpu_sources(db, system) if s[0] == version]
     presets = subprocess.run(["build/cli/servesim", "presets", "--csv", "models"], capture_output=True, text=True,
                              check=True).stdout.splitlines()
-    m = next(imp.Model(r) for r in csv.DictReader(presets) if r["name"] == model)
-    gemm = imp.Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
-    attn = imp.Attention(ctx_rows, gen_rows, m.heads, m.kv_heads, m.head_dim)
-    ew = imp.elementwise_stand_in(db, gpu, spec, imp.elementwise_curves(db))
+    m = next(aic_import.Model(r) for r in csv.DictReader(presets) if r["name"] == model)
+    gemm = aic_import.Gemm(gemm_rows, spec["bfloat16_tc_flops"], spec["mem_bw"])
+    attn = aic_import.Attention(ctx_rows, gen_rows, m.heads, m.kv_heads, m.head_dim)
+    ew = aic_import.elementwise_stand_in(db, gpu, spec, aic_import.elementwise_curves(db))
     L, h, q, kv, inter, by = m.layers, m.hidden, m.heads * m.head_dim, m.kv_heads * m.head_dim, m.intermediate, 2
 
     def ours(T, attention_s):
@@ -176,7 +178,7 @@ def explain(db, gpu, model, b, isl, osl):
         qkn = L * (ew(2 * T * q * by) + ew(2 * T * kv * by)) if m.qk_norm else 0.0
         return {"GEMMs (QKV, O, gate/up, down)": g, "elementwise (embedding, norms, activation)": e,
                 "attention (with rotary, KV write)": attention_s + rope + qkn,
-                "LM head": gemm.latency(b, m.vocab, h), "sampling (AIConfigurator: none)": imp.sample_cost(m, ew, b)}
+                "LM head": gemm.latency(b, m.vocab, h), "sampling (AIConfigurator: none)": aic_import.sample_cost(m, ew, b)}
 
     def decode_at(bb, length):
         """Between the table's lengths, linear in length, as the simulator reads the table."""

@@ -801,6 +801,12 @@ def table_meta(g, version, m, gemm, attn, ew, args):
     ]
 
 
+def table_file_name(model, tp, prec, version):
+    """The file a table of MODEL at tensor parallelism TP, precision PREC (one of PRECISIONS)
+    and VERSION has in its GPU's folder: <model>[.tp<N>][.<prec>].vllm-<version>.csv."""
+    return model + (f".tp{tp}" if tp > 1 else "") + ("" if prec == "bf16" else f".{prec}") + f".{FRAMEWORK}-{version}.csv"
+
+
 def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped,
                 moe_table=None):
     """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC (one of
@@ -841,7 +847,6 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
     if moe:
         meta += [("moe", f"{m.experts} experts of {m.intermediate}, {m.experts_per_token} a token, 1/{tp} of each per GPU: "
                          f"fused kernel {moe.kernel} timed with {MOE_DISTRIBUTION} routing; router GEMM bf16")]
-    name = m.name
     if tp > 1:
         meta += [
             ("tensor_parallel", str(tp)),
@@ -849,7 +854,6 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                           f"2 per layer + 1 in linear (CUDA graph up to {GRAPH_MAX_TOKENS} tokens, eager "
                           f"above); the logits' gather in lm_head as an all-reduce of half of them"),
         ]
-        name += f".tp{tp}"
     if fp8:
         meta += [
             ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "
@@ -858,10 +862,9 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
             ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"
              if kv_dtype == "fp8" else "auto (vLLM's default: the model's bf16): attention timed with a bf16 KV cache"),
         ]
-        name += "." + prec
     gdir = os.path.join(args.out, g)
     os.makedirs(gdir, exist_ok=True)
-    path = os.path.join(gdir, f"{name}.{FRAMEWORK}-{version}.csv")
+    path = os.path.join(gdir, table_file_name(m.name, tp, prec, version))
     write_table(path, meta, rows)
     return path
 
