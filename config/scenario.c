@@ -560,15 +560,14 @@ static int derive_num_blocks(const scenario *sc, const scenario_resolved *r, cha
         double forward, sampler;
         reserve_terms(r, &forward, &sampler);
         const char *hint = r->tensor_parallel > 1 ? "" : " (deployment.tensor_parallel splits them over GPUs)";
-        if (budget - weights >= block && r->kv_reserve_gib >= 0)
-            hint = " (the weights alone leave room: lower kv.reserve_gib)";
-        else if (budget - weights >= block && forward > sampler)
-            hint = " (the weights alone leave room: the reserve is one forward of scheduler.max_num_batched_tokens "
-                   "tokens, max_model_len without chunked prefill; lower it, turn scheduler.chunked_prefill on, or set "
-                   "kv.reserve_gib)";
-        else if (budget - weights >= block)
-            hint = " (the weights alone leave room: lower scheduler.max_num_seqs, whose logits the reserve holds, or set "
-                   "kv.reserve_gib)";
+        if (budget - weights >= block)
+            hint = r->kv_reserve_gib >= 0 ? " (the weights alone leave room: lower kv.reserve_gib)"
+                   : forward > sampler
+                       ? " (the weights alone leave room: the reserve is one forward of scheduler.max_num_batched_tokens "
+                         "tokens, max_model_len without chunked prefill; lower it, turn scheduler.chunked_prefill on, or "
+                         "set kv.reserve_gib)"
+                       : " (the weights alone leave room: lower scheduler.max_num_seqs, whose logits the reserve holds, "
+                         "or set kv.reserve_gib)";
         snprintf(err, errlen,
                  "%s weights%s (%.1f GiB) and kv.reserve_gib's %.2f GiB (%s) leave no room for a KV block in %.1f GiB x "
                  "hardware.gpu_memory_utilization %.2f of %s%s",

@@ -99,7 +99,9 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
 scenario_key scenario_frontend_key(const scenario *sc);
 /* The API server R prices, for a line of output ("vllm (1.8 ms a request, ...)"); "" for none. */
 void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t len);
-/* Each instance's KV pool, for a line of output ("901808 tokens (56363 blocks of 16), ..."). */
+/* Each instance's KV pool, for a line of output ("901808 tokens (56363 blocks of 16), ...");
+ * SCENARIO_KV_CACHE_TEXT holds the longest. */
+#define SCENARIO_KV_CACHE_TEXT 256
 void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t len);
 /* "section.key (origin)" of K in SC. */
 void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);

@@ -68,7 +68,7 @@ int run_repeats(const scenario *sc, const char *out, int repeat, int jobs, bool 
         job_cost_describe(sc, cost, sizeof cost);
         printf("Cost model: %s\n", cost);
         scenario_resolved res;
-        char frontend[200], kv[200], why[1024];
+        char frontend[200], kv[SCENARIO_KV_CACHE_TEXT], why[1024];
         if (scenario_resolve(sc, &res, why, sizeof why) == 0) {
             scenario_frontend_describe(&res, frontend, sizeof frontend);
             if (frontend[0]) printf("API server: %s\n", frontend);

@@ -26,7 +26,7 @@ typedef struct simjob {
     struct sim_instance_stats *instances; /* during the run: each replica's steps, tokens, busy time */
     char cost_source[1024];  /* which table or roofline priced the steps */
     char frontend[160];      /* after the run: the API server it priced, "" for none */
-    char kv_cache[256];      /* after the run: each instance's KV pool, in words */
+    char kv_cache[SCENARIO_KV_CACHE_TEXT]; /* after the run: each instance's KV pool, in words */
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */
