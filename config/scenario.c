@@ -416,6 +416,9 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
         .step_overhead_s = (oh >= 0 ? oh : fit.step_overhead_ms) / 1000,
     };
     out->step_overhead_s = oh >= 0 ? oh / 1000 : -1;
+    double host = V(hardware, host_us_per_seq).d;
+    out->host_s_per_seq = host >= 0 ? host * 1e-6 : -1;
+    out->async_scheduling = V(scheduler, async_scheduling).b;
     out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
     const struct { const char *name; bool set; } roof[] = {
@@ -459,6 +462,12 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     if (oh < 0 && oh != -1) {
         snprintf(err, errlen, "hardware.step_overhead_ms (%s) must be -1 (the table's or the fit's) or at least 0, got %g",
                  V(hardware, step_overhead_ms).origin, oh);
+        return -1;
+    }
+    double host = V(hardware, host_us_per_seq).d;
+    if (host < 0 && host != -1) {
+        snprintf(err, errlen, "hardware.host_us_per_seq (%s) must be -1 (the table's) or at least 0, got %g",
+                 V(hardware, host_us_per_seq).origin, host);
         return -1;
     }
     const char *version = V(hardware, vllm_version).s;

@@ -72,6 +72,8 @@ typedef struct scenario_resolved {
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */
     char vllm_version[64];      /* the measured table's framework version, "" = newest */
     double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
+    double host_s_per_seq;      /* hardware.host_us_per_seq given, in seconds; < 0 = not given */
+    bool async_scheduling;      /* scheduler.async_scheduling: the host's work overlaps the GPU's */
     char roofline_keys_set[320];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
 } scenario_resolved;
 

@@ -26,6 +26,7 @@
     X(hardware, memory_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak bandwidth reads reach (0 = fitted)") \
     X(hardware, attention_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s prefill attention reaches (0 = fitted)") \
     X(hardware, step_overhead_ms, NUM, "-1", "-1", "10000", "fixed cost of every step (scheduling, launches, host work); -1 = the cost table's, or the roofline's fit") \
+    X(hardware, host_us_per_seq, NUM, "-1", "-1", "100000", "vLLM's host work per sequence of a step (scheduling, input preparation, each sampled token's bookkeeping), microseconds: with scheduler.async_scheduling a step costs the larger of it and the GPU's work, without it the sum (-1 = the cost table's: vLLM's, measured, for tables of the kernel database and for the roofline, docs/cost-model.md; none for servesim calibrate's)") \
     X(hardware, link_gbs, NUM, "0", "0", "100000", "tensor parallelism: GPU-to-GPU bandwidth per direction, GB/s (0 = preset: NVLink, else PCIe)") \
     X(hardware, allreduce_us, NUM, "-1", "-1", "100000", "tensor parallelism: fixed time of each all-reduce, microseconds (-1 = preset)") \
     X(hardware, gpu_memory_utilization, NUM, "0.9", "0.01", "1", "fraction of device memory for weights and KV") \
@@ -40,6 +41,7 @@
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = max_model_len, or 2048 with chunked prefill)") \
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
+    X(scheduler, async_scheduling, BOOL, "on", "", "", "simulator: vLLM's async scheduling (--async-scheduling, on by default in vLLM releases since early 2026 (vLLM PR 27614); earlier ones schedule synchronously unless given it): the host prepares the next step while the GPU runs this one, so its per-sequence work (hardware.host_us_per_seq) only costs what exceeds the GPU's; off: the two add up") \
     X(speculative, num_tokens, INT, "0", "0", "16", "speculative decoding: draft tokens each running sequence proposes and the target verifies per step, as vLLM's num_speculative_tokens (0 = off; paged policy)") \
     X(speculative, method, CHOICE, "ngram", "ngram|draft", "", "ngram: prompt lookup in the sequence's own tokens (no model; free in the simulator); draft: speculative.draft_model drafts (the simulator prices its forwards by its own cost model)") \
     X(speculative, draft_model, MODEL, "llama-3.2-1b", "", "", "the draft model (method = draft): a preset with the target's vocabulary") \

@@ -7,8 +7,9 @@ static` (in-process, through its Python API) and `servesim run` on the same GPU,
 vLLM version (and tensor parallelism and precision: bf16, FP8 weights and KV cache, FP8
 weights alone), and writes their TTFT, TPOT and end-to-end latency side by side. Both price
 the same kernel timings, so a gap beyond a few percent is a difference of composition.
-servesim runs with hardware.step_overhead_ms = 0: AIConfigurator's static estimate has no
-per-step framework time, and the comparison is about the kernels.
+servesim runs with hardware.step_overhead_ms = 0 and hardware.host_us_per_seq = 0:
+AIConfigurator's static estimate has no per-step framework time, and the comparison is about
+the kernels.
 
 Usage (scripts/aic-compare sets up the environment):
   aic_compare.py --servesim build/cli/servesim --out docs/data/aic-static.csv
@@ -106,7 +107,7 @@ def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
         "model.preset": model, "hardware.preset": gpu, "hardware.vllm_version": version,
         "deployment.tensor_parallel": str(tp), "model.quantization": "fp8" if fp8_weights else "none",
         "kv.cache_dtype": "fp8" if kv_dtype == "fp8" else "auto",
-        "hardware.step_overhead_ms": "0", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
+        "hardware.step_overhead_ms": "0", "hardware.host_us_per_seq": "0", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
         "workload.prompt_len": f"fixed:{isl}", "workload.output_len": f"fixed:{osl}",
         "scheduler.policy": "paged", "scheduler.max_num_seqs": str(b),
         "scheduler.max_num_batched_tokens": str(max(b * isl, isl + osl)), "scheduler.max_model_len": str(isl + osl),

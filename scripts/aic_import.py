@@ -798,6 +798,8 @@ def table_meta(g, version, m, gemm, attn, ew, args):
          + ", rotary, QK norm, embedding, sampling: " + ew.how),
         ("stand_in_sample", "greedy sampling: fp32 cast and argmax over R x vocab logits, priced as elementwise kernels"),
         ("stand_in_overhead", f"{args.overhead_ms:g} ms per step: {args.overhead_source}"),
+        ("host_us_per_seq", f"{args.host_us_per_seq:g}"),
+        ("stand_in_host", f"{args.host_us_per_seq:g} us of host work per sequence of a step: {args.host_source}"),
     ]
 
 
@@ -878,6 +880,9 @@ def main(argv=None):
     ap.add_argument("--overhead-ms", type=float, required=True,
                     help="the framework's per-step host time (the database has none)")
     ap.add_argument("--overhead-source", required=True, help="where --overhead-ms comes from (header)")
+    ap.add_argument("--host-us-per-seq", type=float, required=True,
+                    help="the framework's host time per sequence of a step, microseconds (the database has none)")
+    ap.add_argument("--host-source", required=True, help="where --host-us-per-seq comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
                     help="model presets to also compose at tensor parallelism 2, 4 and 8, and with FP8 weights "

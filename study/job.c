@@ -1,6 +1,7 @@
 #include "study/job.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/measured.h"
@@ -33,7 +34,15 @@ void job_progress_end(job_progress *p)
     if (p->shown) fputc('\n', stderr);
 }
 
-static double roofline_step_time(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
+/* A step's price: the cost model's (the GPU's work and the fixed overhead) with vLLM's host
+ * work for its sequences, which async scheduling does beside the GPU's */
+static double job_step_time(const void *ctx, const sched_batch *b)
+{
+    const job_cost *c = ctx;
+    double gpu = c->use_table ? tc_step_time(&c->table, b) : cost_step_time(&c->roofline, b);
+    double host = c->host_s_per_seq * b->num_items;
+    return c->async_scheduling ? (gpu > host ? gpu : host) : gpu + host;
+}
 
 static int check_table_shape(const cost_table *t, const scenario_resolved *r, const char *path, char *err,
                              size_t errlen)
@@ -60,6 +69,15 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     return -1;
 }
 
+/* ", vLLM host work X us a sequence ..." after C's source, when it has any */
+static void describe_host(job_cost *c)
+{
+    size_t n = strlen(c->source);
+    if (c->host_s_per_seq > 0 && n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - n, "; host work %.3g us a sequence, %s", c->host_s_per_seq * 1e6,
+                 c->async_scheduling ? "beside the GPU's (async scheduling)" : "after the GPU's (no async scheduling)");
+}
+
 /* Reads the table at PATH into C (checking its shape against the scenario's model). */
 static int use_table(job_cost *c, const scenario_resolved *r, const char *path, const char *shown, char *err,
                      size_t errlen)
@@ -70,6 +88,16 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
     snprintf(c->device, sizeof c->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "unknown");
     const char *src = ct_meta(&t, "source");
     int n = snprintf(c->source, sizeof c->source, "%s (%s%s%s)", shown, c->device, src ? "; " : "", src ? src : "");
+    /* a table's host work per sequence: the kernel database's carry vLLM's; servesim
+     * calibrate's have none (their engine's host work is in their overhead and scales) */
+    const char *host = ct_meta(&t, "host_us_per_seq");
+    char *end = NULL;
+    double host_us = host ? strtod(host, &end) : 0;
+    if (rc == 0 && host && (end == host || *end || !(host_us >= 0 && host_us < 1e6))) {
+        snprintf(err, errlen, "%s: host_us_per_seq \"%s\" is not a number of microseconds", path, host);
+        rc = -1;
+    }
+    c->host_s_per_seq = r->host_s_per_seq >= 0 ? r->host_s_per_seq : host_us * 1e-6;
     if (rc == 0) rc = tc_init(&c->table, &t, path, err, errlen);
     ct_free(&t);
     c->use_table = rc == 0;
@@ -81,12 +109,15 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
     }
     if (rc == 0 && r->roofline_keys_set[0] && (size_t)n < sizeof c->source)
         snprintf(c->source + n, sizeof c->source - (size_t)n, "; ignored, roofline only: %s", r->roofline_keys_set);
+    if (rc == 0) describe_host(c);
     return rc;
 }
 
 int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
+    c->async_scheduling = r->async_scheduling;
+    c->host_s_per_seq = r->host_s_per_seq >= 0 ? r->host_s_per_seq : JOB_VLLM_HOST_S_PER_SEQ;
     cost_roofline_init(&c->roofline, &r->model, &r->hw, &r->roofline, r->dtype_bytes, r->tensor_parallel);
     cost_roofline_quantize(&c->roofline, r->fp8_weights, r->fp8_kv);
     if (r->cost_table_path[0]) {
@@ -130,6 +161,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
              "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",
              r->hw.name, r->hw.peak_tflops, p->compute_efficiency, r->hw.mem_bandwidth_gbs, p->memory_efficiency,
              p->attention_efficiency, p->step_overhead_s * 1e3, tp, why);
+    describe_host(c);
     return 0;
 }
 
@@ -160,6 +192,7 @@ int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t er
         snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
         return -1;
     }
+    sp->model.host_s_per_seq = 0; /* the target's step does the host work of its sequences */
     draft_cost_init(&sp->draft, job_cost_fn(&sp->model), job_cost_step_overhead(&sp->model),
                     r->sched.num_speculative_tokens);
     sp->on = true;
@@ -204,7 +237,7 @@ int job_cost_json(json_t *obj, const job_cost *c)
 
 step_cost job_cost_fn(job_cost *c)
 {
-    return c->use_table ? (step_cost){.step_time = tc_step_time, .ctx = &c->table} : (step_cost){.step_time = roofline_step_time, .ctx = &c->roofline};
+    return (step_cost){.step_time = job_step_time, .ctx = c};
 }
 
 double job_cost_step_overhead(const job_cost *c)

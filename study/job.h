@@ -28,10 +28,22 @@ double job_seconds_since(const struct timespec *t0);
 
 /* Where the simulator's step times come from: a cost table (the scenario's own, or the
  * measured one for its GPU and model), or the roofline. */
+/* vLLM's host work per sequence of a step, in seconds, where neither the scenario nor the
+ * table says otherwise: EngineCore.step less the model's forward, logits and sampler, fitted
+ * over pure decode steps of 1-256 sequences (scripts/vllm-step-host.py on vLLM 0.20.2's CPU
+ * build; docs/data/vllm-step-host.json, docs/cost-model.md). The tables of the kernel
+ * database carry it too (host_us_per_seq). */
+#define JOB_VLLM_HOST_S_PER_SEQ 11.1e-6
+
 typedef struct job_cost {
     cost_model roofline;
     table_cost table;
     bool use_table;
+    /* vLLM's host work per sequence of a step (hardware.host_us_per_seq, else the table's, else
+     * JOB_VLLM_HOST_S_PER_SEQ for the roofline) and whether it overlaps the GPU's work
+     * (scheduler.async_scheduling): a step costs max(GPU, host) then, else GPU + host */
+    double host_s_per_seq;
+    bool async_scheduling;
     const char *kind;    /* "measured", "table" (hardware.cost_table) or "roofline" */
     char device[256];    /* the table's device, or the roofline's hardware */
     char source[1024];   /* for people: which table or which roofline, and why */

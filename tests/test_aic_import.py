@@ -79,7 +79,8 @@ class ImportSlice(unittest.TestCase):
         cls.out = os.path.join(cls.tmp.name, "costs")
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
                             "--models", models, "--out", cls.out, "--gpus", "h200", "--overhead-ms", "0.4",
-                            "--overhead-source", "the test", "--date", "2026-11-30", "--tp-models", "exact,moe"],
+                            "--overhead-source", "the test", "--host-us-per-seq", "11.1", "--host-source", "the host test",
+                            "--date", "2026-11-30", "--tp-models", "exact,moe"],
                            capture_output=True, text=True)
         cls.stdout, cls.stderr, cls.rc = r.stdout, r.stderr, r.returncode
         cls.meta, cls.t = read_table(os.path.join(cls.out, "h200", "exact.vllm-0.24.0.csv"))
@@ -111,7 +112,9 @@ class ImportSlice(unittest.TestCase):
         self.assertIn("aiconfigurator-core 0.12.0", m["source"])
         self.assertIn("Apache-2.0", m["license"])
         self.assertIn("prefill vllm_flash_attn_fa3", m["kernels"])  # the kernel with the most timings
-        for k in ("stand_in_elementwise", "stand_in_sample", "stand_in_overhead"):
+        self.assertEqual(m["host_us_per_seq"], "11.1")
+        self.assertIn("11.1 us of host work per sequence of a step: the host test", m["stand_in_host"])
+        for k in ("stand_in_elementwise", "stand_in_sample", "stand_in_overhead", "stand_in_host"):
             self.assertIn(k, m)
         self.assertIn("0.4 ms per step: the test", m["stand_in_overhead"])
 
@@ -396,7 +399,7 @@ class ImportSlice(unittest.TestCase):
     def test_bad_gpu_is_refused(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
                             "--models", os.devnull, "--out", self.tmp.name, "--gpus", "h300", "--overhead-ms", "0",
-                            "--overhead-source", "x"], capture_output=True, text=True)
+                            "--overhead-source", "x", "--host-us-per-seq", "0", "--host-source", "x"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
         self.assertIn("unknown GPU 'h300'", r.stderr)
 

@@ -43,11 +43,14 @@ static void shape_of(const char *preset, char *out, size_t len)
     model_shape_string(model_preset(preset), out, len);
 }
 
-/* A full-grid table whose every component is SCALE seconds, for SHAPE and vLLM VERSION. */
-static void write_table_tp(const char *file, const char *shape, const char *version, double scale, const char *tp)
+/* A full-grid table whose every component is SCALE seconds, for SHAPE and vLLM VERSION, with
+ * the header host_us_per_seq = HOST when not NULL. */
+static void write_table_host(const char *file, const char *shape, const char *version, double scale, const char *tp,
+                             const char *host)
 {
     cost_table t;
     ct_init(&t);
+    if (host) ct_set_meta(&t, "host_us_per_seq", host);
     char fw[64];
     snprintf(fw, sizeof fw, "vllm %s", version);
     ct_set_meta(&t, "shape", shape);
@@ -69,6 +72,11 @@ static void write_table_tp(const char *file, const char *shape, const char *vers
     snprintf(path, sizeof path, "%s/costs/h200/%s", tmpdir, file);
     cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
     ct_free(&t);
+}
+
+static void write_table_tp(const char *file, const char *shape, const char *version, double scale, const char *tp)
+{
+    write_table_host(file, shape, version, scale, tp, NULL);
 }
 
 static void write_table(const char *file, const char *shape, const char *version, double scale)
@@ -170,6 +178,90 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "covers this model's shape"), "%s", err);
+}
+
+/* vLLM's host work per sequence: a table's header sets it, hardware.host_us_per_seq replaces
+ * it; with async scheduling a step costs the larger of it and the table's price, without it
+ * the sum; the roofline takes vLLM's measured figure, a draft model none. */
+Test(measured, host_work_per_sequence_adds_to_a_step_or_hides_under_it)
+{
+    char shape[256], err[1024];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table_host("a.csv", shape, "0.24.0", 1e-3, NULL, "250");
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
+    /* a step of 40 decodes of context 100: linear, lm_head, sample, decode_attn and the
+     * overhead are 1 ms each, 5 ms; the host's 40 x 250 us are 10 ms */
+    request q[40];
+    sched_item it[40];
+    for (int i = 0; i < 40; i++)
+        it[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
+    sched_batch b = {.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
+                     .decode_context_sum = 40 * 101, .num_outputs = 40};
+    const struct { const char *set[2]; double want; const char *says; } cases[] = {
+        {{"scheduler.async_scheduling=on", NULL}, 10e-3, "host work 250 us a sequence, beside the GPU's (async scheduling)"},
+        {{"scheduler.async_scheduling=off", NULL}, 15e-3, "after the GPU's (no async scheduling)"},
+        {{"scheduler.async_scheduling=on", "hardware.host_us_per_seq=100"}, 5e-3, "host work 100 us"},
+        {{"scheduler.async_scheduling=off", "hardware.host_us_per_seq=100"}, 9e-3, "host work 100 us"},
+        {{"scheduler.async_scheduling=off", "hardware.host_us_per_seq=0"}, 5e-3, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario s2 = sc;
+        for (int k = 0; k < 2 && cases[i].set[k]; k++)
+            cr_assert_eq(scenario_set(&s2, cases[i].set[k], err, sizeof err), 0, "%s", err);
+        cr_assert_eq(scenario_resolve(&s2, &r, err, sizeof err), 0, "%s", err);
+        job_cost c;
+        cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+        step_cost f = job_cost_fn(&c);
+        cr_assert_float_eq(f.step_time(f.ctx, &b), cases[i].want, 1e-12, "case %zu", i);
+        if (cases[i].says) cr_assert(strstr(c.source, cases[i].says), "case %zu: %s", i, c.source);
+        else cr_assert_null(strstr(c.source, "host work"), "case %zu: %s", i, c.source);
+        job_cost_free(&c);
+    }
+    /* a table without the header (servesim calibrate's) has no host work */
+    write_table("a.csv", shape, "0.24.0", 1e-3);
+    cr_assert_eq(scenario_set(&sc, "scheduler.async_scheduling=off", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    step_cost f = job_cost_fn(&c);
+    cr_assert_float_eq(f.step_time(f.ctx, &b), 5e-3, 1e-12);
+    job_cost_free(&c);
+    /* the roofline: vLLM's measured figure, added after its price */
+    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(c.host_s_per_seq, JOB_VLLM_HOST_S_PER_SEQ, 1e-15);
+    f = job_cost_fn(&c);
+    cr_assert_float_eq(f.step_time(f.ctx, &b), cost_step_time(&c.roofline, &b) + 40 * JOB_VLLM_HOST_S_PER_SEQ, 1e-12);
+    job_cost_free(&c);
+    /* a header that is not a number is refused, naming the table */
+    write_table_host("a.csv", shape, "0.24.0", 1e-3, NULL, "11.1us");
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "costs/h200/a.csv: host_us_per_seq \"11.1us\" is not a number"), "%s", err);
+}
+
+/* A draft model's forwards ride in the target's step, which does the host work */
+Test(measured, a_draft_model_has_no_host_work_of_its_own)
+{
+    char err[1024];
+    scenario sc;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "speculative.num_tokens=3", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "speculative.method=draft", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_spec sp;
+    cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(sp.on);
+    cr_assert_eq(sp.model.host_s_per_seq, 0);
+    job_spec_free(&sp);
 }
 
 /* A table of one GPU of a tensor-parallel group prices only a run of that group size; an

@@ -391,6 +391,7 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
         {{"hardware.vllm_version=0.24.0", "hardware.cost_table=x.csv"}, "but hardware.cost_table"},
         {{"hardware.vllm_version=0.24.0", "hardware.cost_model=roofline"}, "but hardware.cost_model"},
         {{"hardware.step_overhead_ms=-0.5", NULL}, "must be -1"},
+        {{"hardware.host_us_per_seq=-0.5", NULL}, "hardware.host_us_per_seq (--set) must be -1 (the table's) or at least 0"},
         {{"hardware.peak_tflops=1e-300", NULL}, "at least 0.001"}, /* ran to an infinite clock, exit 0 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
