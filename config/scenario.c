@@ -190,21 +190,19 @@ static int on_ini_value(void *user, const char *section, const char *name, const
  * previous value with them, which overrode it without a word), key lines without '=', sections
  * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
  * cannot be read. */
-static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
+static int prescan(const char *path, const char *text, size_t size, scenario *sc, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t got;
+    char buf[INI_LINE_LIMIT + 2];
     int line = 0, bad = 0;
     char section[128] = "", seen[K_COUNT] = {0};
-    while (!bad && (got = getline(&buf, &cap, f)) >= 0) {
+    for (size_t at = 0; !bad && at < size;) {
+        const char *start = text + at, *nl = memchr(start, '\n', size - at);
+        size_t len = nl ? (size_t)(nl - start) : size - at;
+        at += len + (nl != NULL);
         line++;
-        size_t len = (size_t)got;
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+        while (len > 0 && start[len - 1] == '\r') len--;
         bad = line;
-        if (memchr(buf, '\0', len)) {
+        if (memchr(start, '\0', len)) {
             snprintf(err, errlen, "a NUL byte in the line: not a text file?");
             break;
         }
@@ -212,6 +210,7 @@ static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
             snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", len, INI_LINE_LIMIT);
             break;
         }
+        memcpy(buf, start, len);
         buf[len] = 0;
         char *p = buf;
         while (isspace((unsigned char)*p)) p++;
@@ -247,9 +246,36 @@ static int prescan(const char *path, scenario *sc, char *err, size_t errlen)
             }
         }
     }
-    free(buf);
-    fclose(f);
     return bad;
+}
+
+/* The whole file at PATH, NUL-terminated, read once (a pipe cannot be read twice, and
+ * /dev/zero must not fill the memory): NULL with the reason in ERR. */
+enum { SCENARIO_MAX_BYTES = 1 << 20 };
+static char *read_scenario(const char *path, size_t *size, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = malloc(SCENARIO_MAX_BYTES + 2);
+    size_t n = text ? fread(text, 1, SCENARIO_MAX_BYTES + 1, f) : 0;
+    int bad = text ? ferror(f) : ENOMEM;
+    fclose(f);
+    if (!text || bad) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(text ? EIO : ENOMEM));
+        free(text);
+        return NULL;
+    }
+    if (n > SCENARIO_MAX_BYTES) {
+        snprintf(err, errlen, "%s: more than %d bytes: not a scenario file?", path, SCENARIO_MAX_BYTES);
+        free(text);
+        return NULL;
+    }
+    text[n] = 0;
+    *size = n;
+    return text;
 }
 
 static void set_dir(scenario *sc, const char *path)
@@ -273,22 +299,22 @@ int scenario_load(scenario *sc, const char *path, char *err, size_t errlen)
                  sizeof sc->path - 1);
         return -1;
     }
-    int bad = prescan(path, sc, why, sizeof why);
-    if (bad < 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    size_t size;
+    char *text = read_scenario(path, &size, err, errlen);
+    if (!text) return -1;
+    int bad = prescan(path, text, size, sc, why, sizeof why);
     if (bad > 0) {
         snprintf(err, errlen, "%s:%d: %s", path, bad, why);
+        free(text);
         return -1;
     }
     snprintf(sc->path, sizeof sc->path, "%s", path);
     set_dir(sc, path);
     load_ctx c = {.sc = sc, .err = why, .errlen = sizeof why};
-    int r = ini_parse(path, on_ini_value, &c);
+    int r = ini_parse_string(text, on_ini_value, &c);
+    free(text);
     if (r == 0) return 0;
-    if (r == -1) snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    else if (r == -2) snprintf(err, errlen, "%s: out of memory while reading", path);
+    if (r == -2) snprintf(err, errlen, "%s: out of memory while reading", path);
     else snprintf(err, errlen, "%s:%d: %s", path, r, why[0] ? why : "not a valid INI line");
     return -1;
 }

@@ -91,6 +91,34 @@ Test(scenario, unreadable_file_is_named)
     cr_assert(strstr(err, "/nonexistent/x.ini: cannot open"), "%s", err);
 }
 
+/* A scenario in a pipe (`run <(cat s.ini)`) is read once: it was read twice, to check and to
+ * parse, and the second read found nothing, so the run took the defaults and exited 0 */
+Test(scenario, a_scenario_in_a_pipe_is_read_once)
+{
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    const char text[] = "[workload]\nnum_requests = 7\n";
+    cr_assert_eq(write(fd[1], text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd[1]);
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/dev/fd/%d", fd[0]);
+    scenario sc;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_load(&sc, path, err, sizeof err), 0, "%s", err);
+    close(fd[0]);
+    cr_assert_eq(sc.v[K_workload_num_requests].i, 7);
+}
+
+/* An endless file (/dev/zero) is refused after a bounded read; it filled the memory before */
+Test(scenario, an_endless_file_is_refused_after_a_bounded_read)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_load(&sc, "/dev/zero", err, sizeof err), -1);
+    cr_assert_str_eq(err, "/dev/zero: more than 1048576 bytes: not a scenario file?");
+}
+
 Test(scenario, values_and_booleans_parse_in_every_spelling)
 {
     scenario sc;
