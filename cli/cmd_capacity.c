@@ -226,6 +226,11 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
 
 static int search(const scenario *sc, const capacity_cli *c)
 {
+    char out[1200], err[2048];
+    if (scenario_out_dir(sc, c->out, "capacity", out, sizeof out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     search_ctx *s = calloc(1, sizeof *s);
     if (!s) {
         fprintf(stderr, "servesim: out of memory\n");
@@ -249,8 +254,6 @@ static int search(const scenario *sc, const capacity_cli *c)
                 sc->path[0] ? sc->path : "built-in scenario", s->n, res.fail);
         status = EXIT_BAD_INPUT;
     }
-    char out[1200], err[2048];
-    scenario_out_dir(sc, c->out, "capacity", out, sizeof out);
     if (status == EXIT_OK && write_outputs(s, &res, out, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         status = EXIT_FAILURE_OTHER;

@@ -112,7 +112,11 @@ int cmd_engine(int argc, char **argv)
     if (parse_scenario_args(argc, argv, engine_usage, 0, &sc, &a) < 0) return EXIT_BAD_INPUT;
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "engine-seed%lld", sc.v[K_run_seed].i);
-    scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
+    char out_err[2048];
+    if (scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out, out_err, sizeof out_err) < 0) {
+        fprintf(stderr, "servesim: %s\n", out_err);
+        return EXIT_BAD_INPUT;
+    }
     summary sum;
     bool have = false;
     char err[1024];

@@ -238,7 +238,11 @@ int cmd_load(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "load-seed%lld", sc.v[K_run_seed].i);
-    scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
+    char out_err[2048];
+    if (scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out, out_err, sizeof out_err) < 0) {
+        fprintf(stderr, "servesim: %s\n", out_err);
+        return EXIT_BAD_INPUT;
+    }
     summary sum;
     bool have = false;
     load_stats st = {0};

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -247,6 +248,25 @@ static int count_arg(void *ctx, const char *arg)
     return 0;
 }
 
+/* OUT may take the merged result (io/outdir.h) and is none of the SHARDS: merging into a shard
+ * replaced it with the merge, and the shard was gone. -1 with the reason in ERR. */
+static int check_out(const char *out, char **shards, int n, char *err, size_t errlen)
+{
+    char why[1600];
+    struct stat a, b;
+    if (od_check(out, why, sizeof why) < 0) {
+        snprintf(err, errlen, "merge OUT_DIR %s", why);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (stat(out, &a) == 0 && stat(shards[i], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            snprintf(err, errlen, "merge OUT_DIR %s is also shard %d: the merge would replace that shard; write it "
+                                  "to a new directory", out, i + 1);
+            return -1;
+        }
+    return 0;
+}
+
 int cmd_merge(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -258,11 +278,15 @@ int cmd_merge(int argc, char **argv)
         fprintf(stderr, "servesim: merge needs OUT_DIR and at least one SHARD_DIR\n%s", merge_usage);
         return EXIT_BAD_INPUT;
     }
+    char err[2048];
+    if (check_out(argv[1], argv + 2, argc - 2, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     char probe[1200];
     snprintf(probe, sizeof probe, "%s/plan-shard.json", argv[2]);
     if (access(probe, F_OK) == 0) return plan_merge(argv[1], argv + 2, argc - 2);
     merged m = {.total = -1};
-    char err[2048];
     int status = EXIT_OK;
     for (int i = 2; status == EXIT_OK && i < argc; i++)
         if (check_plan(&m, argv[i], err, sizeof err) < 0 || read_csv(&m, argv[i], err, sizeof err) < 0)

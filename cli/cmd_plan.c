@@ -928,14 +928,18 @@ int cmd_plan(int argc, char **argv)
     plan_cli c;
     scenario sc;
     int status = plan_parse(argc, argv, &sc, &c);
+    char out[1200], err[2048];
+    if (status == EXIT_OK &&
+        scenario_out_dir(&sc, c.out, c.num_shards > 1 ? "plan-shard" : "plan", out, sizeof out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        status = EXIT_BAD_INPUT;
+    }
     plan *p = status == EXIT_OK ? plan_new(&sc, &c, &status) : NULL;
     if (!p) return status;
     if (run_plan(p) < 0) {
         fprintf(stderr, "servesim: %s\n", p->err);
         status = p->status != EXIT_OK ? p->status : EXIT_BAD_INPUT;
     }
-    char out[1200], err[2048];
-    scenario_out_dir(&sc, c.out, c.num_shards > 1 ? "plan-shard" : "plan", out, sizeof out);
     if (status == EXIT_OK &&
         (c.num_shards > 1 ? write_shard(p, out, err, sizeof err) : write_outputs(p, out, err, sizeof err)) < 0) {
         fprintf(stderr, "servesim: %s\n", err);

@@ -3,6 +3,8 @@
  * --write the sim/roofline_fit.inc rows the presets read. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +17,9 @@
 #include "config/measured.h"
 #include "sim/roofline_fit.h"
 #include "sim/table_cost.h"
+
+/* The first line of every file --write writes */
+#define FIT_FILE_HEAD "/* Written by `servesim roofline-fit --write sim/roofline_fit.inc` (scripts/aic-import runs\n"
 
 static const char fit_usage[] =
     "usage: servesim roofline-fit [--steps] [--write FILE]\n"
@@ -78,7 +83,7 @@ static int write_fits(const char *path, const char *rows)
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;
     }
-    fprintf(out, "/* Written by `servesim roofline-fit --write sim/roofline_fit.inc` (scripts/aic-import runs\n"
+    fprintf(out, FIT_FILE_HEAD
                  " * it): the roofline fitted to each GPU's measured cost tables. Do not edit by hand.\n"
                  " * FIT(name, compute, memory, attention, step_overhead_ms, median_error, max_error,\n"
                  " *     holdout_median_error, holdout_max_error) */\n%s",
@@ -105,6 +110,30 @@ static int on_fit_opt(void *ctx, const char *f, const char *v)
     return 0;
 }
 
+/* --write PATH may be written before the fit runs: PATH is new, or a file an earlier --write
+ * wrote (its first line), not anything else of the user's, which it overwrote. */
+static int check_write(const char *path)
+{
+    struct stat st;
+    if (!path[0]) {
+        fprintf(stderr, "servesim: --write needs a file name, got \"\"\n");
+        return -1;
+    }
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        fprintf(stderr, "servesim: --write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char head[sizeof FIT_FILE_HEAD] = "";
+    FILE *f = S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
+    bool ours = f && fgets(head, sizeof head, f) && strcmp(head, FIT_FILE_HEAD) == 0;
+    if (f) fclose(f);
+    if (ours) return 0;
+    fprintf(stderr, "servesim: --write %s: %s; it replaces only a file an earlier --write wrote\n", path,
+            S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not servesim's roofline fit");
+    return -1;
+}
+
 int cmd_roofline_fit(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -116,6 +145,7 @@ int cmd_roofline_fit(int argc, char **argv)
         return EXIT_BAD_INPUT;
     const char *write = a.write;
     bool steps = a.steps;
+    if (write && check_write(write) < 0) return EXIT_BAD_INPUT;
     char data[4096], err[1400];
     if (measured_data_dir(data, sizeof data) < 0) {
         fprintf(stderr, "servesim: roofline-fit: no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data "

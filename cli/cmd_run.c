@@ -29,10 +29,13 @@ int cmd_run(int argc, char **argv)
     if (parse_scenario_args(argc, argv, run_usage, SA_REPEAT, &sc, &a) < 0) return EXIT_BAD_INPUT;
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "seed%lld", sc.v[K_run_seed].i);
-    scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out);
+    char err[2048];
+    if (scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     if (a.repeat > 1) return run_repeats(&sc, out, (int)a.repeat, (int)a.jobs, a.quiet);
     simjob j = {.sc = &sc, .out_dir = out, .progress = !a.quiet, .timeline = true};
-    char err[1024];
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int status = simjob_run(&j, err, sizeof err);

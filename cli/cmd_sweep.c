@@ -209,7 +209,12 @@ int cmd_sweep(int argc, char **argv)
         goto done;
     }
     char out[1200];
-    scenario_out_dir(&sc, c.out, "sweep", out, sizeof out);
+    char out_err[2048];
+    if (scenario_out_dir(&sc, c.out, "sweep", out, sizeof out, out_err, sizeof out_err) < 0) {
+        fprintf(stderr, "servesim: %s\n", out_err);
+        status = EXIT_BAD_INPUT;
+        goto done;
+    }
     status = run_sweep(&c, &plan, out, argc, argv);
 done:
     sweep_plan_free(&plan);

@@ -495,7 +495,12 @@ int cmd_validate(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     char out[1200];
-    scenario_out_dir(&sc, a.out_dir, a.measured ? "validate-measured" : "validate", out, sizeof out);
+    char out_err[2048];
+    if (scenario_out_dir(&sc, a.out_dir, a.measured ? "validate-measured" : "validate", out, sizeof out, out_err,
+                         sizeof out_err) < 0) {
+        fprintf(stderr, "servesim: %s\n", out_err);
+        return EXIT_BAD_INPUT;
+    }
     if (a.measured) return validate_measured(&sc, &a, out);
     return validate(&sc, &a, a.cost_table, out);
 }

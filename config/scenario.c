@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "workload/dist.h"
+#include "io/outdir.h"
 #include "io/results.h"
 #include "sim/hardware.h"
 
@@ -350,12 +351,21 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len)
     if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
 }
 
-void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len)
+int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
+                     size_t errlen)
 {
-    char stem[300];
+    char stem[300], why[1600];
     scenario_stem_into(sc, stem, sizeof stem);
-    if (flag) snprintf(out, len, "%s", flag);
-    else snprintf(out, len, "results/runs/%s-%s", stem, suffix);
+    int n = flag ? snprintf(out, len, "%s", flag) : snprintf(out, len, "results/runs/%s-%s", stem, suffix);
+    if (n < 0 || (size_t)n >= len) { /* it was cut, and the cut path written to */
+        snprintf(err, errlen, "--out %.60s...: a path of %d characters; at most %zu", flag ? flag : out, n, len - 1);
+        return -1;
+    }
+    if (od_check(out, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--out %s%s", why, flag ? "" : " (the default output directory; choose one with --out)");
+        return -1;
+    }
+    return 0;
 }
 
 const char *scenario_name(const scenario *sc)

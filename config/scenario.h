@@ -114,7 +114,10 @@ void scenario_print_keys(FILE *f);
 const char *scenario_name(const scenario *sc);
 /* The file name without its .ini ending ("default" for the built-in scenario). */
 void scenario_stem_into(const scenario *sc, char *out, size_t len);
-/* A command's output directory: FLAG (its --out) when given, else results/runs/STEM-SUFFIX. */
-void scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len);
+/* A command's output directory: FLAG (its --out) when given, else results/runs/STEM-SUFFIX,
+ * checked before the command's work (io/outdir.h, od_check: its name fits, and it is new,
+ * empty or a result servesim wrote and nobody added to). -1 with "--out DIR: reason" in ERR. */
+int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
+                     size_t errlen);
 
 #endif

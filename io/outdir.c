@@ -41,7 +41,86 @@ int od_make_parents(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* Whether DIR is absent, an empty directory, or a result servesim wrote; else why not. */
+/* The marker's first line; the paths servesim wrote follow the line OD_MANIFEST, one a line
+ * (folders with a trailing /). A marker without them is an older servesim's. */
+#define OD_MARKER_TEXT "servesim wrote this directory; the next servesim command told to write here replaces it\n"
+#define OD_MANIFEST "files:"
+/* The file a temporary directory holds while servesim writes it, so that only servesim's own
+ * leftovers are taken for stale ones; removed before the commit. */
+#define OD_TEMP_MARKER ".servesim-writing"
+
+typedef struct walk {
+    size_t root_len;      /* the walked directory's path length, to make paths relative */
+    char *listed;         /* the manifest: "\n"-separated paths, with a leading "\n" */
+    FILE *out;            /* writing a manifest: where its lines go */
+    char unlisted[512];   /* checking one: the first path it does not list */
+} walk;
+
+static walk *walking; /* nftw passes no context */
+
+static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    if (ftw->level == 0) return 0;
+    const char *rel = path + walking->root_len + 1;
+    if (strcmp(rel, OD_MARKER) == 0 || strcmp(rel, OD_TEMP_MARKER) == 0) return 0;
+    const char *slash = flag == FTW_D || flag == FTW_DP ? "/" : "";
+    if (walking->out) return fprintf(walking->out, "%s%s\n", rel, slash) < 0;
+    char line[4200];
+    snprintf(line, sizeof line, "\n%s%s\n", rel, slash);
+    if (strstr(walking->listed, line)) return 0;
+    snprintf(walking->unlisted, sizeof walking->unlisted, "%s%s", rel, slash);
+    return 1;
+}
+
+/* Walks DIR with W: writes its paths to W->out, or stops at the first W->listed lacks. */
+static int walk_tree(const char *dir, walk *w)
+{
+    w->root_len = strlen(dir);
+    walking = w;
+    int rc = nftw(dir, visit, 16, FTW_PHYS);
+    walking = NULL;
+    return rc;
+}
+
+/* The manifest in DIR's marker ("\n"-separated, leading "\n"), "" for an older servesim's
+ * marker, NULL when there is no marker. */
+static char *read_manifest(const char *dir)
+{
+    char path[sizeof ((outdir *)0)->final_path + 40];
+    snprintf(path, sizeof path, "%s/%s", dir, OD_MARKER);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 1;
+    char *text = malloc(cap);
+    if (!text) {
+        fclose(f);
+        return NULL;
+    }
+    text[0] = '\n';
+    bool in_list = false;
+    char line[4200];
+    while (fgets(line, sizeof line, f)) {
+        if (!in_list) {
+            in_list = strcmp(line, OD_MANIFEST "\n") == 0;
+            continue;
+        }
+        size_t len = strlen(line);
+        if (n + len + 1 > cap) {
+            char *more = realloc(text, cap = 2 * (n + len + 1));
+            if (!more) break;
+            text = more;
+        }
+        memcpy(text + n, line, len);
+        n += len;
+    }
+    fclose(f);
+    text[in_list ? n : 0] = 0;
+    return text;
+}
+
+/* Whether DIR is absent, an empty directory, or a result servesim wrote and nobody added to
+ * since; else why not. */
 static int replaceable(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
@@ -53,18 +132,46 @@ static int replaceable(const char *dir, char *err, size_t errlen)
     }
     DIR *dd = opendir(dir);
     if (!dd) return fail(err, errlen, dir, errno);
-    bool empty = true, ours = false;
+    bool empty = true;
     struct dirent *e;
-    while ((e = readdir(dd))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        empty = false;
-        ours |= strcmp(e->d_name, OD_MARKER) == 0;
-    }
+    while ((e = readdir(dd)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
     closedir(dd);
-    if (empty || ours) return 0;
-    snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
-                          "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
-    return -1;
+    if (empty) return 0;
+    char *listed = read_manifest(dir);
+    if (!listed) {
+        snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
+                              "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
+        return -1;
+    }
+    int rc = 0;
+    if (listed[0]) { /* an older servesim's marker lists nothing: its whole result is taken as written */
+        walk w = {.listed = listed};
+        if (walk_tree(dir, &w) != 0) {
+            if (w.unlisted[0])
+                snprintf(err, errlen, "%s: holds %s, which servesim did not write there; move it away or choose "
+                                      "another output directory: servesim replaces only its own results", dir, w.unlisted);
+            else
+                fail(err, errlen, dir, errno);
+            rc = -1;
+        }
+    }
+    free(listed);
+    return rc;
+}
+
+int od_check(const char *dir, char *err, size_t errlen)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    if (len == 0 || len >= sizeof ((outdir *)0)->final_path - 40) {
+        snprintf(err, errlen, "\"%.200s\": not a usable directory name (%zu characters; at most %zu)", dir, len,
+                 sizeof ((outdir *)0)->final_path - 41);
+        return -1;
+    }
+    char path[sizeof ((outdir *)0)->final_path];
+    snprintf(path, sizeof path, "%.*s", (int)len, dir);
+    return replaceable(path, err, errlen);
 }
 
 /* Removes DIR.tmp.<pid> and DIR.tmp.<pid>.old left by servesim processes that no longer
@@ -88,8 +195,14 @@ static void remove_stale_temporaries(const char *dir)
         if (end == e->d_name + blen + 5 || (*end && strcmp(end, ".old") != 0) || pid <= 0 || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
-        char path[sizeof parent + 300];
+        char path[sizeof parent + 300], mark[sizeof path + 40], why[256];
         snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        /* only what servesim left: a temporary it was writing (its marker inside), or a result it
+         * had set aside to replace (a result it wrote, nobody added to) */
+        snprintf(mark, sizeof mark, "%s/%s", path, *end ? OD_MARKER : OD_TEMP_MARKER);
+        struct stat st;
+        if (lstat(mark, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (*end && replaceable(path, why, sizeof why) != 0) continue;
         od_remove_tree(path);
     }
     closedir(dd);
@@ -106,13 +219,21 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     }
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
-    if (replaceable(d->final_path, err, errlen) < 0) goto fail;
+    if (od_check(d->final_path, err, errlen) < 0) goto fail;
     if (od_make_parents(d->final_path, err, errlen) < 0) goto fail;
     remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&
         (errno != EEXIST || od_remove_tree(d->tmp_path) != 0 || mkdir(d->tmp_path, 0777) != 0)) {
         fail(err, errlen, d->tmp_path, errno);
+        goto fail;
+    }
+    char mark[sizeof d->tmp_path + 40];
+    snprintf(mark, sizeof mark, "%s/%s", d->tmp_path, OD_TEMP_MARKER);
+    FILE *m = fopen(mark, "w");
+    if (!m || fclose(m) != 0) {
+        fail(err, errlen, mark, errno);
+        od_remove_tree(d->tmp_path);
         goto fail;
     }
     return 0;
@@ -147,9 +268,17 @@ int od_fclose(FILE *f, const char *name, char *err, size_t errlen)
 
 int od_commit(outdir *d, char *err, size_t errlen)
 {
+    char mark[sizeof d->tmp_path + 40];
+    snprintf(mark, sizeof mark, "%s/%s", d->tmp_path, OD_TEMP_MARKER);
+    unlink(mark);
     FILE *m = od_fopen(d, OD_MARKER, err, errlen);
     if (!m) return -1;
-    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\n", m);
+    fputs(OD_MARKER_TEXT OD_MANIFEST "\n", m);
+    walk w = {.out = m};
+    if (walk_tree(d->tmp_path, &w) != 0) {
+        fclose(m);
+        return fail(err, errlen, d->tmp_path, errno ? errno : EIO);
+    }
     if (od_fclose(m, OD_MARKER, err, errlen) < 0) return -1;
     /* checked again: something may have appeared at DIR while the command ran */
     if (replaceable(d->final_path, err, errlen) < 0) return -1;

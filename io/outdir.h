@@ -1,8 +1,10 @@
 /* An output directory that appears whole or not at all: everything is written into
  * DIR.tmp.<pid>, which replaces DIR only when the command succeeds (io/results.h builds one
  * run's files on it). servesim replaces only what it wrote: DIR must not exist, be an empty
- * directory, or hold the marker file a commit leaves in every result (OD_MARKER); anything
- * else (a file, a folder of the user's) is refused before any work. */
+ * directory, or be a result servesim wrote, whose marker file (OD_MARKER) lists every path
+ * the commit put there, with nothing added since; anything else (a file, a folder of the
+ * user's, a result the user added a file to) is refused. Temporaries left by killed runs are
+ * removed only when they hold servesim's own marker. */
 #ifndef SERVESIM_IO_OUTDIR_H
 #define SERVESIM_IO_OUTDIR_H
 
@@ -17,6 +19,11 @@ typedef struct outdir {
 /* The file in every result directory that says servesim wrote it, and may replace it. */
 #define OD_MARKER ".servesim-result"
 
+/* Whether DIR may take a result: its name fits, and it is absent, an empty directory, or a
+ * result servesim wrote that holds nothing else (the marker lists what servesim wrote; a file
+ * added since, even the scenario itself, makes it the user's). -1 with "DIR: reason" in ERR.
+ * Nothing is created: commands call it before their work. */
+int od_check(const char *dir, char *err, size_t errlen);
 /* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR, also
  * when DIR is something servesim may not replace. */
 int od_open(outdir *d, const char *dir, char *err, size_t errlen);

@@ -85,6 +85,29 @@ Test(args, misuses_are_refused, .init = cr_redirect_stderr)
                             "servesim: --repeat 0: expected an integer in [1, 10000]\n");
 }
 
+/* roofline-fit --write overwrote any file it was given; it replaces only its own now, and
+ * says so before the fit */
+Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stderr)
+{
+    FILE *f = fopen("/tmp/ss-fit-notes.txt", "w");
+    fputs("my notes\n", f);
+    fclose(f);
+    char *fit[] = {"roofline-fit", "--write", "/tmp/ss-fit-notes.txt"};
+    cr_assert_eq(cmd_roofline_fit(3, fit), EXIT_BAD_INPUT);
+    char text[64] = "";
+    f = fopen("/tmp/ss-fit-notes.txt", "r");
+    cr_assert(fgets(text, sizeof text, f));
+    fclose(f);
+    cr_assert_str_eq(text, "my notes\n");
+    remove("/tmp/ss-fit-notes.txt");
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char out[1024];
+    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    cr_assert_str_eq(out, "servesim: --write /tmp/ss-fit-notes.txt: exists and is not servesim's roofline fit; it "
+                          "replaces only a file an earlier --write wrote\n");
+}
+
 /* The other commands (calibrate, bench, presets, keys, roofline-fit, merge) once parsed by
  * hand: "bench --bogus x" said "bad option", "roofline-fit --write" (no value) said
  * "unexpected", and "merge --out x y" took --out for the output directory. */

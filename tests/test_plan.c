@@ -1,6 +1,7 @@
 /* servesim plan: the layouts it tries, the fewest replicas for a target on servers of known
  * rate, a Pareto front no served probe beats, and the errors a user can make. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +161,28 @@ Test(plan, shards_merge_into_exactly_what_one_run_writes)
     char *other[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/other"};
     cr_assert_eq(cmd_merge(4, other), 2);
     cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
+    /* merging into one of the shards replaced that shard with the merge */
+    char *into[] = {"merge", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s2"};
+    cr_assert_eq(cmd_merge(4, into), 2);
+    cr_assert(count_lines("/tmp/ss-pshard/s2/plan-shard.json") > 0, "the shard stays");
+    cr_assert_null(fopen("/tmp/ss-pshard/s2/plan.csv", "r"), "and is not replaced by the merge");
     system("rm -rf /tmp/ss-pshard");
+}
+
+/* An --out that holds the user's files is refused before the search, with exit 2: plan
+ * searched for a minute, then refused it with exit 1 and the work was lost. */
+Test(plan, an_out_of_the_user_s_is_refused_before_the_search, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-plan-mine && mkdir -p /tmp/ss-plan-mine && echo mine > /tmp/ss-plan-mine/notes.txt");
+    char *argv[] = {"plan", "--gpus", "2", "--set", "workload.num_requests=100", "--quiet", "--out", "/tmp/ss-plan-mine"};
+    cr_assert_eq(cmd_plan(8, argv), 2);
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char text[2048];
+    text[fread(text, 1, sizeof text - 1, err)] = 0;
+    cr_assert(strstr(text, "servesim: --out /tmp/ss-plan-mine: a directory with files servesim did not write"), "%s", text);
+    cr_assert_eq(count_lines("/tmp/ss-plan-mine/notes.txt"), 1);
+    system("rm -rf /tmp/ss-plan-mine");
 }
 
 Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)

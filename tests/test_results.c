@@ -186,20 +186,74 @@ Test(results, summary_json_order_format_and_determinism)
 
 Test(results, commit_replaces_a_result_servesim_wrote)
 {
-    char dir[128], stale[192], listing[512];
+    char dir[128], path[192], listing[512];
     snprintf(dir, sizeof dir, "%s/run", root);
     write_run(dir, NULL);
-    snprintf(stale, sizeof stale, "%s/" OD_MARKER, dir);
-    cr_assert(exists(stale), "a result carries the marker");
-    snprintf(stale, sizeof stale, "%s/stale.txt", dir);
-    FILE *f = fopen(stale, "w");
-    fputs("old run\n", f);
-    fclose(f);
+    snprintf(path, sizeof path, "%s/" OD_MARKER, dir);
+    cr_assert(exists(path), "a result carries the marker");
     write_run(dir, NULL);
     list_dir(dir, listing, sizeof listing);
     cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
     list_dir(root, listing, sizeof listing);
     cr_assert_str_eq(listing, "run ", "no old copy left aside: %s", listing);
+}
+
+/* A rerun into a result deleted whatever the user had put in it since, the scenario file
+ * itself when it lived there: the marker lists what servesim wrote, and anything else makes
+ * the directory the user's. */
+Test(results, a_result_the_user_added_to_is_refused_and_kept)
+{
+    char dir[128], mine[192], sub[192], listing[512], err[512];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    write_run(dir, NULL);
+    snprintf(sub, sizeof sub, "%s/mine", dir);
+    cr_assert_eq(mkdir(sub, 0777), 0);
+    snprintf(mine, sizeof mine, "%s/notes.txt", sub);
+    FILE *f = fopen(mine, "w");
+    fputs("my notes\n", f);
+    fclose(f);
+    res_dir d;
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
+    cr_assert(strstr(err, "run: holds mine/, which servesim did not write there"), "%s", err);
+    cr_assert_eq(od_check(dir, err, sizeof err), -1, "the check before any work says the same");
+    list_dir(dir, listing, sizeof listing);
+    cr_assert_str_eq(listing, "mine requests.csv steps.csv summary.json ");
+    cr_assert(exists(mine));
+    /* a marker of an older servesim lists nothing: its result is replaced as before */
+    remove(mine);
+    rmdir(sub);
+    snprintf(mine, sizeof mine, "%s/" OD_MARKER, dir);
+    f = fopen(mine, "w");
+    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\n", f);
+    fclose(f);
+    write_run(dir, NULL);
+    list_dir(dir, listing, sizeof listing);
+    cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
+}
+
+/* DIR.tmp.<pid> of a process that is gone is removed only when servesim left it: a folder of
+ * the user's with that name was removed, whole. */
+Test(results, only_servesim_s_own_leftovers_are_cleaned_up)
+{
+    char dir[128], mine[192], ours[192], path[256];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    /* no process has a pid past the kernel's largest (4194304) */
+    snprintf(mine, sizeof mine, "%s/run.tmp.5000001", root);
+    snprintf(ours, sizeof ours, "%s/run.tmp.5000002", root);
+    cr_assert_eq(mkdir(mine, 0777), 0);
+    cr_assert_eq(mkdir(ours, 0777), 0);
+    snprintf(path, sizeof path, "%s/thesis.txt", mine);
+    FILE *f = fopen(path, "w");
+    fputs("important\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/.servesim-writing", ours);
+    f = fopen(path, "w");
+    fclose(f);
+    write_run(dir, NULL);
+    cr_assert(exists(mine), "the user's folder stays");
+    snprintf(path, sizeof path, "%s/thesis.txt", mine);
+    cr_assert(exists(path));
+    cr_assert(!exists(ours), "servesim's leftover goes");
 }
 
 /* --out once deleted whatever was at its path: a directory of the user's, or a file. */

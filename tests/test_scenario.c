@@ -119,6 +119,27 @@ Test(scenario, an_endless_file_is_refused_after_a_bounded_read)
     cr_assert_str_eq(err, "/dev/zero: more than 1048576 bytes: not a scenario file?");
 }
 
+/* An --out longer than the command's buffer was cut, and the cut path written to (or, were it
+ * a result, replaced); a directory that holds the user's files is refused before any work */
+Test(scenario, an_out_dir_that_does_not_fit_or_is_the_user_s_is_refused)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char flag[1300], out[1200], err[2048];
+    memset(flag, 'a', sizeof flag - 1);
+    flag[sizeof flag - 1] = 0;
+    cr_assert_eq(scenario_out_dir(&sc, flag, "run", out, sizeof out, err, sizeof err), -1);
+    cr_assert(strstr(err, "a path of 1299 characters; at most 1199"), "%s", err);
+    system("rm -rf /tmp/ss-outdir && mkdir -p /tmp/ss-outdir && touch /tmp/ss-outdir/mine.txt");
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outdir", "run", out, sizeof out, err, sizeof err), -1);
+    cr_assert(strstr(err, "--out /tmp/ss-outdir: a directory with files servesim did not write"), "%s", err);
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outdir/new", "run", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(out, "/tmp/ss-outdir/new");
+    cr_assert_eq(scenario_out_dir(&sc, NULL, "sweep", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(out, "results/runs/default-sweep");
+    system("rm -rf /tmp/ss-outdir");
+}
+
 Test(scenario, values_and_booleans_parse_in_every_spelling)
 {
     scenario sc;
@@ -681,8 +702,9 @@ Test(run_command, an_interrupted_run_leaves_nothing_behind)
     cr_assert_not(exists(tmp), "%s left behind", tmp);
     cr_assert_not(exists(out));
 
-    /* a temporary of a process that no longer exists goes at the next open of the same DIR;
-     * one of a live process (ours, the test's parent's) stays */
+    /* a temporary of a process that no longer exists goes at the next open of the same DIR
+     * (servesim's: its marker inside, as the interrupted run's had); one of a live process
+     * (ours, the test's parent's) stays, and so does a folder of that name without it */
     pid_t dead = fork();
     if (dead == 0) _exit(0);
     waitpid(dead, NULL, 0);
@@ -691,11 +713,18 @@ Test(run_command, an_interrupted_run_leaves_nothing_behind)
     snprintf(live, sizeof live, "%s.tmp.%d", out, (int)getppid());
     mkdir(stale, 0777);
     mkdir(live, 0777);
+    char mark[192], users[128];
+    snprintf(mark, sizeof mark, "%s/.servesim-writing", stale);
+    fclose(fopen(mark, "w"));
+    snprintf(users, sizeof users, "%s.tmp.%d", out, (int)dead + 4194304); /* past any pid */
+    mkdir(users, 0777);
     const char *args[] = {"run", "--out", out, "--quiet", "--set", "workload.num_requests=10"};
     cr_assert_eq(run_cli(args, 6), 0);
     cr_assert_not(exists(stale));
     cr_assert(exists(live));
+    cr_assert(exists(users), "no marker: not servesim's to remove");
     rmdir(live);
+    rmdir(users);
     cr_assert_eq(system("rm -rf /tmp/servesim-test-interrupt"), 0);
 }
 
