@@ -81,8 +81,15 @@ static int parse_number(const key_def *d, const char *text, double *out, char *e
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno || !isfinite(v)) {
-        snprintf(err, errlen, "%s.%s: expected a %s, got \"%s\"%s", d->section, d->key,
-                 type_names[d->type], text, strchr(text, '#') ? " (only ';' starts a comment)" : "");
+        snprintf(err, errlen, "%s.%s: expected %s %s, got \"%s\"%s", d->section, d->key,
+                 strchr("aeiou", type_names[d->type][0]) ? "an" : "a", type_names[d->type], text,
+                 strchr(text, '#') ? " (only ';' starts a comment)" : "");
+        return -1;
+    }
+    /* an integer in decimal digits: strtod took 0x10 for 16 and 1e1 for 10 */
+    const char *digits = text + (*text == '-' || *text == '+');
+    if (d->type == INT && (!*digits || strspn(digits, "0123456789") != strlen(digits))) {
+        snprintf(err, errlen, "%s.%s: expected an integer in decimal digits, got \"%s\"", d->section, d->key, text);
         return -1;
     }
     if (d->type == INT && v != floor(v)) {
@@ -214,8 +221,10 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
         memcpy(buf, start, len);
         buf[len] = 0;
         char *p = buf;
+        if (line == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3; /* a UTF-8 BOM, which inih skips too */
+        const char *first = p;
         while (isspace((unsigned char)*p)) p++;
-        if (p != buf && *p && *p != ';' && *p != '#') {
+        if (p != first && *p && *p != ';' && *p != '#') {
             snprintf(err, errlen, "an indented line: inih would take it as more of the previous value; start "
                                   "every line at its first column");
             break;
@@ -223,7 +232,11 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
         bad = 0;
         if (*p == '[') {
             char *close = strchr(p, ']');
-            if (!close) break; /* inih reports it */
+            if (!close) {
+                snprintf(err, errlen, "a section header without its ']': \"%s\"", p);
+                bad = line;
+                break;
+            }
             snprintf(section, sizeof section, "%.*s", (int)(close - p - 1), p + 1);
             if (!known_section(section)) {
                 snprintf(err, errlen, "unknown section [%s]", section);

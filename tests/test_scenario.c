@@ -45,7 +45,10 @@ Test(scenario, bad_files_name_the_line)
 {
     expect_load_error("[model]\npreset = tiny\n[nonsense]\nx = 1\n", "unknown section [nonsense]", 3);
     expect_load_error("[model]\npreset = tiny\nlayers = 3\n", "unknown key model.layers", 3);
-    expect_load_error("[kv]\n\nblock_size = sixteen\n", "expected a int", 3);
+    expect_load_error("[kv]\n\nblock_size = sixteen\n", "expected an int, got \"sixteen\"", 3);
+    expect_load_error("[workload\nnum_requests = 7\n", "a section header without its ']': \"[workload\"", 1);
+    expect_load_error("[kv]\nblock_size = 0x10\n", "expected an integer in decimal digits, got \"0x10\"", 2);
+    expect_load_error("[workload]\nnum_requests = 1e1\n", "expected an integer in decimal digits", 2);
     expect_load_error("[kv]\nblock_size = 0\n", "out of range [1, 1024]", 2);
     expect_load_error("[kv]\nblock_size = 16 # slots\n", "only ';' starts a comment", 2);
     expect_load_error("[scheduler]\npolicy = fifo\n", "not one of naive|kv_single", 2);
@@ -107,6 +110,18 @@ Test(scenario, a_scenario_in_a_pipe_is_read_once)
     cr_assert_eq(scenario_load(&sc, path, err, sizeof err), 0, "%s", err);
     close(fd[0]);
     cr_assert_eq(sc.v[K_workload_num_requests].i, 7);
+}
+
+/* A file saved with a UTF-8 byte order mark was refused as "expected KEY = VALUE" */
+Test(scenario, a_byte_order_mark_is_skipped)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    const char *p = write_ini("\xEF\xBB\xBF[workload]\nnum_requests = 7\n");
+    cr_assert_eq(scenario_load(&sc, p, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sc.v[K_workload_num_requests].i, 7);
+    unlink(p);
 }
 
 /* An endless file (/dev/zero) is refused after a bounded read; it filled the memory before */
