@@ -530,6 +530,13 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
                  V(hardware, vllm_version).origin, V(hardware, cost_model).origin);
         return -1;
     }
+    /* an explicit table prices the run whatever cost_model says: asking for the roofline too
+     * is a contradiction, and the table silently won */
+    if (V(hardware, cost_table).s[0] && strcmp(V(hardware, cost_model).s, "roofline") == 0) {
+        snprintf(err, errlen, "hardware.cost_table (%s) names a table, but hardware.cost_model (%s) asks for the roofline",
+                 V(hardware, cost_table).origin, V(hardware, cost_model).origin);
+        return -1;
+    }
     return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gsl/gsl_interp.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,14 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
             return -1;
         }
     }
+    /* a forward costs something: a table of zeros priced every run at 0 ms, and said nothing */
+    bool priced = false;
+    for (size_t i = 0; i < tc->g[CT_LINEAR].nx; i++) priced |= tc->g[CT_LINEAR].s[i] > 0;
+    if (!priced) {
+        snprintf(err, errlen, "cost table %s: every linear price is 0 s; a table holds the seconds each step takes", name);
+        tc_free(tc);
+        return -1;
+    }
     return 0;
 }
 
@@ -166,6 +175,21 @@ double tc_component(const table_cost *tc, ct_component c, double x, double y, bo
     return v > 0 ? v : 0;
 }
 
+/* Whether NAME has not been warned about in this process yet (and now has): a plan or a
+ * sweep opens the same table for every point, and "warned once" came a dozen times. */
+static bool first_warning_of(const char *name)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char warned[64][256];
+    static int n;
+    bool first = true;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n && first; i++) first = strcmp(warned[i], name) != 0;
+    if (first && n < 64) snprintf(warned[n++], sizeof warned[0], "%s", name);
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
 double tc_step_time(const void *ctx, const sched_batch *b)
 {
     table_cost *tc = (table_cost *)ctx;
@@ -197,8 +221,9 @@ double tc_step_time(const void *ctx, const sched_batch *b)
         tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;
-        fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "
-                        "extrapolating (warned once)\n", tc->name);
+        if (first_warning_of(tc->name))
+            fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "
+                            "extrapolating (warned once)\n", tc->name);
     }
     return t;
 }

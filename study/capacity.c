@@ -32,9 +32,19 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
         }
         int f = slo_field(p, klen);
         double limit = strtod(p + klen + 1, &end);
-        if (f < 0 || end != p + len || !(limit > 0)) {
+        if (f < 0 || end != p + len || !(limit > 0) || !isfinite(limit)) {
             snprintf(err, errlen, "--slo %s: \"%.*s\" %s", spec, (int)len, p,
-                     f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)" : "needs a limit > 0");
+                     f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)"
+                           : "needs a finite limit > 0");
+            return -1;
+        }
+        for (int i = 0; i < *n; i++)
+            if (out[i].field == f) { /* two limits of one metric: which one was meant? */
+                snprintf(err, errlen, "--slo %s: %.*s is limited twice", spec, (int)klen, p);
+                return -1;
+            }
+        if (p[len] == ',' && !p[len + 1]) {
+            snprintf(err, errlen, "--slo %s: a trailing ','", spec);
             return -1;
         }
         if (*n >= CAP_MAX_SLO) {

@@ -57,8 +57,10 @@ Test(capacity, slo_names_in_both_spellings)
     cr_assert_eq(slo[0].field, sumf_find("p99_ttft_ms"));
     cr_assert_eq(slo[1].field, sumf_find("median_tpot_ms"));
     cr_assert_eq(slo[2].field, sumf_find("p90_e2el_ms"));
-    const char *bad[] = {"ttft_p95_ms=1", "ttft_p99_ms=0", "ttft_p99_ms", "ttft_p99_ms=1x", "nonsense=3"};
-    for (int i = 0; i < 5; i++) {
+    /* inf and 1e400, two limits of one metric and a trailing comma were taken (bad-input campaign) */
+    const char *bad[] = {"ttft_p95_ms=1", "ttft_p99_ms=0", "ttft_p99_ms", "ttft_p99_ms=1x", "nonsense=3",
+                         "ttft_p99_ms=inf", "ttft_p99_ms=1e400", "ttft_p99_ms=500,p99_ttft_ms=100", "ttft_p99_ms=500,"};
+    for (int i = 0; i < 9; i++) {
         n = 0;
         cr_assert_eq(cap_parse_slo(bad[i], slo, &n, err, sizeof err), -1, "%s", bad[i]);
     }

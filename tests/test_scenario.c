@@ -454,6 +454,7 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
     const struct { const char *sets[2]; const char *want; } cases[] = {
         {{"hardware.vllm_version=0.24.0", "hardware.cost_table=x.csv"}, "but hardware.cost_table"},
         {{"hardware.vllm_version=0.24.0", "hardware.cost_model=roofline"}, "but hardware.cost_model"},
+        {{"hardware.cost_table=x.csv", "hardware.cost_model=roofline"}, "but hardware.cost_model (--set) asks for the roofline"},
         {{"hardware.step_overhead_ms=-0.5", NULL}, "must be -1"},
         {{"hardware.host_us_per_seq=-0.5", NULL}, "hardware.host_us_per_seq (--set) must be -1 (the table's) or at least 0"},
         {{"hardware.peak_tflops=1e-300", NULL}, "at least 0.001"}, /* ran to an infinite clock, exit 0 */

@@ -1,6 +1,7 @@
 /* Cost tables: reading, interpolation, extrapolation, the serving scales; a small real
  * calibration of the CPU backend end to end. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,6 +142,46 @@ Test(table_cost, a_table_that_is_not_a_full_grid_is_refused)
     char err[256];
     cr_assert_eq(tc_init(&tc, &t, "holey", err, sizeof err), -1);
     cr_assert(strstr(err, "decode_attn is not a full grid: no row for (8, 65)"), "%s", err);
+    ct_free(&t);
+}
+
+/* A plan opens a table for every layout and point: "warned once" came a dozen times for one
+ * table. Now once a table a process, however many copies price steps outside it. */
+Test(table_cost, a_table_is_warned_about_once_a_process, .init = cr_redirect_stderr)
+{
+    cost_table t;
+    synthetic(&t);
+    table_cost a, b;
+    char err[256];
+    cr_assert_eq(tc_init(&a, &t, "once.csv", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tc_init(&b, &t, "once.csv", err, sizeof err), 0, "%s", err);
+    request r;
+    sched_item it = {.req = &r, .num_new_tokens = 16, .context_len = 0};
+    sched_batch big = {.items = &it, .num_items = 1, .num_batched_tokens = 16, .num_prefill_tokens = 16,
+                       .num_multi_token_items = 1};
+    tc_step_time(&a, &big);
+    tc_step_time(&b, &big);
+    tc_step_time(&a, &big);
+    tc_free(&a);
+    tc_free(&b);
+    ct_free(&t);
+    fflush(stderr);
+    char text[1024];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert_str_eq(text, "servesim: warning: a step falls outside the sweep of cost table once.csv; extrapolating "
+                           "(warned once)\n");
+}
+
+/* A table of zeros priced every run at 0 ms and exited 0 (bad-input campaign) */
+Test(table_cost, a_table_that_prices_nothing_is_refused)
+{
+    cost_table t;
+    synthetic(&t);
+    for (size_t i = 0; i < t.n[CT_LINEAR]; i++) t.points[CT_LINEAR][i].seconds = 0;
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "zeros", err, sizeof err), -1);
+    cr_assert_str_eq(err, "cost table zeros: every linear price is 0 s; a table holds the seconds each step takes");
     ct_free(&t);
 }
 
