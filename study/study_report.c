@@ -436,7 +436,17 @@ static int plot_rate(report *rp)
     plot pl;
     FILE *f = plot_begin(&pl, rp->term, "rate.png", "latency and throughput against arrival rate", 1500, 450);
     if (!f) return -1;
-    const char *x = "(strcol('workload.arrival') eq 'poisson' ? column('workload.rate') : NaN)";
+    /* sweep.csv has a column for each key some point changes: workload.arrival only when the
+     * points mix arrivals (gnuplot stopped at the missing column) */
+    bool mixed = false;
+    scenario a, b;
+    point_scenario(rp, 0, &a);
+    for (int i = 1; i < num_points(rp) && !mixed; i++) {
+        point_scenario(rp, i, &b);
+        mixed = strcmp(a.v[K_workload_arrival].s, b.v[K_workload_arrival].s) != 0;
+    }
+    const char *x = mixed ? "(strcol('workload.arrival') eq 'poisson' ? column('workload.rate') : NaN)"
+                          : "(column('workload.rate'))";
     double slo_ttft = rp->p->base.v[K_slo_ttft_ms].d, slo_tpot = rp->p->base.v[K_slo_tpot_ms].d;
     fprintf(f, "set multiplot layout 1,3\nset xlabel 'offered rate (requests/s)'\nset logscale x\nset key inside top left\n"
                "set title 'TTFT (ms)'\nset logscale y\n"
@@ -457,6 +467,11 @@ static int report_rate(report *rp)
 {
     cap_point cp[256];
     int idx[256], n = rate_points(rp, cp, idx, 256);
+    if (n < 2 || cp[0].rate == cp[n - 1].rate) {
+        snprintf(rp->err, rp->errlen, "arrival-rate report: needs Poisson points at two or more workload.rate values "
+                                      "(e.g. --vary workload.rate=2,4,8); it plots against the rate");
+        return -2;
+    }
     if (plot_rate(rp) < 0) return -1;
     int queues[2] = {idx[n > 0 ? n - 1 : 0], -1}, nq = n > 0;
     cap_findings fd;
@@ -713,6 +728,14 @@ static int report_memory(report *rp)
         if (small < 0 || bs < t.v[K_kv_block_size].i) small = i;
         if (big >= 0) point_scenario(rp, big, &t);
         if (big < 0 || bs > t.v[K_kv_block_size].i) big = i;
+    }
+    scenario t, u;
+    if (small >= 0) point_scenario(rp, small, &t);
+    if (big >= 0) point_scenario(rp, big, &u);
+    if (small < 0 || t.v[K_kv_block_size].i == u.v[K_kv_block_size].i) {
+        snprintf(rp->err, rp->errlen, "memory report: needs paged points at two or more kv.block_size values "
+                                      "(e.g. --vary kv.block_size=8,16,32); it plots against the block size");
+        return -2;
     }
     int pair[2] = {cont, paged};
     if (cont >= 0 && paged >= 0 && plot_queues(rp, pair, 2, "queues.png", "contiguous against paged at the same KV capacity") < 0)
