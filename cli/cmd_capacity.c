@@ -22,7 +22,8 @@ static const char capacity_usage[] =
     "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and achieved throughput >= 90% of the offered rate.\n"
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
-    "  DIR/capacity.csv and latency.png (default DIR: results/runs/NAME-capacity).\n";
+    "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
+    "  results/runs/NAME-capacity).\n";
 
 enum { MAX_POINTS = 128 };
 

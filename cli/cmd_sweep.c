@@ -27,7 +27,8 @@ static const char sweep_usage[] =
     "                 shards' directories with `servesim merge`\n"
     "  --keep-runs    also write each point's run (first seed) to DIR/points/NNN/\n"
     "  --report EXP   write DIR/report.md for an experiment: workload-classes, arrival-rate,\n"
-    "                 seven-versions, prefix-caching, chunked-prefill, memory (docs/study.md)\n";
+    "                 seven-versions, prefix-caching, chunked-prefill, memory, speculative\n"
+    "                 (docs/study.md)\n";
 
 typedef struct sweep_cli {
     const char *vary[SWEEP_MAX_AXES + 1];
