@@ -32,27 +32,8 @@ port=${PORT:-8031}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 model=$out/model
-# A Qwen2-shaped model small enough that the CPU engine keeps up (random weights: vLLM's
-# --load-format dummy), the byte-level tokenizer, and a ChatML template with a system prompt
-# by default, as Qwen2.5's has.
-"$venv/bin/python" scripts/byte-tokenizer.py "$model"
-"$venv/bin/python" - "$model" <<'PY'
-import json, os, sys
-d = sys.argv[1]
-json.dump({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 512,
-           "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-           "rope_theta": 1e6, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
-           "torch_dtype": "bfloat16", "hidden_act": "silu", "bos_token_id": 0, "eos_token_id": 0},
-          open(os.path.join(d, "config.json"), "w"), indent=1)
-p = os.path.join(d, "tokenizer_config.json")
-tc = json.load(open(p))
-tc["chat_template"] = (
-    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant."
-    "<|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-json.dump(tc, open(p, "w"), indent=1)
-PY
+# The tiny Qwen2-shaped model with random weights (scripts/vllm-tiny-model.py)
+"$venv/bin/python" scripts/vllm-tiny-model.py "$model"
 VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=1 "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
     --model "$model" --served-model-name tiny --load-format dummy --dtype bfloat16 --max-model-len 2048 \
     --max-num-seqs 64 --port "$port" --no-enable-log-requests > "$out/server.log" 2>&1 &

@@ -71,13 +71,7 @@ class Extension:
 
 def tiny_model(d):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    subprocess.run([sys.executable, os.path.join(root, "scripts", "byte-tokenizer.py"), d], check=True)
-    json.dump({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 512,
-               "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
-               "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-               "rope_theta": 1e6, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
-               "torch_dtype": "bfloat16", "hidden_act": "silu", "bos_token_id": 0, "eos_token_id": 0},
-              open(os.path.join(d, "config.json"), "w"), indent=1)
+    subprocess.run([sys.executable, os.path.join(root, "scripts", "vllm-tiny-model.py"), d], check=True)
 
 
 def main(argv):
