@@ -208,14 +208,15 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
         size_t len = nl ? (size_t)(nl - start) : size - at;
         at += len + (nl != NULL);
         line++;
+        size_t raw = len; /* inih counts a CR in the line's length */
         while (len > 0 && start[len - 1] == '\r') len--;
         bad = line;
         if (memchr(start, '\0', len)) {
             snprintf(err, errlen, "a NUL byte in the line: not a text file?");
             break;
         }
-        if (len > INI_LINE_LIMIT) {
-            snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", len, INI_LINE_LIMIT);
+        if (raw > INI_LINE_LIMIT) {
+            snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", raw, INI_LINE_LIMIT);
             break;
         }
         memcpy(buf, start, len);
@@ -275,10 +276,10 @@ static char *read_scenario(const char *path, size_t *size, char *err, size_t err
     }
     char *text = malloc(SCENARIO_MAX_BYTES + 2);
     size_t n = text ? fread(text, 1, SCENARIO_MAX_BYTES + 1, f) : 0;
-    int bad = text ? ferror(f) : ENOMEM;
+    int bad = !text ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    if (!text || bad) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(text ? EIO : ENOMEM));
+    if (bad) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(bad));
         free(text);
         return NULL;
     }
@@ -467,7 +468,10 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     out->step_overhead_s = oh >= 0 ? oh / 1000 : -1;
     double host = V(hardware, host_us_per_seq).d;
     out->host_s_per_seq = host >= 0 ? host * 1e-6 : -1;
-    out->async_scheduling = V(scheduler, async_scheduling).b;
+    /* vLLM turns async scheduling off by default beside n-gram or draft-model speculation
+     * (only EAGLE/MTP kinds keep it), and refuses it outright beside n-gram lookup on the CPU */
+    out->async_scheduling = V(scheduler, async_scheduling).b &&
+                            (V(speculative, num_tokens).i == 0 || strcmp(V(scheduler, async_scheduling).origin, "default") != 0);
     out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
     const struct { const char *name; bool set; } roof[] = {
@@ -511,6 +515,13 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     if (oh < 0 && oh != -1) {
         snprintf(err, errlen, "hardware.step_overhead_ms (%s) must be -1 (the table's or the fit's) or at least 0, got %g",
                  V(hardware, step_overhead_ms).origin, oh);
+        return -1;
+    }
+    if (V(scheduler, async_scheduling).b && strcmp(V(scheduler, async_scheduling).origin, "default") != 0 &&
+        V(speculative, num_tokens).i > 0 && strcmp(V(speculative, method).s, "ngram") == 0) {
+        snprintf(err, errlen, "scheduler.async_scheduling (%s) is on, but vLLM refuses async scheduling beside n-gram "
+                              "speculative decoding (speculative.method = ngram, %s); leave it unset or off",
+                 V(scheduler, async_scheduling).origin, V(speculative, num_tokens).origin);
         return -1;
     }
     double host = V(hardware, host_us_per_seq).d;

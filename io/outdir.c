@@ -51,72 +51,100 @@ int od_make_parents(const char *path, char *err, size_t errlen)
 
 typedef struct walk {
     size_t root_len;      /* the walked directory's path length, to make paths relative */
-    char *listed;         /* the manifest: "\n"-separated paths, with a leading "\n" */
-    FILE *out;            /* writing a manifest: where its lines go */
-    char unlisted[512];   /* checking one: the first path it does not list */
+    char **listed;        /* checking: the manifest's paths, sorted */
+    size_t nlisted;
+    bool writing;         /* writing the manifest: collect the paths in listed (the commit's walk
+                           * skips the temporary marker) */
+    size_t cap;
+    char unlisted[512];   /* checking: the first path the manifest lacks */
 } walk;
 
-static walk *walking; /* nftw passes no context */
+/* nftw passes no context; a sweep's threads each write their points' results */
+static _Thread_local walk *walking;
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     if (ftw->level == 0) return 0;
     const char *rel = path + walking->root_len + 1;
-    if (strcmp(rel, OD_MARKER) == 0 || strcmp(rel, OD_TEMP_MARKER) == 0) return 0;
-    const char *slash = flag == FTW_D || flag == FTW_DP ? "/" : "";
-    if (walking->out) return fprintf(walking->out, "%s%s\n", rel, slash) < 0;
+    if (strcmp(rel, OD_MARKER) == 0 || (walking->writing && strcmp(rel, OD_TEMP_MARKER) == 0)) return 0;
     char line[4200];
-    snprintf(line, sizeof line, "\n%s%s\n", rel, slash);
-    if (strstr(walking->listed, line)) return 0;
-    snprintf(walking->unlisted, sizeof walking->unlisted, "%s%s", rel, slash);
+    int n = snprintf(line, sizeof line, "%s%s", rel, flag == FTW_D || flag == FTW_DP ? "/" : "");
+    /* a name with a newline would read as two lines of the manifest: never servesim's */
+    bool odd = n < 0 || (size_t)n >= sizeof line || strchr(line, '\n');
+    if (walking->writing) {
+        walk *w = walking;
+        if (odd) return 1;
+        if (w->nlisted == w->cap) {
+            char **more = realloc(w->listed, (w->cap = w->cap ? 2 * w->cap : 64) * sizeof *more);
+            if (!more) return 1;
+            w->listed = more;
+        }
+        if (!(w->listed[w->nlisted] = strdup(line))) return 1;
+        w->nlisted++;
+        return 0;
+    }
+    const char *key = line;
+    if (!odd && bsearch(&key, walking->listed, walking->nlisted, sizeof *walking->listed, by_text)) return 0;
+    snprintf(walking->unlisted, sizeof walking->unlisted, "%.*s", (int)strcspn(line, "\n"), line);
     return 1;
 }
 
-/* Walks DIR with W: writes its paths to W->out, or stops at the first W->listed lacks. */
+/* Walks DIR with W: collects its paths in W->listed, or stops at the first W->listed lacks. */
 static int walk_tree(const char *dir, walk *w)
 {
     w->root_len = strlen(dir);
     walking = w;
+    errno = 0;
     int rc = nftw(dir, visit, 16, FTW_PHYS);
     walking = NULL;
     return rc;
 }
 
-/* The manifest in DIR's marker ("\n"-separated, leading "\n"), "" for an older servesim's
- * marker, NULL when there is no marker. */
-static char *read_manifest(const char *dir)
+/* The paths DIR's marker lists, sorted, in W (nlisted 0 for an older servesim's marker, which
+ * lists nothing): 1, or 0 when DIR has no marker (none, or not a file), -1 out of memory. */
+static int read_manifest(const char *dir, walk *w)
 {
     char path[sizeof ((outdir *)0)->final_path + 40];
     snprintf(path, sizeof path, "%s/%s", dir, OD_MARKER);
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 1;
-    char *text = malloc(cap);
-    if (!text) {
-        fclose(f);
-        return NULL;
-    }
-    text[0] = '\n';
+    if (!f) return 0;
+    size_t cap = 0;
     bool in_list = false;
-    char line[4200];
-    while (fgets(line, sizeof line, f)) {
+    char *line = NULL;
+    size_t len = 0;
+    ssize_t got;
+    int rc = 1;
+    while (rc == 1 && (got = getline(&line, &len, f)) > 0) {
+        if (line[got - 1] == '\n') line[--got] = 0;
         if (!in_list) {
-            in_list = strcmp(line, OD_MANIFEST "\n") == 0;
+            in_list = strcmp(line, OD_MANIFEST) == 0;
             continue;
         }
-        size_t len = strlen(line);
-        if (n + len + 1 > cap) {
-            char *more = realloc(text, cap = 2 * (n + len + 1));
-            if (!more) break;
-            text = more;
+        if (w->nlisted == cap) {
+            char **more = realloc(w->listed, (cap = cap ? 2 * cap : 64) * sizeof *more);
+            if (!more) rc = -1;
+            else w->listed = more;
         }
-        memcpy(text + n, line, len);
-        n += len;
+        if (rc == 1 && !(w->listed[w->nlisted++] = strdup(line))) rc = -1, w->nlisted--;
     }
+    free(line);
     fclose(f);
-    text[in_list ? n : 0] = 0;
-    return text;
+    if (w->nlisted) qsort(w->listed, w->nlisted, sizeof *w->listed, by_text);
+    return rc;
+}
+
+static void free_manifest(walk *w)
+{
+    for (size_t i = 0; i < w->nlisted; i++) free(w->listed[i]);
+    free(w->listed);
 }
 
 /* Whether DIR is absent, an empty directory, or a result servesim wrote and nobody added to
@@ -138,25 +166,24 @@ static int replaceable(const char *dir, char *err, size_t errlen)
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
     closedir(dd);
     if (empty) return 0;
-    char *listed = read_manifest(dir);
-    if (!listed) {
+    walk w = {0};
+    int have = read_manifest(dir, &w), rc = 0;
+    if (have < 0) {
+        rc = fail(err, errlen, dir, ENOMEM);
+    } else if (have == 0) {
         snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
                               "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
-        return -1;
+        rc = -1;
+    } else if (w.nlisted > 0 && walk_tree(dir, &w) != 0) {
+        /* (an older servesim's marker lists nothing: its whole result is taken as written) */
+        if (w.unlisted[0])
+            snprintf(err, errlen, "%s: holds %s, which servesim did not write there; move it away or choose "
+                                  "another output directory: servesim replaces only its own results", dir, w.unlisted);
+        else
+            fail(err, errlen, dir, errno ? errno : EIO);
+        rc = -1;
     }
-    int rc = 0;
-    if (listed[0]) { /* an older servesim's marker lists nothing: its whole result is taken as written */
-        walk w = {.listed = listed};
-        if (walk_tree(dir, &w) != 0) {
-            if (w.unlisted[0])
-                snprintf(err, errlen, "%s: holds %s, which servesim did not write there; move it away or choose "
-                                      "another output directory: servesim replaces only its own results", dir, w.unlisted);
-            else
-                fail(err, errlen, dir, errno);
-            rc = -1;
-        }
-    }
-    free(listed);
+    free_manifest(&w);
     return rc;
 }
 
@@ -199,10 +226,13 @@ static void remove_stale_temporaries(const char *dir)
         snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
         /* only what servesim left: a temporary it was writing (its marker inside), or a result it
          * had set aside to replace (a result it wrote, nobody added to) */
-        snprintf(mark, sizeof mark, "%s/%s", path, *end ? OD_MARKER : OD_TEMP_MARKER);
         struct stat st;
-        if (lstat(mark, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (*end && replaceable(path, why, sizeof why) != 0) continue;
+        snprintf(mark, sizeof mark, "%s/%s", path, OD_TEMP_MARKER);
+        bool writing = !*end && lstat(mark, &st) == 0 && S_ISREG(st.st_mode);
+        snprintf(mark, sizeof mark, "%s/%s", path, OD_MARKER);
+        if (!writing && (lstat(mark, &st) != 0 || !S_ISREG(st.st_mode))) continue;
+        /* a result set aside, or a temporary killed between its marker and its rename */
+        if (!writing && replaceable(path, why, sizeof why) != 0) continue;
         od_remove_tree(path);
     }
     closedir(dd);
@@ -268,18 +298,23 @@ int od_fclose(FILE *f, const char *name, char *err, size_t errlen)
 
 int od_commit(outdir *d, char *err, size_t errlen)
 {
-    char mark[sizeof d->tmp_path + 40];
-    snprintf(mark, sizeof mark, "%s/%s", d->tmp_path, OD_TEMP_MARKER);
-    unlink(mark);
-    FILE *m = od_fopen(d, OD_MARKER, err, errlen);
-    if (!m) return -1;
-    fputs(OD_MARKER_TEXT OD_MANIFEST "\n", m);
-    walk w = {.out = m};
+    /* the manifest, sorted: the same result lists the same lines on every file system */
+    walk w = {.writing = true};
     if (walk_tree(d->tmp_path, &w) != 0) {
-        fclose(m);
+        free_manifest(&w);
         return fail(err, errlen, d->tmp_path, errno ? errno : EIO);
     }
-    if (od_fclose(m, OD_MARKER, err, errlen) < 0) return -1;
+    if (w.nlisted) qsort(w.listed, w.nlisted, sizeof *w.listed, by_text);
+    FILE *m = od_fopen(d, OD_MARKER, err, errlen);
+    if (m) {
+        fputs(OD_MARKER_TEXT OD_MANIFEST "\n", m);
+        for (size_t i = 0; i < w.nlisted; i++) fprintf(m, "%s\n", w.listed[i]);
+    }
+    free_manifest(&w);
+    if (!m || od_fclose(m, OD_MARKER, err, errlen) < 0) return -1;
+    char mark[sizeof d->tmp_path + 40];
+    snprintf(mark, sizeof mark, "%s/%s", d->tmp_path, OD_TEMP_MARKER);
+    unlink(mark); /* last: a run killed before here leaves a temporary that is still marked ours */
     /* checked again: something may have appeared at DIR while the command ran */
     if (replaceable(d->final_path, err, errlen) < 0) return -1;
     char aside[sizeof d->tmp_path + 8];

@@ -187,12 +187,12 @@ int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t er
     d.fp8_weights = false;
     d.fp8_kv = false;
     d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
+    d.host_s_per_seq = 0;     /* the target's step does the host work of its sequences */
     char why[1024];
     if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {
         snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);
         return -1;
     }
-    sp->model.host_s_per_seq = 0; /* the target's step does the host work of its sequences */
     draft_cost_init(&sp->draft, job_cost_fn(&sp->model), job_cost_step_overhead(&sp->model),
                     r->sched.num_speculative_tokens);
     sp->on = true;

@@ -261,7 +261,16 @@ Test(measured, a_draft_model_has_no_host_work_of_its_own)
     cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
     cr_assert(sp.on);
     cr_assert_eq(sp.model.host_s_per_seq, 0);
+    cr_assert_null(strstr(sp.model.source, "host work"), "the draft's recorded source: %s", sp.model.source);
     job_spec_free(&sp);
+    /* vLLM keeps async scheduling off beside n-gram or draft-model speculation unless told */
+    cr_assert_not(r.async_scheduling);
+    cr_assert_eq(scenario_set(&sc, "scheduler.async_scheduling=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.async_scheduling, "a draft model may have it when asked");
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.async_scheduling, "on without speculation");
 }
 
 /* A table of one GPU of a tensor-parallel group prices only a run of that group size; an

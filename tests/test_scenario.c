@@ -64,6 +64,9 @@ Test(scenario, bad_files_name_the_line)
     expect_load_error(longline, "run.seed", 3);
     snprintf(longline, sizeof longline, "[run]\n; %0197d\nseed = 1\n", 0);
     expect_load_error(longline, "line of 199 characters, longer than 198", 2);
+    /* inih counts a CR too: 198 characters and a CR were split, and later lines misnumbered */
+    snprintf(longline, sizeof longline, "[run]\r\n; %0196d\r\nseed = 1\r\n", 0);
+    expect_load_error(longline, "line of 199 characters, longer than 198", 2);
     expect_load_error("[kv\nblock_size = 16\n", "", 1);
     /* an indented line continued the previous value in inih and overrode it silently */
     expect_load_error("[kv]\nblock_size = 16\n  block_size = 32\n", "an indented line", 3);
@@ -457,6 +460,7 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
         {{"hardware.cost_table=x.csv", "hardware.cost_model=roofline"}, "but hardware.cost_model (--set) asks for the roofline"},
         {{"hardware.step_overhead_ms=-0.5", NULL}, "must be -1"},
         {{"hardware.host_us_per_seq=-0.5", NULL}, "hardware.host_us_per_seq (--set) must be -1 (the table's) or at least 0"},
+        {{"scheduler.async_scheduling=on", "speculative.num_tokens=3"}, "vLLM refuses async scheduling beside n-gram"},
         {{"hardware.peak_tflops=1e-300", NULL}, "at least 0.001"}, /* ran to an infinite clock, exit 0 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
