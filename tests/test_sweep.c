@@ -388,3 +388,26 @@ Test(sweep, the_speculative_report_compares_each_point_with_no_speculation_at_it
     cr_assert(!exists("/tmp/ss-spec-bad"), "nothing half-written");
     system("rm -rf /tmp/ss-spec /tmp/ss-spec-bad");
 }
+
+/* The arrival-rate and memory reports stopped in gnuplot ("STRING operator applied to
+ * undefined", "x range is invalid", exit 1) on points they cannot plot: they say what they
+ * need, exit 2, and write nothing; two Poisson rates of one arrival (no workload.arrival column
+ * in sweep.csv) make a report */
+Test(sweep, reports_refuse_points_they_cannot_plot)
+{
+    system("rm -rf /tmp/ss-refuse && mkdir -p /tmp/ss-refuse");
+    const char *one[] = {"sweep", "--report", "arrival-rate", "--point", "workload.rate=2", "--set",
+                         "workload.num_requests=20", "--out", "/tmp/ss-refuse/one", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, one), 2);
+    cr_assert(!exists("/tmp/ss-refuse/one"));
+    const char *mem[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=paged", "--set",
+                         "workload.num_requests=20", "--out", "/tmp/ss-refuse/mem", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, mem), 2);
+    cr_assert(!exists("/tmp/ss-refuse/mem"));
+    const char *two[] = {"sweep", "--report", "arrival-rate", "--point", "workload.rate=2", "--point",
+                         "workload.rate=4", "--set", "workload.num_requests=20", "--out", "/tmp/ss-refuse/two",
+                         "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, two), 0);
+    cr_assert(exists("/tmp/ss-refuse/two/report.md"));
+    system("rm -rf /tmp/ss-refuse");
+}
