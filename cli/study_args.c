@@ -53,7 +53,13 @@ static int apply_common(void *ctx, const char *flag, const char *value)
     if (strcmp(flag, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", value);
     else if (strcmp(flag, "--percentiles") == 0) snprintf(assignment, sizeof assignment, "run.percentiles=%s", value);
     else snprintf(assignment, sizeof assignment, "%s", value);
-    if (scenario_set(w->sc, assignment, err, sizeof err) == 0) return 0;
+    if (scenario_set(w->sc, assignment, err, sizeof err) == 0) {
+        /* a later message names the flag the user typed, not --set */
+        if (strcmp(flag, "--seed") == 0) snprintf(w->sc->v[K_run_seed].origin, sizeof w->sc->v[K_run_seed].origin, "--seed");
+        if (strcmp(flag, "--percentiles") == 0)
+            snprintf(w->sc->v[K_run_percentiles].origin, sizeof w->sc->v[K_run_percentiles].origin, "--percentiles");
+        return 0;
+    }
     const char *why = strstr(err, ": ");
     if (strcmp(flag, "--seed") == 0) fprintf(stderr, "servesim: --seed %s%s\n", value, why ? why : "");
     else fprintf(stderr, "servesim: %s\n", err);

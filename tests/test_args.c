@@ -63,6 +63,22 @@ Test(args, options_of_another_command_are_unknown, .init = cr_redirect_stderr)
     cr_assert_stderr_eq_str("servesim: unknown option --repeat\nusage: test\n");
 }
 
+/* A value given by --seed or --percentiles is named by that flag in later messages: a bad
+ * --percentiles said "run.percentiles (--set)" though the user typed no --set */
+Test(args, values_from_flags_are_named_by_their_flag)
+{
+    scenario sc;
+    scenario_args a;
+    char *argv[] = {"run", "--percentiles", "101", "--seed", "7"};
+    cr_assert_eq(parse(0, &sc, &a, 5, argv), 0);
+    cr_assert_str_eq(sc.v[K_run_percentiles].origin, "--percentiles");
+    cr_assert_str_eq(sc.v[K_run_seed].origin, "--seed");
+    scenario_resolved r;
+    char err[1024];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "run.percentiles (--percentiles): expected"), "%s", err);
+}
+
 Test(args, misuses_are_refused, .init = cr_redirect_stderr)
 {
     scenario sc;
