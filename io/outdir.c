@@ -46,7 +46,7 @@ int od_make_parents(const char *path, char *err, size_t errlen)
 #define OD_MARKER_TEXT "servesim wrote this directory; the next servesim command told to write here replaces it\n"
 #define OD_MANIFEST "files:"
 /* The file a temporary directory holds while servesim writes it, so that only servesim's own
- * leftovers are taken for stale ones; removed before the commit. */
+ * leftovers are taken for stale ones; removed just before the rename that commits. */
 #define OD_TEMP_MARKER ".servesim-writing"
 
 typedef struct walk {
@@ -56,6 +56,7 @@ typedef struct walk {
     bool writing;         /* writing the manifest: collect the paths in listed (the commit's walk
                            * skips the temporary marker) */
     size_t cap;
+    bool has_list;        /* checking: the marker has a manifest (an older servesim's has none) */
     char unlisted[512];   /* checking: the first path the manifest lacks */
 } walk;
 
@@ -106,8 +107,8 @@ static int walk_tree(const char *dir, walk *w)
     return rc;
 }
 
-/* The paths DIR's marker lists, sorted, in W (nlisted 0 for an older servesim's marker, which
- * lists nothing): 1, or 0 when DIR has no marker (none, or not a file), -1 out of memory. */
+/* The paths DIR's marker lists, sorted, in W (has_list false for an older servesim's marker,
+ * which lists nothing): 1, or 0 when DIR has no marker (none, or not a file), -1 out of memory. */
 static int read_manifest(const char *dir, walk *w)
 {
     char path[sizeof ((outdir *)0)->final_path + 40];
@@ -125,7 +126,7 @@ static int read_manifest(const char *dir, walk *w)
     while (rc == 1 && (got = getline(&line, &len, f)) > 0) {
         if (line[got - 1] == '\n') line[--got] = 0;
         if (!in_list) {
-            in_list = strcmp(line, OD_MANIFEST) == 0;
+            in_list = w->has_list = strcmp(line, OD_MANIFEST) == 0;
             continue;
         }
         if (w->nlisted == cap) {
@@ -174,7 +175,7 @@ static int replaceable(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
                               "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
         rc = -1;
-    } else if (w.nlisted > 0 && walk_tree(dir, &w) != 0) {
+    } else if (w.has_list && walk_tree(dir, &w) != 0) {
         /* (an older servesim's marker lists nothing: its whole result is taken as written) */
         if (w.unlisted[0])
             snprintf(err, errlen, "%s: holds %s, which servesim did not write there; move it away or choose "

@@ -220,6 +220,18 @@ Test(results, a_result_the_user_added_to_is_refused_and_kept)
     list_dir(dir, listing, sizeof listing);
     cr_assert_str_eq(listing, "mine requests.csv steps.csv summary.json ");
     cr_assert(exists(mine));
+    /* a marker whose list is empty is not an older servesim's: what is there is the user's */
+    char empty[128], mark[192], note[192];
+    snprintf(empty, sizeof empty, "%s/empty", root);
+    mkdir(empty, 0777);
+    snprintf(mark, sizeof mark, "%s/" OD_MARKER, empty);
+    f = fopen(mark, "w");
+    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\nfiles:\n", f);
+    fclose(f);
+    snprintf(note, sizeof note, "%s/note.txt", empty);
+    fclose(fopen(note, "w"));
+    cr_assert_eq(od_check(empty, err, sizeof err), -1);
+    cr_assert(strstr(err, "holds note.txt"), "%s", err);
     /* a marker of an older servesim lists nothing: its result is replaced as before */
     remove(mine);
     rmdir(sub);
