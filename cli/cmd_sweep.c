@@ -209,6 +209,10 @@ int cmd_sweep(int argc, char **argv)
         fprintf(stderr, "servesim: %s\n", err);
         goto done;
     }
+    if (c.report && study_report_check(c.report, &plan, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        goto done;
+    }
     char out[1200];
     char out_err[2048];
     if (scenario_out_dir(&sc, c.out, "sweep", out, sizeof out, out_err, sizeof out_err) < 0) {

@@ -463,13 +463,17 @@ static int plot_rate(report *rp)
     return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
 }
 
+static const char need_rates[] = "arrival-rate report: needs Poisson points at two or more workload.rate values "
+                                 "(e.g. --vary workload.rate=2,4,8); it plots against the rate";
+static const char need_block_sizes[] = "memory report: needs paged points at two or more kv.block_size values (e.g. "
+                                       "--vary kv.block_size=8,16,32); it plots against the block size";
+
 static int report_rate(report *rp)
 {
     cap_point cp[256];
     int idx[256], n = rate_points(rp, cp, idx, 256);
     if (n < 2 || cp[0].rate == cp[n - 1].rate) {
-        snprintf(rp->err, rp->errlen, "arrival-rate report: needs Poisson points at two or more workload.rate values "
-                                      "(e.g. --vary workload.rate=2,4,8); it plots against the rate");
+        snprintf(rp->err, rp->errlen, "%s", need_rates);
         return -2;
     }
     if (plot_rate(rp) < 0) return -1;
@@ -733,8 +737,7 @@ static int report_memory(report *rp)
     if (small >= 0) point_scenario(rp, small, &t);
     if (big >= 0) point_scenario(rp, big, &u);
     if (small < 0 || t.v[K_kv_block_size].i == u.v[K_kv_block_size].i) {
-        snprintf(rp->err, rp->errlen, "memory report: needs paged points at two or more kv.block_size values "
-                                      "(e.g. --vary kv.block_size=8,16,32); it plots against the block size");
+        snprintf(rp->err, rp->errlen, "%s", need_block_sizes);
         return -2;
     }
     int pair[2] = {cont, paged};
@@ -982,6 +985,27 @@ static int report_speculative(report *rp)
     free(alphas);
     free(ks);
     return status;
+}
+
+int study_report_check(const char *experiment, const sweep_plan *p, char *err, size_t errlen)
+{
+    bool rate = strcmp(experiment, "arrival-rate") == 0, memory = strcmp(experiment, "memory") == 0;
+    if (!rate && !memory) return 0;
+    /* two points that differ in the plotted key, among those the report plots */
+    double first = NAN;
+    for (int i = 0; i < sweep_num_points(p); i++) {
+        scenario sc;
+        char why[256];
+        if (sweep_point_scenario(p, i, &sc, why, sizeof why) < 0) continue;
+        double v;
+        if (rate && strcmp(sc.v[K_workload_arrival].s, "poisson") == 0) v = sc.v[K_workload_rate].d;
+        else if (memory && strcmp(sc.v[K_scheduler_policy].s, "paged") == 0) v = (double)sc.v[K_kv_block_size].i;
+        else continue;
+        if (isnan(first)) first = v;
+        else if (v != first) return 0;
+    }
+    snprintf(err, errlen, "%s", rate ? need_rates : need_block_sizes);
+    return -1;
 }
 
 int study_report(const char *experiment, const sweep_plan *p, const sweep_result *r, const char *dir, int argc,

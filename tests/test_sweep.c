@@ -1,6 +1,7 @@
 /* Sweeps: points equal separate runs, thread count and sharding change nothing, merge checks
  * coverage, bad input writes nothing. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,13 +394,23 @@ Test(sweep, the_speculative_report_compares_each_point_with_no_speculation_at_it
  * undefined", "x range is invalid", exit 1) on points they cannot plot: they say what they
  * need, exit 2, and write nothing; two Poisson rates of one arrival (no workload.arrival column
  * in sweep.csv) make a report */
-Test(sweep, reports_refuse_points_they_cannot_plot)
+Test(sweep, reports_refuse_points_they_cannot_plot, .init = cr_redirect_stderr)
 {
     system("rm -rf /tmp/ss-refuse && mkdir -p /tmp/ss-refuse");
     const char *one[] = {"sweep", "--report", "arrival-rate", "--point", "workload.rate=2", "--set",
                          "workload.num_requests=20", "--out", "/tmp/ss-refuse/one", "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, one), 2);
     cr_assert(!exists("/tmp/ss-refuse/one"));
+    /* before the sweep: before even the output directory, which here is refused too */
+    system("mkdir -p /tmp/ss-refuse/mine && touch /tmp/ss-refuse/mine/notes.txt");
+    const char *first[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=paged", "--set",
+                           "workload.num_requests=20", "--out", "/tmp/ss-refuse/mine", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, first), 2);
+    fflush(stderr);
+    char text[4096];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "servesim: memory report: needs paged points at two or more kv.block_size values"), "%s", text);
+    cr_assert_null(strstr(text, "ss-refuse/mine"), "the plan was checked first: %s", text);
     const char *mem[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=paged", "--set",
                          "workload.num_requests=20", "--out", "/tmp/ss-refuse/mem", "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, mem), 2);
