@@ -91,7 +91,9 @@ static int visit(const char *path, const struct stat *st, int flag, struct FTW *
         return 0;
     }
     const char *key = line;
-    if (!odd && bsearch(&key, walking->listed, walking->nlisted, sizeof *walking->listed, by_text)) return 0;
+    if (!odd && walking->nlisted &&
+        bsearch(&key, walking->listed, walking->nlisted, sizeof *walking->listed, by_text))
+        return 0;
     snprintf(walking->unlisted, sizeof walking->unlisted, "%.*s", (int)strcspn(line, "\n"), line);
     return 1;
 }

@@ -204,7 +204,7 @@ Test(results, commit_replaces_a_result_servesim_wrote)
  * the directory the user's. */
 Test(results, a_result_the_user_added_to_is_refused_and_kept)
 {
-    char dir[128], mine[192], sub[192], listing[512], err[512];
+    char dir[128], mine[256], sub[192], listing[512], err[512];
     snprintf(dir, sizeof dir, "%s/run", root);
     write_run(dir, NULL);
     snprintf(sub, sizeof sub, "%s/mine", dir);
