@@ -44,11 +44,20 @@ int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int
               int (*on_opt)(void *ctx, const char *flag, const char *value),
               int (*on_arg)(void *ctx, const char *arg), void *ctx)
 {
+    /* a flag given twice: the last one won silently (--out a --out b wrote to b); only the
+     * flags that add to a list repeat */
+    static const char *const repeatable[] = {"--set", "--point", "--vary", "--slo"};
+    unsigned long long seen = 0;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' && argv[i][1]) {
             const cli_opt *o;
             const char *value;
             if (cli_take_opt(argc, argv, &i, usage, opts, n, &o, &value) < 0) return -1;
+            bool repeats = false;
+            for (size_t k = 0; k < sizeof repeatable / sizeof *repeatable; k++) repeats |= strcmp(o->flag, repeatable[k]) == 0;
+            unsigned long long bit = 1ULL << ((o - opts) % 64);
+            if (!repeats && (seen & bit)) return misuse(usage, o->flag, " given twice; give it once");
+            seen |= bit;
             if (on_opt(ctx, o->flag, value) < 0) return -1;
         } else if (!on_arg) {
             return misuse(usage, "unexpected argument ", argv[i]);

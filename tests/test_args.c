@@ -79,6 +79,24 @@ Test(args, values_from_flags_are_named_by_their_flag)
     cr_assert(strstr(err, "run.percentiles (--percentiles): expected"), "%s", err);
 }
 
+/* --out a --out b wrote to b, silently; a flag that adds to a list (--set, --point, --vary,
+ * --slo) repeats */
+Test(args, a_flag_given_twice_is_refused_unless_it_adds_to_a_list, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *twice[] = {"run", "--out", "a", "--out=b"};
+    cr_assert_eq(parse(0, &sc, &a, 4, twice), -1);
+    char *sets[] = {"run", "--set", "workload.rate=2", "--set", "workload.num_requests=5", "--seed", "3"};
+    cr_assert_eq(parse(0, &sc, &a, 7, sets), 0);
+    cr_assert_eq(sc.v[K_workload_num_requests].i, 5);
+    char *seeds[] = {"run", "--seed", "1", "--seed", "2"};
+    cr_assert_eq(parse(0, &sc, &a, 5, seeds), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: --out given twice; give it once\nusage: test\n"
+                            "servesim: --seed given twice; give it once\nusage: test\n");
+}
+
 Test(args, misuses_are_refused, .init = cr_redirect_stderr)
 {
     scenario sc;
