@@ -53,9 +53,9 @@ typedef struct walk {
     size_t root_len;      /* the walked directory's path length, to make paths relative */
     char **listed;        /* checking: the manifest's paths, sorted */
     size_t nlisted;
+    size_t cap;           /* room in listed */
     bool writing;         /* writing the manifest: collect the paths in listed (the commit's walk
                            * skips the temporary marker) */
-    size_t cap;
     bool has_list;        /* checking: the marker has a manifest (an older servesim's has none) */
     char unlisted[512];   /* checking: the first path the manifest lacks */
 } walk;
@@ -68,6 +68,20 @@ static int by_text(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Appends a copy of TEXT to W's list: -1 out of memory. */
+static int list_add(walk *w, const char *text)
+{
+    if (w->nlisted == w->cap) {
+        char **more = realloc(w->listed, (w->cap ? 2 * w->cap : 64) * sizeof *more);
+        if (!more) return -1;
+        w->listed = more;
+        w->cap = w->cap ? 2 * w->cap : 64;
+    }
+    if (!(w->listed[w->nlisted] = strdup(text))) return -1;
+    w->nlisted++;
+    return 0;
+}
+
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
@@ -78,18 +92,7 @@ static int visit(const char *path, const struct stat *st, int flag, struct FTW *
     int n = snprintf(line, sizeof line, "%s%s", rel, flag == FTW_D || flag == FTW_DP ? "/" : "");
     /* a name with a newline would read as two lines of the manifest: never servesim's */
     bool odd = n < 0 || (size_t)n >= sizeof line || strchr(line, '\n');
-    if (walking->writing) {
-        walk *w = walking;
-        if (odd) return 1;
-        if (w->nlisted == w->cap) {
-            char **more = realloc(w->listed, (w->cap = w->cap ? 2 * w->cap : 64) * sizeof *more);
-            if (!more) return 1;
-            w->listed = more;
-        }
-        if (!(w->listed[w->nlisted] = strdup(line))) return 1;
-        w->nlisted++;
-        return 0;
-    }
+    if (walking->writing) return odd || list_add(walking, line) < 0;
     const char *key = line;
     if (!odd && walking->nlisted &&
         bsearch(&key, walking->listed, walking->nlisted, sizeof *walking->listed, by_text))
@@ -119,7 +122,6 @@ static int read_manifest(const char *dir, walk *w)
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *f = fopen(path, "r");
     if (!f) return 0;
-    size_t cap = 0;
     bool in_list = false;
     char *line = NULL;
     size_t len = 0;
@@ -131,12 +133,7 @@ static int read_manifest(const char *dir, walk *w)
             in_list = w->has_list = strcmp(line, OD_MANIFEST) == 0;
             continue;
         }
-        if (w->nlisted == cap) {
-            char **more = realloc(w->listed, (cap = cap ? 2 * cap : 64) * sizeof *more);
-            if (!more) rc = -1;
-            else w->listed = more;
-        }
-        if (rc == 1 && !(w->listed[w->nlisted++] = strdup(line))) rc = -1, w->nlisted--;
+        if (list_add(w, line) < 0) rc = -1;
     }
     free(line);
     fclose(f);
@@ -244,15 +241,11 @@ static void remove_stale_temporaries(const char *dir)
 int od_open(outdir *d, const char *dir, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
+    if (od_check(dir, err, errlen) < 0) return -1; /* a usable name, a directory we may replace */
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') len--;
-    if (len == 0 || len >= sizeof d->final_path) {
-        snprintf(err, errlen, "\"%s\": not a usable directory name", dir);
-        return -1;
-    }
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
-    if (od_check(d->final_path, err, errlen) < 0) goto fail;
     if (od_make_parents(d->final_path, err, errlen) < 0) goto fail;
     remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
