@@ -427,6 +427,8 @@ void scenario_print_keys(FILE *f)
 /* ---- resolving: from keys to the settings of a run ---- */
 
 #define V(sec, key) (sc->v[K_##sec##_##key])
+/* whether the user set the key (a file or --set), not left it at its default */
+#define GIVEN(sec, key) (strcmp(V(sec, key).origin, "default") != 0)
 
 static void resolve_model(const scenario *sc, scenario_resolved *out)
 {
@@ -471,7 +473,7 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     /* vLLM turns async scheduling off by default beside n-gram or draft-model speculation
      * (only EAGLE/MTP kinds keep it), and refuses it outright beside n-gram lookup on the CPU */
     out->async_scheduling = V(scheduler, async_scheduling).b &&
-                            (V(speculative, num_tokens).i == 0 || strcmp(V(scheduler, async_scheduling).origin, "default") != 0);
+                            (V(speculative, num_tokens).i == 0 || GIVEN(scheduler, async_scheduling));
     out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
     const struct { const char *name; bool set; } roof[] = {
@@ -517,7 +519,7 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
                  V(hardware, step_overhead_ms).origin, oh);
         return -1;
     }
-    if (V(scheduler, async_scheduling).b && strcmp(V(scheduler, async_scheduling).origin, "default") != 0 &&
+    if (V(scheduler, async_scheduling).b && GIVEN(scheduler, async_scheduling) &&
         V(speculative, num_tokens).i > 0 && strcmp(V(speculative, method).s, "ngram") == 0) {
         snprintf(err, errlen, "scheduler.async_scheduling (%s) is on, but vLLM refuses async scheduling beside n-gram "
                               "speculative decoding (speculative.method = ngram, %s); leave it unset or off",
@@ -862,7 +864,7 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     w->num_requests = (int)V(workload, num_requests).i;
     /* a trace is replayed whole unless the scenario asks for a number of requests (the
      * default of 1,000 once cut every longer trace without a word) */
-    if (strcmp(V(workload, arrival).s, "trace") == 0 && strcmp(V(workload, num_requests).origin, "default") == 0)
+    if (strcmp(V(workload, arrival).s, "trace") == 0 && !GIVEN(workload, num_requests))
         w->num_requests = 0;
     w->warmup_requests = (int)V(run, warmup_requests).i;
     wl_arrival_parse(V(workload, arrival).s, &w->arrival);

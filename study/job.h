@@ -26,8 +26,6 @@ void job_progress_show(void *ctx, size_t ended, size_t total);
 void job_progress_end(job_progress *p);
 double job_seconds_since(const struct timespec *t0);
 
-/* Where the simulator's step times come from: a cost table (the scenario's own, or the
- * measured one for its GPU and model), or the roofline. */
 /* vLLM's host work per sequence of a step, in seconds, where neither the scenario nor the
  * table says otherwise: EngineCore.step less the model's forward, logits and sampler, fitted
  * over pure decode steps of 1-256 sequences (scripts/vllm-step-host.py on vLLM 0.20.2's CPU
@@ -35,6 +33,8 @@ double job_seconds_since(const struct timespec *t0);
  * database carry it too (host_us_per_seq). */
 #define JOB_VLLM_HOST_S_PER_SEQ 11.1e-6
 
+/* Where the simulator's step times come from: a cost table (the scenario's own, or the
+ * measured one for its GPU and model), or the roofline. */
 typedef struct job_cost {
     cost_model roofline;
     table_cost table;
