@@ -41,6 +41,15 @@ static int exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+/* A file of the user's at PATH holding TEXT. */
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
 /* Names in DIR, sorted, joined by spaces. */
 static void list_dir(const char *dir, char *out, size_t len)
 {
@@ -210,9 +219,7 @@ Test(results, a_result_the_user_added_to_is_refused_and_kept)
     snprintf(sub, sizeof sub, "%s/mine", dir);
     cr_assert_eq(mkdir(sub, 0777), 0);
     snprintf(mine, sizeof mine, "%s/notes.txt", sub);
-    FILE *f = fopen(mine, "w");
-    fputs("my notes\n", f);
-    fclose(f);
+    put_file(mine, "my notes\n");
     res_dir d;
     cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
     cr_assert(strstr(err, "run: holds mine/, which servesim did not write there"), "%s", err);
@@ -225,9 +232,7 @@ Test(results, a_result_the_user_added_to_is_refused_and_kept)
     snprintf(empty, sizeof empty, "%s/empty", root);
     mkdir(empty, 0777);
     snprintf(mark, sizeof mark, "%s/" OD_MARKER, empty);
-    f = fopen(mark, "w");
-    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\nfiles:\n", f);
-    fclose(f);
+    put_file(mark, "servesim wrote this directory; the next servesim command told to write here replaces it\nfiles:\n");
     snprintf(note, sizeof note, "%s/note.txt", empty);
     fclose(fopen(note, "w"));
     cr_assert_eq(od_check(empty, err, sizeof err), -1);
@@ -236,9 +241,7 @@ Test(results, a_result_the_user_added_to_is_refused_and_kept)
     remove(mine);
     rmdir(sub);
     snprintf(mine, sizeof mine, "%s/" OD_MARKER, dir);
-    f = fopen(mine, "w");
-    fputs("servesim wrote this directory; the next servesim command told to write here replaces it\n", f);
-    fclose(f);
+    put_file(mine, "servesim wrote this directory; the next servesim command told to write here replaces it\n");
     write_run(dir, NULL);
     list_dir(dir, listing, sizeof listing);
     cr_assert_str_eq(listing, "requests.csv steps.csv summary.json ");
@@ -252,9 +255,7 @@ Test(results, a_name_with_a_newline_is_never_servesim_s)
     snprintf(dir, sizeof dir, "%s/run", root);
     write_run(dir, NULL);
     snprintf(odd, sizeof odd, "%s/steps.csv\nsummary.json", dir);
-    FILE *f = fopen(odd, "w");
-    fputs("mine\n", f);
-    fclose(f);
+    put_file(odd, "mine\n");
     cr_assert_eq(od_check(dir, err, sizeof err), -1);
     cr_assert(strstr(err, "holds steps.csv, which servesim did not write there"), "%s", err);
     cr_assert(exists(odd));
@@ -312,12 +313,9 @@ Test(results, only_servesim_s_own_leftovers_are_cleaned_up)
     cr_assert_eq(mkdir(mine, 0777), 0);
     cr_assert_eq(mkdir(ours, 0777), 0);
     snprintf(path, sizeof path, "%s/thesis.txt", mine);
-    FILE *f = fopen(path, "w");
-    fputs("important\n", f);
-    fclose(f);
+    put_file(path, "important\n");
     snprintf(path, sizeof path, "%s/.servesim-writing", ours);
-    f = fopen(path, "w");
-    fclose(f);
+    put_file(path, "");
     write_run(dir, NULL);
     cr_assert(exists(mine), "the user's folder stays");
     snprintf(path, sizeof path, "%s/thesis.txt", mine);
@@ -332,9 +330,7 @@ Test(results, what_servesim_did_not_write_is_refused_and_kept)
     snprintf(dir, sizeof dir, "%s/notes", root);
     mkdir(dir, 0777);
     snprintf(mine, sizeof mine, "%s/thesis.tex", dir);
-    FILE *f = fopen(mine, "w");
-    fputs("years of work\n", f);
-    fclose(f);
+    put_file(mine, "years of work\n");
     res_dir d;
     cr_assert_eq(res_open(&d, dir, err, sizeof err), -1);
     cr_assert(strstr(err, "files servesim did not write"), "%s", err);
