@@ -50,14 +50,13 @@ static int apply_common(void *ctx, const char *flag, const char *value)
     walk *w = ctx;
     if (!is_common(flag)) return 0;
     char assignment[600], err[1024];
-    if (strcmp(flag, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", value);
-    else if (strcmp(flag, "--percentiles") == 0) snprintf(assignment, sizeof assignment, "run.percentiles=%s", value);
+    int key = -1; /* the key a flag of its own sets, which later messages name by that flag */
+    if (strcmp(flag, "--seed") == 0) snprintf(assignment, sizeof assignment, "run.seed=%s", value), key = K_run_seed;
+    else if (strcmp(flag, "--percentiles") == 0)
+        snprintf(assignment, sizeof assignment, "run.percentiles=%s", value), key = K_run_percentiles;
     else snprintf(assignment, sizeof assignment, "%s", value);
     if (scenario_set(w->sc, assignment, err, sizeof err) == 0) {
-        /* a later message names the flag the user typed, not --set */
-        if (strcmp(flag, "--seed") == 0) snprintf(w->sc->v[K_run_seed].origin, sizeof w->sc->v[K_run_seed].origin, "--seed");
-        if (strcmp(flag, "--percentiles") == 0)
-            snprintf(w->sc->v[K_run_percentiles].origin, sizeof w->sc->v[K_run_percentiles].origin, "--percentiles");
+        if (key >= 0) snprintf(w->sc->v[key].origin, sizeof w->sc->v[key].origin, "%s", flag);
         return 0;
     }
     const char *why = strstr(err, ": ");
