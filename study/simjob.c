@@ -1,6 +1,7 @@
 #include "study/simjob.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,10 +115,9 @@ static json_t *kv_cache_json(const scenario_resolved *r)
  * runs (rejecting what cannot fit) and says so, once a process. */
 static void warn_short_pool(const scenario_resolved *r)
 {
-    static int warned;
+    static atomic_flag warned = ATOMIC_FLAG_INIT; /* a sweep's threads run jobs at once */
     long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
-    if (warned || tokens >= r->sched.max_model_len) return;
-    warned = 1;
+    if (tokens >= r->sched.max_model_len || atomic_flag_test_and_set(&warned)) return;
     fprintf(stderr, "servesim: warning: the KV pool holds %lld tokens, less than one sequence of scheduler.max_model_len "
             "(%d); vLLM refuses to start so. Longer requests are rejected here (warned once)\n", tokens,
             r->sched.max_model_len);
