@@ -474,6 +474,9 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
      * (only EAGLE/MTP kinds keep it), and refuses it outright beside n-gram lookup on the CPU */
     out->async_scheduling = V(scheduler, async_scheduling).b &&
                             (V(speculative, num_tokens).i == 0 || GIVEN(scheduler, async_scheduling));
+    const char *fusion = V(deployment, allreduce_fusion).s;
+    out->allreduce_fusion = strcmp(fusion, "on") == 0 ? 1 : strcmp(fusion, "off") == 0 ? 0 : -1;
+    out->fusion_max_mb = V(deployment, allreduce_fusion_max_mb).d;
     out->measured = strcmp(V(hardware, cost_model).s, "measured") == 0;
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
     const struct { const char *name; bool set; } roof[] = {
@@ -530,6 +533,18 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     if (host < 0 && host != -1) {
         snprintf(err, errlen, "hardware.host_us_per_seq (%s) must be -1 (the table's) or at least 0, got %g",
                  V(hardware, host_us_per_seq).origin, host);
+        return -1;
+    }
+    double fuse_mb = V(deployment, allreduce_fusion_max_mb).d;
+    if (fuse_mb < 0 && fuse_mb != -1) {
+        snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) must be -1 (vLLM's default) or at least 0, got %g",
+                 V(deployment, allreduce_fusion_max_mb).origin, fuse_mb);
+        return -1;
+    }
+    if (GIVEN(deployment, allreduce_fusion_max_mb) && strcmp(V(deployment, allreduce_fusion).s, "off") == 0) {
+        snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) sets how much vLLM fuses, but "
+                 "deployment.allreduce_fusion (%s) is off", V(deployment, allreduce_fusion_max_mb).origin,
+                 V(deployment, allreduce_fusion).origin);
         return -1;
     }
     const char *version = V(hardware, vllm_version).s;

@@ -74,6 +74,8 @@ typedef struct scenario_resolved {
     double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
     double host_s_per_seq;      /* hardware.host_us_per_seq given, in seconds; < 0 = not given */
     bool async_scheduling;      /* scheduler.async_scheduling: the host's work overlaps the GPU's */
+    int allreduce_fusion;       /* deployment.allreduce_fusion: -1 auto, 0 off, 1 on */
+    double fusion_max_mb;       /* deployment.allreduce_fusion_max_mb given; < 0 = the table's */
     char roofline_keys_set[320];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
 } scenario_resolved;
 

@@ -9,7 +9,8 @@
 #include "io/csv.h"
 #include "io/outdir.h"
 
-static const char *names[CT_COUNT] = {"linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"};
+static const char *names[CT_COUNT] = {"linear",   "prefill_attn", "decode_attn",    "lm_head",
+                                      "sample",   "overhead",     "allreduce",      "allreduce_fused"};
 
 const char *ct_component_name(ct_component c) { return names[c]; }
 

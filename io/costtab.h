@@ -5,14 +5,19 @@
  *   decode_attn  x = sequences, y = context length   (one token each)
  *   lm_head      x = sequences                       (final norm and logits of last tokens)
  *   sample       x = sequences
- *   overhead     fixed per step (scheduling, input preparation, bookkeeping) */
+ *   overhead     fixed per step (scheduling, input preparation, bookkeeping)
+ * and, in tables of tensor-parallel GPUs (optional: a table of one GPU has no all-reduce):
+ *   allreduce       x = batched tokens  (the step's all-reduces, each with the norm after it)
+ *   allreduce_fused x = batched tokens  (the same as fused kernels: vLLM's fuse_allreduce_rms) */
 #ifndef SERVESIM_IO_COSTTAB_H
 #define SERVESIM_IO_COSTTAB_H
 
 #include <stddef.h>
 
 typedef enum ct_component {
-    CT_LINEAR, CT_PREFILL_ATTN, CT_DECODE_ATTN, CT_LM_HEAD, CT_SAMPLE, CT_OVERHEAD, CT_COUNT
+    CT_LINEAR, CT_PREFILL_ATTN, CT_DECODE_ATTN, CT_LM_HEAD, CT_SAMPLE, CT_OVERHEAD,
+    CT_ALLREDUCE, CT_ALLREDUCE_FUSED, CT_COUNT,
+    CT_FIRST_OPTIONAL = CT_ALLREDUCE /* every table has the components before it */
 } ct_component;
 
 const char *ct_component_name(ct_component c);

@@ -120,11 +120,20 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
     char why[256];
     for (int c = 0; c < CT_COUNT; c++) {
         bool two_d = c == CT_PREFILL_ATTN || c == CT_DECODE_ATTN;
+        if (c >= CT_FIRST_OPTIONAL && t->n[c] == 0) continue;
         if (tc_build_grid(&tc->g[c], t->points[c], t->n[c], two_d, ct_component_name(c), why, sizeof why) < 0) {
             snprintf(err, errlen, "cost table %s: %s", name, why);
             tc_free(tc);
             return -1;
         }
+    }
+    /* the fused all-reduces stand in for the others up to a size: a table with only them
+     * could not price a longer step */
+    if (tc_has(tc, CT_ALLREDUCE_FUSED) && !tc_has(tc, CT_ALLREDUCE)) {
+        snprintf(err, errlen, "cost table %s: allreduce_fused rows without allreduce rows (the all-reduces of "
+                 "steps too long to fuse)", name);
+        tc_free(tc);
+        return -1;
     }
     /* a forward costs something: a table of zeros priced every run at 0 ms, and said nothing */
     bool priced = false;
@@ -163,6 +172,7 @@ static double cell(const double *v, size_t n, double q, size_t *i, bool *outside
 double tc_component(const table_cost *tc, ct_component c, double x, double y, bool *outside)
 {
     const grid *g = &tc->g[c];
+    if (g->nx == 0) return 0;
     size_t i, j = 0;
     double tx = cell(g->x, g->nx, x, &i, outside), ty = 0;
     size_t i1 = g->nx > 1 ? i + 1 : i;
@@ -199,6 +209,9 @@ double tc_step_time(const void *ctx, const sched_batch *b)
     double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
                tc_component(tc, CT_LM_HEAD, rows, 0, &outside) +
                tc_component(tc, CT_SAMPLE, rows, 0, &outside);
+    double tokens = b->num_batched_tokens;
+    bool fused = tokens <= tc->fused_max_tokens && tc_has(tc, CT_ALLREDUCE_FUSED);
+    t += tc_component(tc, fused ? CT_ALLREDUCE_FUSED : CT_ALLREDUCE, tokens, 0, &outside);
     int decodes = b->num_items - b->num_multi_token_items;
     double decode_context = (double)b->decode_context_sum;
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {

@@ -1,8 +1,11 @@
 /* Step times from a calibrated cost table: each component interpolated on its sweep grid
  * (piecewise linear, bilinear for the two-dimensional ones), summed over the step's batch:
- *   step = scale x [linear(batched tokens) + lm_head(sequences) + sample(sequences)
+ *   step = scale x [linear(batched tokens) + all-reduces(batched tokens)
+ *                   + lm_head(sequences) + sample(sequences)
  *                   + sum over multi-token items of prefill_attn(new tokens, cached context)
  *                   + decode_attn(one-token items, their mean context)] + overhead
+ * where a tensor-parallel table's all-reduces are allreduce_fused for steps of up to
+ * fused_max_tokens (vLLM fuses them), allreduce otherwise (none in a table of one GPU)
  * where the scale is the table's prompt-bound one, or for a decode-like step the one for its
  * number of sequences (serving_scale_decode_by_seqs; serving_scale_decode when absent).
  * Outside the grid it extrapolates from the nearest cell and warns once. */
@@ -31,6 +34,10 @@ typedef struct table_cost {
      * ("1:s0 2:s1 4:s2 ...", bounds from 1 doubling); buckets past the last take its scale */
     double scale_by_seqs[TC_SEQ_BUCKETS];
     int num_seq_buckets; /* 0: none given, scale_decode prices every decode-like step */
+    /* steps of up to this many tokens take allreduce_fused, longer ones allreduce: vLLM fuses
+     * the all-reduces whose message is at most its threshold (0: no fusion; set by the caller,
+     * tc_init leaves it 0) */
+    double fused_max_tokens;
     char name[256];      /* for warnings */
     bool warned;
 } table_cost;
@@ -40,7 +47,13 @@ int tc_build_grid(grid *g, const ct_point *p, size_t n, bool two_d, const char *
 /* Builds the grids; -1 with a reason when a component is missing or not a full grid. */
 int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, size_t errlen);
 void tc_free(table_cost *tc);
-/* Seconds for component C at (X, Y); sets *OUTSIDE when it had to extrapolate. */
+/* Whether the table priced component C (the optional ones, CT_FIRST_OPTIONAL on, may be absent). */
+static inline bool tc_has(const table_cost *tc, ct_component c)
+{
+    return tc->g[c].nx > 0;
+}
+/* Seconds for component C at (X, Y); sets *OUTSIDE when it had to extrapolate. 0 for an
+ * optional component the table lacks. */
 double tc_component(const table_cost *tc, ct_component c, double x, double y, bool *outside);
 /* Which serving scale prices a step: a step is prompt-bound when it computes more prompt
  * tokens than it decodes sequences. A few prompt tokens riding along with many decodes cost

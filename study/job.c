@@ -1,5 +1,6 @@
 #include "study/job.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,39 @@ static void describe_host(job_cost *c)
                  c->async_scheduling ? "beside the GPU's (async scheduling)" : "after the GPU's (no async scheduling)");
 }
 
+/* vLLM's fused all-reduces (deployment.allreduce_fusion): steps whose all-reduce message
+ * (tokens x hidden x the activations' bytes) is at most the threshold take the table's
+ * allreduce_fused, the threshold deployment.allreduce_fusion_max_mb or else the table's
+ * allreduce_fusion_max_mb (vLLM's default for its GPU and TP). T is the table's header.
+ * Appends what it chose to C's source; -1 when fusion is asked for and the table cannot price it. */
+static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table *t, const char *path, char *err,
+                      size_t errlen)
+{
+    c->table.fused_max_tokens = 0;
+    if (r->allreduce_fusion == 0 || r->tensor_parallel == 1) return 0; /* one GPU: no all-reduce */
+    const char *mb = ct_meta(t, "allreduce_fusion_max_mb");
+    char *end = NULL;
+    double table_mb = mb ? strtod(mb, &end) : -1;
+    if (mb && (end == mb || *end || !(table_mb >= 0 && table_mb <= 1024))) {
+        snprintf(err, errlen, "%s: allreduce_fusion_max_mb \"%s\" is not a size in MB", path, mb);
+        return -1;
+    }
+    if (!tc_has(&c->table, CT_ALLREDUCE_FUSED) || !mb) {
+        if (r->allreduce_fusion < 0) return 0;
+        snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s prices no fused all-reduce (vLLM fuses "
+                 "them on Hopper and Blackwell GPUs; the measured tables of those price it)", path);
+        return -1;
+    }
+    double max_mb = r->fusion_max_mb >= 0 ? r->fusion_max_mb : table_mb;
+    c->table.fused_max_tokens = floor(max_mb * 1048576.0 / ((double)r->model.hidden * r->dtype_bytes));
+    size_t n = strlen(c->source);
+    if (n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - n, "; all-reduce fused with its norm up to %.0f tokens (%g MB, %s)",
+                 c->table.fused_max_tokens, max_mb,
+                 r->fusion_max_mb >= 0 ? "deployment.allreduce_fusion_max_mb" : "vLLM's default");
+    return 0;
+}
+
 /* Reads the table at PATH into C (checking its shape against the scenario's model). */
 static int use_table(job_cost *c, const scenario_resolved *r, const char *path, const char *shown, char *err,
                      size_t errlen)
@@ -99,6 +133,10 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
     }
     c->host_s_per_seq = r->host_s_per_seq >= 0 ? r->host_s_per_seq : host_us * 1e-6;
     if (rc == 0) rc = tc_init(&c->table, &t, path, err, errlen);
+    if (rc == 0 && use_fusion(c, r, &t, path, err, errlen) < 0) {
+        tc_free(&c->table);
+        rc = -1;
+    }
     ct_free(&t);
     c->use_table = rc == 0;
     /* hardware.step_overhead_ms, when given, replaces the table's per-step cost too */
@@ -145,6 +183,11 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
             return -1;
         }
     }
+    if (r->allreduce_fusion == 1 && r->tensor_parallel > 1) {
+        snprintf(err, errlen, "deployment.allreduce_fusion = on, but the roofline prices no fused all-reduce (%s); "
+                 "a measured table of a Hopper or Blackwell GPU does", why);
+        return -1;
+    }
     c->kind = "roofline";
     snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
     const roofline_params *p = &r->roofline;
@@ -188,6 +231,7 @@ int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t er
     d.fp8_kv = false;
     d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
     d.host_s_per_seq = 0;     /* the target's step does the host work of its sequences */
+    if (d.allreduce_fusion == 1) d.allreduce_fusion = -1; /* the draft's table may not price it */
     char why[1024];
     if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {
         snprintf(err, errlen, "speculative.draft_model (%s): %s", d.model.name, why);

@@ -246,6 +246,100 @@ Test(measured, host_work_per_sequence_adds_to_a_step_or_hides_under_it)
     cr_assert(strstr(err, "costs/h200/a.csv: host_us_per_seq \"11.1us\" is not a number"), "%s", err);
 }
 
+/* A table of llama-3.1-8b at TP 2 whose every component is 1 ms, with all-reduces of 4 ms,
+ * fused ones of 2 ms when FUSED_MB is not NULL (the header allreduce_fusion_max_mb). */
+static void write_tp2_table(const char *file, const char *fused_mb)
+{
+    char shape[256];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table_host(file, shape, "0.24.0", 1e-3, "2", "0");
+    cost_table t;
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/costs/h200/%s", tmpdir, file);
+    cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < 2; i++) {
+        ct_add(&t, CT_ALLREDUCE, i ? 4096 : 1, 0, 4e-3);
+        if (fused_mb) ct_add(&t, CT_ALLREDUCE_FUSED, i ? 4096 : 1, 0, 2e-3);
+    }
+    if (fused_mb) ct_set_meta(&t, "allreduce_fusion_max_mb", fused_mb);
+    cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+}
+
+/* vLLM's fused all-reduce (deployment.allreduce_fusion): auto takes it where the table prices
+ * it, for steps whose all-reduce (tokens x hidden x 2 bytes) is at most the table's size or
+ * deployment.allreduce_fusion_max_mb; on refuses a cost model that cannot price it. */
+Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it, .init = make_dirs, .fini = teardown)
+{
+    write_tp2_table("a.csv", "1"); /* 1 MiB / (4096 x 2 bytes) = 128 tokens */
+    request q[40];
+    sched_item it[40];
+    for (int i = 0; i < 40; i++)
+        it[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
+    sched_batch b = {.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
+                     .decode_context_sum = 40 * 101, .num_outputs = 40};
+    const struct { const char *set[2]; double want; const char *says; } cases[] = {
+        {{NULL, NULL}, 7e-3, "all-reduce fused with its norm up to 128 tokens (1 MB, vLLM's default)"},
+        {{"deployment.allreduce_fusion=on", NULL}, 7e-3, "up to 128 tokens"},
+        {{"deployment.allreduce_fusion=off", NULL}, 9e-3, NULL},
+        {{"deployment.allreduce_fusion_max_mb=0.25", NULL}, 9e-3, "up to 32 tokens (0.25 MB, deployment.allreduce_fusion_max_mb)"},
+        {{"deployment.allreduce_fusion_max_mb=0.3125", NULL}, 7e-3, "up to 40 tokens"},
+    };
+    char err[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario sc;
+        scenario_defaults(&sc);
+        cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
+        cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+        for (int k = 0; k < 2 && cases[i].set[k]; k++)
+            cr_assert_eq(scenario_set(&sc, cases[i].set[k], err, sizeof err), 0, "%s", err);
+        scenario_resolved r;
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+        job_cost c;
+        cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "case %zu: %s", i, err);
+        step_cost f = job_cost_fn(&c);
+        cr_assert_float_eq(f.step_time(f.ctx, &b), cases[i].want, 1e-12, "case %zu", i);
+        if (cases[i].says) cr_assert(strstr(c.source, cases[i].says), "case %zu: %s", i, c.source);
+        else cr_assert_null(strstr(c.source, "fused"), "case %zu: %s", i, c.source);
+        job_cost_free(&c);
+    }
+    /* a table that prices no fused all-reduce: auto takes the other, on is refused */
+    write_tp2_table("a.csv", NULL);
+    scenario sc;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    step_cost f = job_cost_fn(&c);
+    cr_assert_float_eq(f.step_time(f.ctx, &b), 9e-3, 1e-12);
+    job_cost_free(&c);
+    cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "deployment.allreduce_fusion = on, but ") && strstr(err, "costs/h200/a.csv prices no fused all-reduce"),
+              "%s", err);
+    /* nor does the roofline; at TP 1 there is no all-reduce to fuse, and on is no error */
+    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "the roofline prices no fused all-reduce"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    job_cost_free(&c);
+    /* a header that is not a size is refused, naming the table */
+    write_tp2_table("a.csv", "1MB");
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "costs/h200/a.csv: allreduce_fusion_max_mb \"1MB\" is not a size in MB"), "%s", err);
+}
+
 /* A draft model's forwards ride in the target's step, which does the host work */
 Test(measured, a_draft_model_has_no_host_work_of_its_own)
 {

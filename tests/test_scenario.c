@@ -462,6 +462,10 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
         {{"hardware.host_us_per_seq=-0.5", NULL}, "hardware.host_us_per_seq (--set) must be -1 (the table's) or at least 0"},
         {{"scheduler.async_scheduling=on", "speculative.num_tokens=3"}, "vLLM refuses async scheduling beside n-gram"},
         {{"hardware.peak_tflops=1e-300", NULL}, "at least 0.001"}, /* ran to an infinite clock, exit 0 */
+        {{"deployment.allreduce_fusion_max_mb=-0.5", NULL},
+         "deployment.allreduce_fusion_max_mb (--set) must be -1 (vLLM's default) or at least 0, got -0.5"},
+        {{"deployment.allreduce_fusion=off", "deployment.allreduce_fusion_max_mb=8"},
+         "deployment.allreduce_fusion_max_mb (--set) sets how much vLLM fuses, but deployment.allreduce_fusion (--set) is off"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scenario sc;

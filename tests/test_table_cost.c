@@ -173,6 +173,48 @@ Test(table_cost, a_table_is_warned_about_once_a_process, .init = cr_redirect_std
 }
 
 /* A table of zeros priced every run at 0 ms and exited 0 (bad-input campaign) */
+/* A tensor-parallel table: allreduce(T) = 2e-4 T, allreduce_fused(T) = 1e-4 T + 1e-4; steps of up
+ * to fused_max_tokens take the fused price, longer ones the other; none without the rows. */
+Test(table_cost, all_reduces_are_fused_up_to_the_threshold)
+{
+    cost_table t;
+    synthetic(&t);
+    double xs[] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; i++) {
+        ct_add(&t, CT_ALLREDUCE, xs[i], 0, 2e-4 * xs[i]);
+        ct_add(&t, CT_ALLREDUCE_FUSED, xs[i], 0, 1e-4 * xs[i] + 1e-4);
+    }
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "tp", err, sizeof err), 0, "%s", err);
+    cr_assert(tc_has(&tc, CT_ALLREDUCE) && tc_has(&tc, CT_ALLREDUCE_FUSED));
+    request reqs[8];
+    sched_item items[8];
+    /* 4 decodes at context 17: linear 4e-3, lm_head + sample 8e-4, attention 4 x 17e-6, overhead 5e-4 */
+    sched_batch b = decodes(4, items, reqs);
+    double rest = 4e-3 + 8e-4 + 68e-6 + 5e-4;
+    cr_assert_float_eq(tc_step_time(&tc, &b), rest + 8e-4, 1e-12, "no fusion (tc_init's default)");
+    tc.fused_max_tokens = 4;
+    cr_assert_float_eq(tc_step_time(&tc, &b), rest + 5e-4, 1e-12, "4 tokens, fused up to 4");
+    tc.fused_max_tokens = 3;
+    cr_assert_float_eq(tc_step_time(&tc, &b), rest + 8e-4, 1e-12, "4 tokens, fused up to 3");
+    tc_free(&tc);
+    /* fused rows alone cannot price a step too long to fuse */
+    t.n[CT_ALLREDUCE] = 0;
+    cr_assert_eq(tc_init(&tc, &t, "half", err, sizeof err), -1);
+    cr_assert_str_eq(err, "cost table half: allreduce_fused rows without allreduce rows (the all-reduces of steps "
+                          "too long to fuse)");
+    /* a table of one GPU: neither, and the step is the rest */
+    t.n[CT_ALLREDUCE_FUSED] = 0;
+    cr_assert_eq(tc_init(&tc, &t, "one", err, sizeof err), 0, "%s", err);
+    tc.fused_max_tokens = 8;
+    cr_assert_not(tc_has(&tc, CT_ALLREDUCE));
+    cr_assert_float_eq(tc_step_time(&tc, &b), rest, 1e-12);
+    tc_free(&tc);
+    t.n[CT_ALLREDUCE] = t.n[CT_ALLREDUCE_FUSED] = 4;
+    ct_free(&t);
+}
+
 Test(table_cost, a_table_that_prices_nothing_is_refused)
 {
     cost_table t;
@@ -189,13 +231,16 @@ Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
 {
     cost_table t, back;
     synthetic(&t);
+    ct_add(&t, CT_ALLREDUCE, 1, 0, 1e-5);
+    ct_add(&t, CT_ALLREDUCE_FUSED, 1, 0, 5e-6);
     ct_set_meta(&t, "model", "synthetic");
     char path[64], err[512];
     snprintf(path, sizeof path, "/tmp/servesim-test-table-%d.csv", (int)getpid());
     cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
     cr_assert_eq(ct_read(&back, path, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(ct_meta(&back, "model"), "synthetic");
-    for (int c = 0; c < CT_COUNT; c++) cr_assert_eq(back.n[c], t.n[c]);
+    for (int c = 0; c < CT_COUNT; c++) cr_assert_eq(back.n[c], t.n[c], "%s", ct_component_name(c));
+    cr_assert_float_eq(back.points[CT_ALLREDUCE_FUSED][0].seconds, 5e-6, 1e-18);
     ct_free(&back);
     FILE *f = fopen(path, "w");
     fputs("# servesim cost table\ncomponent,x,y,seconds\nlinear,1,0,0.001\nlinear,2,zero,0.002\n", f);
@@ -241,7 +286,9 @@ Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
     cost_table t;
     char err[512];
     cr_assert_eq(calibrate_run(&o, &t, err, sizeof err), 0, "%s", err);
-    for (int c = 0; c < CT_COUNT; c++) cr_assert_gt(t.n[c], 0, "no %s rows", ct_component_name(c));
+    for (int c = 0; c < CT_FIRST_OPTIONAL; c++) cr_assert_gt(t.n[c], 0, "no %s rows", ct_component_name(c));
+    /* one process, no tensor parallelism: no all-reduces */
+    for (int c = CT_FIRST_OPTIONAL; c < CT_COUNT; c++) cr_assert_eq(t.n[c], 0, "%s rows", ct_component_name(c));
     cr_assert_gt(atof(ct_meta(&t, "serving_scale_decode")), 0);
     cr_assert_gt(atof(ct_meta(&t, "serving_scale_prefill")), 0);
     /* one decode scale per bucket up to 8 sequences, each positive */
@@ -352,7 +399,8 @@ Test(calibrate, rounds_give_their_own_tables_and_the_expected_value_over_them, .
     cost_table round[3], all;
     for (int r = 0; r < 3; r++) {
         cr_assert_eq(calibrate_next_round(s, &round[r], err, sizeof err), 0, "%s", err);
-        for (int c = 0; c < CT_COUNT; c++) cr_assert_gt(round[r].n[c], 0, "round %d: no %s rows", r, ct_component_name(c));
+        for (int c = 0; c < CT_FIRST_OPTIONAL; c++)
+            cr_assert_gt(round[r].n[c], 0, "round %d: no %s rows", r, ct_component_name(c));
         cr_assert_gt(atof(ct_meta(&round[r], "serving_scale_decode")), 0);
         cr_assert_eq(round[r].n[CT_OVERHEAD], 1);
     }
