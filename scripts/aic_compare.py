@@ -9,7 +9,8 @@ weights alone), and writes their TTFT, TPOT and end-to-end latency side by side.
 the same kernel timings, so a gap beyond a few percent is a difference of composition.
 servesim runs with hardware.step_overhead_ms = 0 and hardware.host_us_per_seq = 0:
 AIConfigurator's static estimate has no per-step framework time, and the comparison is about
-the kernels.
+the kernels. It also runs with deployment.allreduce_fusion = off: AIConfigurator prices vLLM's
+all-reduces by vLLM's custom all-reduce timings, not by the fused kernel of vLLM's 2026 default.
 
 Usage (scripts/aic-compare sets up the environment):
   aic_compare.py --servesim build/cli/servesim --out docs/data/aic-static.csv
@@ -107,7 +108,8 @@ def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
         "model.preset": model, "hardware.preset": gpu, "hardware.vllm_version": version,
         "deployment.tensor_parallel": str(tp), "model.quantization": "fp8" if fp8_weights else "none",
         "kv.cache_dtype": "fp8" if kv_dtype == "fp8" else "auto",
-        "hardware.step_overhead_ms": "0", "hardware.host_us_per_seq": "0", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
+        "hardware.step_overhead_ms": "0", "hardware.host_us_per_seq": "0",
+        "deployment.allreduce_fusion": "off", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
         "workload.prompt_len": f"fixed:{isl}", "workload.output_len": f"fixed:{osl}",
         "scheduler.policy": "paged", "scheduler.max_num_seqs": str(b),
         "scheduler.max_num_batched_tokens": str(max(b * isl, isl + osl)), "scheduler.max_model_len": str(isl + osl),

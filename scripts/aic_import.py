@@ -91,6 +91,18 @@ PRECISIONS = {"bf16": (False, "bfloat16"), "fp8": (True, "fp8"), "fp8-weights": 
 GEMM_SPIKE = 1.5
 # vLLM captures CUDA graphs for batches up to this many tokens (its default capture sizes)
 GRAPH_MAX_TOKENS = 512
+# vLLM's fused all-reduce + residual add + RMSNorm (its compilation pass fuse_allreduce_rms:
+# FlashInfer's port of TensorRT-LLM's all-reduce kernels) replaces the custom all-reduce and the
+# norm after it on Hopper and Blackwell at TP > 1 by default since vLLM PR 34299 (2026-02-11),
+# for all-reduces of up to this many MB a GPU, by compute capability and group size
+# (FI_ALLREDUCE_FUSION_MAX_SIZE_MB, vllm/compilation/passes/fusion/allreduce_rms_fusion.py, as
+# read at vLLM commit 0052812 on 2026-12-02). The tables price both paths; the simulator takes
+# the fused one up to deployment.allreduce_fusion_max_mb (this default where -1).
+FUSION_MAX_MB = {90: {2: 64, 4: 2, 8: 0.5}, 100: {2: 64, 4: 32, 8: 1}, 103: {2: 64, 4: 64, 8: 4}}
+CAPABILITY = {"h100": 90, "h200": 90, "b200": 100, "gb200": 100, "b300": 103, "gb300": 103}
+# The database times TensorRT-LLM's all-reduce kernels (trtllm's custom_allreduce_perf: its
+# AllReduce with no fusion, strategy AUTO, in a CUDA graph): the fused kernel's stand-in
+FUSED_FRAMEWORK = "trtllm"
 # How a mixture of experts' tokens spread over its experts in the timed MoE kernel:
 # AIConfigurator's default for such models (a power law of exponent 1.2, MOEModel in its
 # sdk/models/moe.py), which is less even than real routing's best case ("balanced") and
@@ -481,10 +493,10 @@ class AllReduce:
         return curve[lo] + (elements - lo) * (curve[hi] - curve[lo]) / (hi - lo)
 
 
-def allreduce_rows(db, system, version):
-    """(version, rows) of vLLM's all-reduce timings on SYSTEM: VERSION's when timed, else the
-    newest version's; (None, None) when the database has none."""
-    d = os.path.join(db, "data", system, "comm", FRAMEWORK)
+def allreduce_rows(db, system, version, framework=FRAMEWORK):
+    """(version, rows) of FRAMEWORK's all-reduce timings on SYSTEM: VERSION's when timed, else
+    the newest version's; (None, None) when the database has none."""
+    d = os.path.join(db, "data", system, "comm", framework)
     if not os.path.isdir(d):
         return None, None
     have = [v for v in sorted(os.listdir(d), key=lambda v: [(int(x), "") if x.isdigit() else (-1, x) for x in v.split(".")])
@@ -494,6 +506,12 @@ def allreduce_rows(db, system, version):
         return None, None
     v = version if version in have else have[-1]
     return v, read_rows(os.path.join(d, v, "custom_allreduce_perf"))
+
+
+def fusion_max_mb(g, tp):
+    """vLLM's default largest fused all-reduce on GPU G in a group of TP, MB; None where vLLM
+    does not fuse (no FlashInfer fusion for that compute capability or group size)."""
+    return FUSION_MAX_MB.get(CAPABILITY.get(g), {}).get(tp)
 
 
 # ---------------------------------------------------------------------------------------
@@ -603,18 +621,32 @@ def fits(model, mem_bytes, tp=1, fp8=False):
     return weights / tp + MIN_KV_GIB * 2**30 <= mem_bytes * GPU_MEMORY_UTILIZATION
 
 
-def allreduce_cost(m, ar, tp, T):
-    """The all-reduces of a step of T tokens in a TP group: two per layer (after attention's
-    output projection and after the MLP) and one after the embedding, of T x hidden each."""
-    if tp == 1:
-        return 0.0
-    return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS)
+def norms_cost(m, ew, T):
+    """The 2 L + 1 fused residual-add + RMSNorms of a step of T tokens (two a layer and the
+    final one; each reads x and the residual and writes both)."""
+    return (2 * m.layers + 1) * ew(4 * T * m.hidden * DTYPE_BYTES)
 
 
-def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None, moe=None, router_gemm=None):
-    """M is the GPU's share (Model.shard) when TP > 1; AR prices the all-reduces. FP8 GEMMs
-    are timed with their input's quantization (below). A mixture of experts' MLP is MOE's
-    fused kernel after the router's bf16 GEMM (ROUTER_GEMM) and its softmax and top-k."""
+def allreduce_cost(m, ew, ar, tp, T):
+    """The all-reduces of a step of T tokens in a TP group, by vLLM's custom all-reduce, and the
+    norm each one feeds: two per layer (after attention's output projection and after the MLP)
+    and one after the embedding, of T x hidden each, every one followed by a residual-add +
+    RMSNorm (the first layer's has no residual; priced alike)."""
+    return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS) + norms_cost(m, ew, T)
+
+
+def fused_allreduce_cost(m, fused, tp, T):
+    """The same all-reduces and norms as one kernel each (vLLM's fuse_allreduce_rms), priced as
+    TensorRT-LLM's all-reduce of T x hidden: FlashInfer's fused kernel is its port, and adds the
+    residual and normalizes in the pass that writes the sum."""
+    return (2 * m.layers + 1) * fused.latency(T * m.hidden, tp, True)
+
+
+def linear_cost(m, gemm, ew, attn_floor, T, tp=1, moe=None, router_gemm=None):
+    """M is the GPU's share (Model.shard) when TP > 1, whose all-reduces and the norms after
+    them are components of their own (allreduce_cost). FP8 GEMMs are timed with their input's
+    quantization (below). A mixture of experts' MLP is MOE's fused kernel after the router's
+    bf16 GEMM (ROUTER_GEMM) and its softmax and top-k."""
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     h, inter, b = m.hidden, m.intermediate, DTYPE_BYTES
     per_layer = gemm.latency(T, q + 2 * kv, h) + gemm.latency(T, h, q)
@@ -626,9 +658,9 @@ def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None, moe=None, router_gemm
     else:
         per_layer += gemm.latency(T, 2 * inter, h) + gemm.latency(T, h, inter)
         per_layer += ew(3 * T * inter * b)  # SiLU-and-mul: read 2 I, write I
-    # two fused residual-add + RMSNorm (read x and residual, write both), rotary on q and k
-    # in place, and Qwen3's per-head norm of q and k
-    per_layer += 2 * ew(4 * T * h * b) + ew(2 * T * (q + kv) * b)
+    # rotary on q and k in place, and Qwen3's per-head norm of q and k (the layer's two
+    # residual-add + RMSNorms: norms_cost)
+    per_layer += ew(2 * T * (q + kv) * b)
     if m.qk_norm:
         per_layer += ew(2 * T * q * b) + ew(2 * T * kv * b)
     # With FP8 each GEMM's bf16 input is quantized first; the database's FP8 GEMM timings hold
@@ -636,9 +668,9 @@ def linear_cost(m, gemm, ew, attn_floor, T, tp=1, ar=None, moe=None, router_gemm
     # RowParallelLinear with a static activation scale: quantization, then the scaled GEMM),
     # and at the smallest shapes the FP8 timing is the bf16 one plus about 2 us, the
     # quantization kernel's floor (H100, m = 1, 128 x 128: 0.0049 against 0.0027 ms).
-    # embedding gather (read and write a row per token) and the final norm
-    whole = ew(2 * T * h * b) + ew(4 * T * h * b)
-    return m.layers * (per_layer + attn_floor) + whole + allreduce_cost(m, ar, tp, T)
+    # embedding gather (read and write a row per token); with TP 1, the norms
+    whole = ew(2 * T * h * b) + (norms_cost(m, ew, T) if tp == 1 else 0.0)
+    return m.layers * (per_layer + attn_floor) + whole
 
 
 def lm_head_cost(m, gemm, R, tp=1, ar=None, full_vocab=None):
@@ -659,16 +691,24 @@ def grid_tokens(gemm, top):
     return [t for t in gemm.ms if t <= top] + ([top] if top > gemm.ms[-1] else [])
 
 
-def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None):
+COMPONENTS = ("linear", "allreduce", "allreduce_fused", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")
+
+
+def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None, fused=None):
     """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1). LM_GEMM prices
     the LM head and a mixture of experts' router (bf16 whatever GEMM prices the layers;
-    default GEMM); MOE its experts."""
+    default GEMM); MOE its experts. With TP > 1, AR prices the all-reduces (allreduce) and
+    FUSED, where vLLM fuses them, the fused kernel (allreduce_fused)."""
     lm_gemm = lm_gemm or gemm
     L = m.layers
-    rows = {c: [] for c in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")}
+    rows = {c: [] for c in COMPONENTS}
     max_len = min(m.max_position, 131072)
     for T in grid_tokens(gemm, 65536):
-        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, ar, moe, lm_gemm)))
+        rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, moe, lm_gemm)))
+        if tp > 1:
+            rows["allreduce"].append((T, 0, allreduce_cost(m, ew, ar, tp, T)))
+        if tp > 1 and fused:
+            rows["allreduce_fused"].append((T, 0, fused_allreduce_cost(m, fused, tp, T)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -714,7 +754,7 @@ def write_table(path, meta, rows):
                 raise ImportError_(f"header {key} too long")
             f.write(f"# {key}: {value}\n")
         f.write("component,x,y,seconds\n")
-        for comp in ("linear", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead"):
+        for comp in COMPONENTS:
             for x, y, s in rows[comp]:
                 f.write(f"{comp},{x:.10g},{y:.10g},{s:.9g}\n")
     os.replace(tmp, path)
@@ -810,7 +850,7 @@ def table_file_name(model, tp, prec, version):
 
 
 def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_version, ew, ctx_rows, gen_rows, skipped,
-                moe_table=None):
+                moe_table=None, fused=None, fused_version=None):
     """Writes the table of model M on GPU G at tensor parallelism TP and precision PREC (one of
     PRECISIONS); its path, or None with the reason in SKIPPED."""
     fp8, kv_dtype = PRECISIONS[prec]
@@ -836,7 +876,8 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         if m.experts:
             moe = MoE(moe_table, m.hidden, m.intermediate, m.experts, m.experts_per_token, tp,
                       "fp8" if fp8 else "bfloat16")
-        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe)
+        fuse = fused if tp > 1 and fusion_max_mb(g, tp) and fused and tp in fused.groups() else None
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse)
     except ImportError_ as e:
         skipped.append((g, label, str(e)))
         return None
@@ -853,9 +894,17 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         meta += [
             ("tensor_parallel", str(tp)),
             ("allreduce", f"vLLM custom all-reduce on {tp} GPUs as timed for {FRAMEWORK} {ar_version}, "
-                          f"2 per layer + 1 in linear (CUDA graph up to {GRAPH_MAX_TOKENS} tokens, eager "
-                          f"above); the logits' gather in lm_head as an all-reduce of half of them"),
+                          f"2 per layer + 1, each with the residual-add + RMSNorm after it (CUDA graph up to "
+                          f"{GRAPH_MAX_TOKENS} tokens, eager above); the logits' gather in lm_head as an "
+                          f"all-reduce of half of them"),
         ]
+        if fuse:
+            meta += [
+                ("allreduce_fused", f"vLLM's fused all-reduce + residual add + RMSNorm (fuse_allreduce_rms, "
+                                    f"FlashInfer) priced as TensorRT-LLM's all-reduce on {tp} GPUs as timed for "
+                                    f"{FUSED_FRAMEWORK} {fused_version} (CUDA graph), the norms in it"),
+                ("allreduce_fusion_max_mb", f"{fusion_max_mb(g, tp):g}"),
+            ]
     if fp8:
         meta += [
             ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "
@@ -919,6 +968,8 @@ def main(argv=None):
                 gemms["fp8"] = None
             ar_version, ar_rows = allreduce_rows(args.db, GPUS[g], version)
             ar = AllReduce(ar_rows) if ar_rows else None
+            fused_version, fused_rows = allreduce_rows(args.db, GPUS[g], None, FUSED_FRAMEWORK)
+            fused = AllReduce(fused_rows) if fused_rows and g in CAPABILITY else None
             moe_table = moe_rows(args.db, GPUS[g], version) if any(m.experts for m in models) else None
             for m in models:
                 if m.params < MIN_PARAMS:
@@ -928,7 +979,7 @@ def main(argv=None):
                 for tp in (1,) + (TP_DEGREES if more else ()):
                     for prec in PRECISIONS if more else ("bf16",):
                         t = compose_one(args, g, spec, version, m, tp, prec, gemms["fp8" if PRECISIONS[prec][0] else "bf16"], gemms["bf16"], ar, ar_version, ew,
-                                        ctx_rows, gen_rows, skipped, moe_table)
+                                        ctx_rows, gen_rows, skipped, moe_table, fused, fused_version)
                         if t:
                             written.append(t)
     for g in gpus:

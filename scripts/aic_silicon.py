@@ -20,8 +20,11 @@ of 2025-10-30), so its recipe is replayed as that repository ran it:
     API, random-token prompts, --random-range-ratio 0.8 (each input and output length drawn
     uniformly from [0.8 L, L]), --num-prompts 10 x the concurrency, --max-concurrency the
     concurrency, --ignore-eos.
-Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset). Async scheduling has no
-setting: servesim prices a step's host time as a fixed overhead either way.
+Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset). The B200 script also
+compiles with FlashInfer's fused all-reduce + RMSNorm (enable_fi_allreduce_fusion, up to 32, 32
+and 8 MB at TP 2, 4 and 8 by VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB), which vLLM 0.10.2
+did not do unless asked: its rows set deployment.allreduce_fusion on with those sizes, the
+H100 and H200 rows off (servesim's default, auto, is vLLM's of 2026, which fuses on both).
 
 One departure: the H100 runs are replayed with the KV cache in bf16 (kv.cache_dtype = auto),
 though the H100 scripts ask for fp8. Two things they measured say their cache was bf16: the
@@ -57,6 +60,8 @@ RANGE_RATIO = 0.8
 # The KV cache the runs had: the scripts' fp8, but on the H100 the bf16 their queueing and
 # decode times show (the docstring above)
 KV_CACHE_DTYPE = {"h100": "auto", "h200": "fp8", "b200": "fp8"}
+# The fused all-reduce's largest message, MB, by TP, where the script asks for it (the docstring)
+FUSION_MB = {"b200": {2: 32, 4: 32, 8: 8}}
 KV_NOTE = {"h100": "; KV cache bf16, not the script's fp8: the runs' queueing under KV pressure and decode times "
                    "fit a bf16 cache (docs/published.md)"}
 
@@ -93,6 +98,10 @@ def inferencemax_70b(r):
         "workload.output_len": f"uniform:{int(osl * RANGE_RATIO)}:{osl}",
         "frontend.preset": "vllm",
     }
+    if tp > 1 and gpu in FUSION_MB:
+        sets.update({"deployment.allreduce_fusion": "on", "deployment.allreduce_fusion_max_mb": FUSION_MB[gpu][tp]})
+    elif tp > 1:
+        sets["deployment.allreduce_fusion"] = "off"
     k = lambda n: f"{n // 1024}k"
     return {
         "id": f"IM-{gpu.upper()}-tp{tp}-{k(isl)}{k(osl)}-c{conc}",

@@ -220,6 +220,12 @@ class ImportSlice(unittest.TestCase):
                 return float(r["latency"]) * 1e-3
         raise KeyError(elements)
 
+    def trtllm_allreduce(self, elements):
+        for r in rows(os.path.join(DATA, "comm", "trtllm", "1.3.0rc20", "custom_allreduce_perf.csv")):
+            if int(r["num_gpus"]) == 2 and int(r["message_size"]) == elements:
+                return float(r["latency"]) * 1e-3
+        raise KeyError(elements)
+
     def test_tensor_parallel_table_is_one_gpus_share_plus_the_all_reduces(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
         import aic_import
@@ -238,16 +244,27 @@ class ImportSlice(unittest.TestCase):
         for n in (128, 1024):
             self.assertAlmostEqual(t["prefill_attn"][(n, 0)], 2 * sat(n), delta=1e-12)
         # linear: the share's GEMMs (QKV n = 2048 + 2 x 512, O k = 2048, gate/up n = 6144,
-        # down k = 3072), its elementwise kernels, and 2 x 2 + 1 all-reduces of T x 4096
-        # elements: the CUDA-graph timing up to 512 tokens, the eager one above
+        # down k = 3072) and its elementwise kernels but the norms; allreduce: 2 x 2 + 1
+        # all-reduces of T x 4096 elements (the CUDA-graph timing up to 512 tokens, the eager
+        # one above), each with the residual-add + RMSNorm after it; allreduce_fused: the same
+        # as TensorRT-LLM's all-reduce timings, the norms in them
         g = aic_import.Gemm(aic_import.read_rows(os.path.join(DATA, "gemm", "vllm", "0.24.0", "gemm_perf")), 989e12, 4.8e12)
         h, q, kv, inter = 4096, 2048, 512, 3072
         for T, graph in ((1, True), (64, True), (1024, False)):
             gemms = g.latency(T, q + 2 * kv, h) + g.latency(T, h, q) + g.latency(T, 2 * inter, h) + g.latency(T, h, inter)
-            per_layer = 2 * ew(4 * T * h * 2) + ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
-            want = (2 * (gemms + per_layer + floor16) + ew(2 * T * h * 2) + ew(4 * T * h * 2)
-                    + 5 * self.allreduce(T * h, graph))
+            per_layer = ew(3 * T * inter * 2) + ew(2 * T * (q + kv) * 2)
+            want = 2 * (gemms + per_layer + floor16) + ew(2 * T * h * 2)
             self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-6)
+            want = 5 * (self.allreduce(T * h, graph) + ew(4 * T * h * 2))
+            self.assertAlmostEqual(t["allreduce"][(T, 0)], want, delta=want * 1e-6)
+            want = 5 * self.trtllm_allreduce(T * h)
+            self.assertAlmostEqual(t["allreduce_fused"][(T, 0)], want, delta=want * 1e-6)
+        # vLLM fuses all-reduces of up to 64 MB on two Hopper GPUs
+        self.assertEqual(meta["allreduce_fusion_max_mb"], "64")
+        self.assertIn("TensorRT-LLM's all-reduce on 2 GPUs as timed for trtllm 1.3.0rc20", meta["allreduce_fused"])
+        # a table of one GPU has neither all-reduce component, and its norms in linear
+        self.assertNotIn("allreduce", self.t)
+        self.assertNotIn("allreduce_fusion_max_mb", self.meta)
         # the LM head over half the vocabulary, and the gather of the logits (an all-reduce
         # of half of R x 8192); sampling over the whole vocabulary on the first GPU
         for R in (1, 32):
@@ -390,11 +407,24 @@ class ImportSlice(unittest.TestCase):
         T = 64
         per_layer = (g.latency(T, 2048 + 1024, h) + g.latency(T, h, 2048) + g.latency(T, E, h)
                      + ew(T * E * 2 + T * k * 8) + self.moe_timing(T, 2))
-        per_layer += 2 * ew(4 * T * h * 2) + ew(2 * T * (2048 + 512) * 2)
-        want = 2 * (per_layer + floor16) + ew(2 * T * h * 2) + ew(4 * T * h * 2) + 5 * self.allreduce(T * h, True)
+        per_layer += ew(2 * T * (2048 + 512) * 2)
+        want = 2 * (per_layer + floor16) + ew(2 * T * h * 2)
         self.assertAlmostEqual(t2["linear"][(T, 0)], want, delta=want * 1e-6)
+        want = 5 * (self.allreduce(T * h, True) + ew(4 * T * h * 2))
+        self.assertAlmostEqual(t2["allreduce"][(T, 0)], want, delta=want * 1e-6)
         # the slice has no fp8 MoE timings: the fp8 table is left out, and says why
         self.assertIn("skipped h200 moe fp8: no fp8 MoE timings for hidden 4096, 8 experts of 14336, top 2", self.stdout)
+
+    def test_fusion_threshold_is_vllms_by_compute_capability_and_group(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        self.assertEqual(aic_import.fusion_max_mb("h100", 8), 0.5)
+        self.assertEqual(aic_import.fusion_max_mb("h200", 4), 2)
+        self.assertEqual(aic_import.fusion_max_mb("b200", 4), 32)
+        self.assertEqual(aic_import.fusion_max_mb("b300", 8), 4)
+        self.assertIsNone(aic_import.fusion_max_mb("a100", 2))  # no FlashInfer fusion before Hopper
+        self.assertIsNone(aic_import.fusion_max_mb("l40s", 2))
+        self.assertIsNone(aic_import.fusion_max_mb("h200", 16))
 
     def test_bad_gpu_is_refused(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "aic_import.py"), "--db", SLICE,
