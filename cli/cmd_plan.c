@@ -30,7 +30,7 @@ static const char plan_usage[] =
     "usage: servesim plan SCENARIO.ini (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
     "                     [--routers A,B] [--pd P:D,...] [--vary SECTION.KEY=V1,V2]... [--max-tp N]\n"
     "                     [--max-rate R] [--shard K/N]\n"
-    "                     [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "                     [--out DIR] [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Searches deployments of the scenario's model on its GPU for its traffic: tensor\n"
     "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits) x replicas x\n"
     "  router (--routers, default least_outstanding) x every combination of --vary values;\n"

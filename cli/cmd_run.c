@@ -11,12 +11,14 @@
 
 static const char run_usage[] =
     "usage: servesim run [SCENARIO.ini] [--out DIR] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
-    "                    [--repeat N [--jobs N]]\n"
+    "                    [--repeat N [--jobs N]] [--percentiles P,...]\n"
     "  Simulates the scenario (a built-in default without one: llama-3-8b on an H200, priced by\n"
     "  vLLM's kernels timed on one, 1000 chat-like requests, Poisson arrivals at 10/s) and writes\n"
     "  summary.json, requests.csv and steps.csv to DIR (default results/runs/NAME-seedN).\n"
     "  --repeat N runs seeds seed .. seed+N-1 (N threads at most --jobs, default one per CPU),\n"
-    "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n";
+    "  prints each metric's mean ± std and adds DIR/repeats.csv and repeat_stats.csv.\n"
+    "  --percentiles P,... reports those latency percentiles besides P50, P90 and P99\n"
+    "  (run.percentiles, default 99.9; vLLM's --metric-percentiles).\n";
 
 int cmd_run(int argc, char **argv)
 {

@@ -16,7 +16,8 @@
 static const char sweep_usage[] =
     "usage: servesim sweep SCENARIO.ini [--vary SECTION.KEY=V1,V2,...]... [--point [LABEL:]K=V,K=V]...\n"
     "                      [--jobs N] [--repeat N] [--shard K/N] [--out DIR] [--keep-runs]\n"
-    "                      [--report EXPERIMENT] [--seed N] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "                      [--report EXPERIMENT] [--seed N] [--percentiles P,...]\n"
+    "                      [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Runs the scenario at every point: each --point (in order) crossed with every combination\n"
     "  of the --vary values (the first --vary outermost), N threads at a time (default: one per\n"
     "  CPU; results do not depend on it). Writes DIR/sweep.csv (one row per point), sweep.json\n"

@@ -123,6 +123,17 @@ static void warn_short_pool(const scenario_resolved *r)
             r->sched.max_model_len);
 }
 
+/* kv.num_blocks is taken as given, even past what the GPU holds (a what-if); a pool larger
+ * than the GPU's whole memory is more likely a slip, and servesim says so, once a process. */
+static void warn_large_pool(const scenario_resolved *r)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    double gib = r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30);
+    if (!r->kv_blocks_set || gib <= r->hw.mem_gib || atomic_flag_test_and_set(&warned)) return;
+    fprintf(stderr, "servesim: warning: kv.num_blocks = %d is %.4g GiB of KV a GPU, more than the GPU's %g GiB of "
+            "memory; the run takes the pool as given (warned once)\n", r->sched.num_blocks, gib, round(r->hw.mem_gib * 10) / 10);
+}
+
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
                                   const job_spec *sp)
 {
@@ -309,6 +320,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
     scenario_kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
     warn_short_pool(&r);
+    warn_large_pool(&r);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

@@ -698,6 +698,23 @@ Test(run_command, a_pool_shorter_than_one_sequence_is_warned_of, .init = cr_redi
     system("rm -rf /tmp/servesim-test-shortpool");
 }
 
+/* kv.num_blocks past the GPU's memory is taken (a what-if) but warned of: a billion blocks
+ * of llama-3-8b (2 MiB each) is 1.9 million GiB on an H200 of 140.4 GiB, and once ran silently. */
+Test(run_command, a_pool_larger_than_the_gpu_is_warned_of, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/servesim-test-bigpool");
+    const char *a[] = {"run", "--set", "kv.num_blocks=100000", "--set", "workload.num_requests=5",
+                       "--out", "/tmp/servesim-test-bigpool", "--quiet"};
+    cr_assert_eq(run_cli(a, 8), 0);
+    fflush(stderr);
+    static char text[8192];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "warning: kv.num_blocks = 100000 is 195.3 GiB of KV a GPU, more than the GPU's 140.4 GiB of "
+                           "memory"), "%s", text);
+    system("rm -rf /tmp/servesim-test-bigpool");
+}
+
 /* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it
  * removes it and exits 128 + SIGINT, and the next run clears temporaries of dead processes. */
 Test(run_command, an_interrupted_run_leaves_nothing_behind)
