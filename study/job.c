@@ -36,13 +36,24 @@ void job_progress_end(job_progress *p)
 }
 
 /* A step's price: the cost model's (the GPU's work and the fixed overhead) with vLLM's host
- * work for its sequences, which async scheduling does beside the GPU's */
+ * work for its sequences, which async scheduling does beside the GPU's, drafting included.
+ * The simulator adds the drafting (job_draft_time) to what this returns. */
 static double job_step_time(const void *ctx, const sched_batch *b)
 {
-    const job_cost *c = ctx;
+    job_cost *c = (job_cost *)ctx;
     double gpu = c->use_table ? tc_step_time(&c->table, b) : cost_step_time(&c->roofline, b);
     double host = c->host_s_per_seq * b->num_items;
-    return c->async_scheduling ? (gpu > host ? gpu : host) : gpu + host;
+    /* drafting keeps state on the requests: priced once a step, here, and handed on */
+    c->drafted = c->draft ? draft_cost_step_time(c->draft, b) : 0;
+    /* max(GPU + drafting, host) less the drafting */
+    return c->async_scheduling ? fmax(gpu, host - c->drafted) : gpu + host;
+}
+
+/* The drafting job_step_time priced for the same step (the simulator asks it second). */
+static double job_draft_time(const void *ctx, const sched_batch *b)
+{
+    (void)b;
+    return ((const job_cost *)ctx)->drafted;
 }
 
 static int check_table_shape(const cost_table *t, const scenario_resolved *r, const char *path, char *err,
@@ -251,12 +262,13 @@ void job_spec_free(job_spec *sp)
     sp->on = false;
 }
 
-void job_spec_options(job_spec *sp, const scenario_resolved *r, sim_options *o)
+void job_spec_options(job_spec *sp, const scenario_resolved *r, job_cost *c, sim_options *o)
 {
     o->acceptance_rate = r->acceptance_rate;
     o->acceptance_spread = r->acceptance_spread;
     o->acceptance_seed = r->workload.seed;
-    o->draft = sp->on ? draft_cost_fn(&sp->draft) : (step_cost){0};
+    c->draft = sp->on ? &sp->draft : NULL;
+    o->draft = sp->on ? (step_cost){.step_time = job_draft_time, .ctx = c} : (step_cost){0};
 }
 
 json_t *job_speculative_json(const scenario_resolved *r)

@@ -44,6 +44,10 @@ typedef struct job_cost {
      * (scheduler.async_scheduling): a step costs max(GPU, host) then, else GPU + host */
     double host_s_per_seq;
     bool async_scheduling;
+    /* a draft model's forwards, which run on the GPU in the same step (job_spec_options), so
+     * async scheduling's host work overlaps them too; and the last step's, for the simulator */
+    draft_cost *draft;
+    double drafted;
     const char *kind;    /* "measured", "table" (hardware.cost_table) or "roofline" */
     char device[256];    /* the table's device, or the roofline's hardware */
     char source[1024];   /* for people: which table or which roofline, and why */
@@ -73,8 +77,10 @@ typedef struct job_spec {
 
 int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen);
 void job_spec_free(job_spec *sp);
-/* O's speculative fields from R and SP: the acceptance (rate, spread, seed) and drafting's price. */
-void job_spec_options(job_spec *sp, const scenario_resolved *r, sim_options *o);
+/* O's speculative fields from R and SP: the acceptance (rate, spread, seed) and drafting's
+ * price, which C (O's cost) then computes with each step's own: a step costs
+ * max(GPU + drafting, host) with async scheduling, GPU + drafting + host without. */
+void job_spec_options(job_spec *sp, const scenario_resolved *r, job_cost *c, sim_options *o);
 
 /* How a run speculates (summary.json's "speculative"): k, the method, disable_by_batch_size,
  * and prompt lookup's lengths or the draft model. NULL when out of memory. */

@@ -261,7 +261,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .progress_ctx = &ps,
         .stop = interrupt_flag(),
     };
-    job_spec_options(sp, r, &o);
+    job_spec_options(sp, r, jc, &o);
     met_acc *met = met_create();
     if (met) met_set_percentiles(met, r->percentiles, r->num_percentiles);
     if (met && j->keep_records) met_keep_requests(met);

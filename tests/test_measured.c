@@ -367,6 +367,65 @@ Test(measured, a_draft_model_has_no_host_work_of_its_own)
     cr_assert(r.async_scheduling, "on without speculation");
 }
 
+/* With async scheduling the host's work overlaps the whole step on the GPU, the draft
+ * model's forwards with the target's: max(target + drafting, host); without, the sum. */
+static double priced_step(const char *async, const char *host_us, double *gpu, double *draft)
+{
+    char err[1024];
+    scenario sc;
+    scenario_defaults(&sc);
+    const char *sets[] = {"speculative.num_tokens=3", "speculative.method=draft", "hardware.cost_model=roofline",
+                          async, host_us};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    job_spec sp;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
+    sim_options o = {.cost = job_cost_fn(&c)};
+    job_spec_options(&sp, &r, &c, &o);
+    /* 4 decodes at context 100; drafting keeps state on the requests, so each price gets its own */
+    request q[2][4];
+    sched_item it[2][4];
+    sched_batch b[2];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 4; i++) {
+            q[k][i] = (request){.draft_computed = 100};
+            it[k][i] = (sched_item){.req = &q[k][i], .num_new_tokens = 1, .context_len = 100, .emits_token = true,
+                                    .is_decode = true};
+        }
+        b[k] = (sched_batch){.items = it[k], .num_items = 4, .num_batched_tokens = 4, .num_decode_seqs = 4,
+                             .decode_context_sum = 4 * 101, .num_outputs = 4};
+    }
+    double t = o.cost.step_time(o.cost.ctx, &b[0]);
+    t += o.draft.step_time(o.draft.ctx, &b[0]);
+    *gpu = cost_step_time(&c.roofline, &b[1]);
+    *draft = draft_cost_step_time(&sp.draft, &b[1]);
+    job_spec_free(&sp);
+    job_cost_free(&c);
+    return t;
+}
+
+Test(measured, async_scheduling_hides_host_work_under_the_draft_models_forwards_too)
+{
+    double gpu, draft;
+    /* 4 x 10 ms of host work outlasts the GPU's step: the step is the host's */
+    double t = priced_step("scheduler.async_scheduling=on", "hardware.host_us_per_seq=10000", &gpu, &draft);
+    cr_assert_gt(draft, 0);
+    cr_assert_lt(gpu + draft, 40e-3);
+    cr_assert_float_eq(t, 40e-3, 1e-12);
+    /* host work between the target's and the whole step's: hidden, where max(target, host) + drafting was not */
+    double between = (gpu + 0.5 * draft) / 4 * 1e6;
+    char set[64];
+    snprintf(set, sizeof set, "hardware.host_us_per_seq=%.17g", between);
+    t = priced_step("scheduler.async_scheduling=on", set, &gpu, &draft);
+    cr_assert_float_eq(t, gpu + draft, 1e-12);
+    t = priced_step("scheduler.async_scheduling=off", "hardware.host_us_per_seq=10000", &gpu, &draft);
+    cr_assert_float_eq(t, gpu + draft + 40e-3, 1e-12);
+}
+
 /* A table of one GPU of a tensor-parallel group prices only a run of that group size; an
  * explicit table of another size is refused, naming both. */
 Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
