@@ -466,7 +466,16 @@ static int plot_rate(report *rp)
 static const char need_rates[] = "arrival-rate report: needs Poisson points at two or more workload.rate values "
                                  "(e.g. --vary workload.rate=2,4,8); it plots against the rate";
 static const char need_block_sizes[] = "memory report: needs paged points at two or more kv.block_size values (e.g. "
-                                       "--vary kv.block_size=8,16,32); it plots against the block size";
+                                       "--vary kv.block_size=8,16,32), which it plots against the block size, or a "
+                                       "continuous point and a paged one of the same kv.block_size and kv.num_blocks, "
+                                       "which it compares";
+
+/* Whether A (scheduler.policy continuous) and B (paged) hold the same KV: the memory report's pair. */
+static bool same_kv_capacity(const scenario *a, const scenario *b)
+{
+    return strcmp(a->v[K_scheduler_policy].s, "continuous") == 0 && strcmp(b->v[K_scheduler_policy].s, "paged") == 0 &&
+           a->v[K_kv_block_size].i == b->v[K_kv_block_size].i && a->v[K_kv_num_blocks].i == b->v[K_kv_num_blocks].i;
+}
 
 static int report_rate(report *rp)
 {
@@ -725,8 +734,7 @@ static int report_memory(report *rp)
         point_scenario(rp, i, &sc);
         if (!measured(rp, i) || strcmp(sc.v[K_scheduler_policy].s, "paged") != 0) continue;
         long long bs = sc.v[K_kv_block_size].i;
-        if (cont >= 0 && paged < 0 && bs == cs.v[K_kv_block_size].i && sc.v[K_kv_num_blocks].i == cs.v[K_kv_num_blocks].i)
-            paged = i;
+        if (cont >= 0 && paged < 0 && same_kv_capacity(&cs, &sc)) paged = i;
         scenario t;
         if (small >= 0) point_scenario(rp, small, &t);
         if (small < 0 || bs < t.v[K_kv_block_size].i) small = i;
@@ -736,7 +744,9 @@ static int report_memory(report *rp)
     scenario t, u;
     if (small >= 0) point_scenario(rp, small, &t);
     if (big >= 0) point_scenario(rp, big, &u);
-    if (small < 0 || t.v[K_kv_block_size].i == u.v[K_kv_block_size].i) {
+    /* the block sizes' part, the pair's part, or both; a sweep with neither has nothing to show */
+    bool sizes = small >= 0 && t.v[K_kv_block_size].i != u.v[K_kv_block_size].i;
+    if (!sizes && !(cont >= 0 && paged >= 0)) {
         snprintf(rp->err, rp->errlen, "%s", need_block_sizes);
         return -2;
     }
@@ -756,7 +766,7 @@ static int report_memory(report *rp)
                         "throughput.\n",
                 cs.v[K_kv_num_blocks].i, cs.v[K_kv_block_size].i, peak, wait, ttft, ratio);
     }
-    if (small >= 0 && big >= 0 && small != big) {
+    if (sizes) {
         scenario s1, s2;
         point_scenario(rp, small, &s1);
         point_scenario(rp, big, &s2);
@@ -787,10 +797,10 @@ static int report_memory(report *rp)
                 sc.v[K_kv_block_size].i, sc.v[K_kv_num_blocks].i, s->peak_running, s->mean_running, s->mean_waiting,
                 100 * s->kv_fragmentation, s->min_free_blocks);
     }
-    if (plot_block_size(rp) < 0) return -1;
+    if (sizes && plot_block_size(rp) < 0) return -1;
     fputs("\n## Plots\n\n", rp->md);
     embed(rp, "queues.png", "queues and free KV blocks, contiguous and paged");
-    embed(rp, "block_size.png", "fragmentation and peak concurrency against block size (paged)");
+    if (sizes) embed(rp, "block_size.png", "fragmentation and peak concurrency against block size (paged)");
     sweep_plots_section(rp);
     return 0;
 }
@@ -991,12 +1001,21 @@ int study_report_check(const char *experiment, const sweep_plan *p, char *err, s
 {
     bool rate = strcmp(experiment, "arrival-rate") == 0, memory = strcmp(experiment, "memory") == 0;
     if (!rate && !memory) return 0;
-    /* two points that differ in the plotted key, among those the report plots */
+    /* two points that differ in the plotted key, among those the report plots; for the
+     * memory report, or a continuous point and a paged one of the same KV */
     double first = NAN;
+    scenario cont;
+    bool have_cont = false;
+    for (int i = 0; memory && i < sweep_num_points(p); i++) {
+        char why[256];
+        if (!have_cont && sweep_point_scenario(p, i, &cont, why, sizeof why) == 0)
+            have_cont = strcmp(cont.v[K_scheduler_policy].s, "continuous") == 0;
+    }
     for (int i = 0; i < sweep_num_points(p); i++) {
         scenario sc;
         char why[256];
         if (sweep_point_scenario(p, i, &sc, why, sizeof why) < 0) continue;
+        if (memory && have_cont && same_kv_capacity(&cont, &sc)) return 0;
         double v;
         if (rate && strcmp(sc.v[K_workload_arrival].s, "poisson") == 0) v = sc.v[K_workload_rate].d;
         else if (memory && strcmp(sc.v[K_scheduler_policy].s, "paged") == 0) v = (double)sc.v[K_kv_block_size].i;

@@ -420,5 +420,19 @@ Test(sweep, reports_refuse_points_they_cannot_plot, .init = cr_redirect_stderr)
                          "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, two), 0);
     cr_assert(exists("/tmp/ss-refuse/two/report.md"));
+    /* a contiguous point and a paged one of the same KV: the memory report compares them and
+     * leaves out the block-size plot it has no sizes for (it refused them before) */
+    const char *pair[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=continuous", "--point",
+                          "scheduler.policy=paged", "--set", "workload.num_requests=20", "--out", "/tmp/ss-refuse/pair",
+                          "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, pair), 0);
+    FILE *f = fopen("/tmp/ss-refuse/pair/report.md", "r");
+    cr_assert_not_null(f);
+    static char md[65536];
+    md[fread(md, 1, sizeof md - 1, f)] = 0;
+    fclose(f);
+    cr_assert(strstr(md, "paged KV against contiguous reservation"), "%s", md);
+    cr_assert_null(strstr(md, "block_size.png"), "%s", md);
+    cr_assert_null(strstr(md, "-token to "), "no block sizes to compare: %s", md);
     system("rm -rf /tmp/ss-refuse");
 }
