@@ -537,11 +537,11 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     }
     double fuse_mb = V(deployment, allreduce_fusion_max_mb).d;
     if (fuse_mb < 0 && fuse_mb != -1) {
-        snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) must be -1 (vLLM's default) or at least 0, got %g",
+        snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) must be -1 (vLLM's default) or at least 0 MiB, got %g",
                  V(deployment, allreduce_fusion_max_mb).origin, fuse_mb);
         return -1;
     }
-    if (GIVEN(deployment, allreduce_fusion_max_mb) && strcmp(V(deployment, allreduce_fusion).s, "off") == 0) {
+    if (fuse_mb >= 0 && strcmp(V(deployment, allreduce_fusion).s, "off") == 0) {
         snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) sets how much vLLM fuses, but "
                  "deployment.allreduce_fusion (%s) is off", V(deployment, allreduce_fusion_max_mb).origin,
                  V(deployment, allreduce_fusion).origin);

@@ -635,11 +635,13 @@ def allreduce_cost(m, ew, ar, tp, T):
     return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS) + norms_cost(m, ew, T)
 
 
-def fused_allreduce_cost(m, fused, tp, T):
+def fused_allreduce_cost(m, ew, fused, tp, T):
     """The same all-reduces and norms as one kernel each (vLLM's fuse_allreduce_rms), priced as
-    TensorRT-LLM's all-reduce of T x hidden: FlashInfer's fused kernel is its port, and adds the
-    residual and normalizes in the pass that writes the sum."""
-    return (2 * m.layers + 1) * fused.latency(T * m.hidden, tp, True)
+    TensorRT-LLM's all-reduce of T x hidden (FlashInfer's fused kernel is its port), plus the
+    bytes the norm adds to it at memory bandwidth: it adds the residual and normalizes in the
+    pass that writes the sum, which saves the norm's launch and its re-read of the sum, not the
+    residual read nor the normalized row written (2 T x hidden elements; no launch floor)."""
+    return (2 * m.layers + 1) * (fused.latency(T * m.hidden, tp, True) + 2 * T * m.hidden * DTYPE_BYTES / ew.hbm_bandwidth())
 
 
 def linear_cost(m, gemm, ew, attn_floor, T, tp=1, moe=None, router_gemm=None):
@@ -708,7 +710,7 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_ge
         if tp > 1:
             rows["allreduce"].append((T, 0, allreduce_cost(m, ew, ar, tp, T)))
         if tp > 1 and fused:
-            rows["allreduce_fused"].append((T, 0, fused_allreduce_cost(m, fused, tp, T)))
+            rows["allreduce_fused"].append((T, 0, fused_allreduce_cost(m, ew, fused, tp, T)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -902,7 +904,8 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
             meta += [
                 ("allreduce_fused", f"vLLM's fused all-reduce + residual add + RMSNorm (fuse_allreduce_rms, "
                                     f"FlashInfer) priced as TensorRT-LLM's all-reduce on {tp} GPUs as timed for "
-                                    f"{FUSED_FRAMEWORK} {fused_version} (CUDA graph), the norms in it"),
+                                    f"{FUSED_FRAMEWORK} {fused_version} (CUDA graph) and the norm's residual read and "
+                                    f"output write at memory bandwidth"),
                 ("allreduce_fusion_max_mb", f"{fusion_max_mb(g, tp):g}"),
             ]
     if fp8:

@@ -21,10 +21,14 @@ of 2025-10-30), so its recipe is replayed as that repository ran it:
     uniformly from [0.8 L, L]), --num-prompts 10 x the concurrency, --max-concurrency the
     concurrency, --ignore-eos.
 Llama-3.3-70B has Llama-3.1-70B's shapes (the llama-3.1-70b preset). The B200 script also
-compiles with FlashInfer's fused all-reduce + RMSNorm (enable_fi_allreduce_fusion, up to 32, 32
-and 8 MB at TP 2, 4 and 8 by VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB), which vLLM 0.10.2
-did not do unless asked: its rows set deployment.allreduce_fusion on with those sizes, the
-H100 and H200 rows off (servesim's default, auto, is vLLM's of 2026, which fuses on both).
+compiles with FlashInfer's fused all-reduce + RMSNorm (enable_fi_allreduce_fusion, with
+VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB 32, 32 and 8 MB at TP 2, 4 and 8), which vLLM
+0.10.2 did not do unless asked: its rows set deployment.allreduce_fusion on, the H100 and
+H200 rows off (servesim's default, auto, is vLLM's of 2026, which fuses on both). vLLM 0.10's
+pass sized its workspace at MB / (hidden x TP x 2 bytes) tokens (collective_fusion.py), so
+the script's sizes meant 1,024, 512 and 64 tokens of the 70B; servesim's
+deployment.allreduce_fusion_max_mb counts tokens x hidden x 2 bytes, as vLLM does now, so the
+rows give the script's sizes divided by TP.
 
 One departure: the H100 runs are replayed with the KV cache in bf16 (kv.cache_dtype = auto),
 though the H100 scripts ask for fp8. Two things they measured say their cache was bf16: the
@@ -60,8 +64,9 @@ RANGE_RATIO = 0.8
 # The KV cache the runs had: the scripts' fp8, but on the H100 the bf16 their queueing and
 # decode times show (the docstring above)
 KV_CACHE_DTYPE = {"h100": "auto", "h200": "fp8", "b200": "fp8"}
-# The fused all-reduce's largest message, MB, by TP, where the script asks for it (the docstring)
-FUSION_MB = {"b200": {2: 32, 4: 32, 8: 8}}
+# The fused all-reduce's largest message, MiB of a GPU's tokens x hidden, by TP, where the
+# script asks for it: its sizes divided by TP, as vLLM 0.10 read them (the docstring)
+FUSION_MB = {"b200": {2: 32 / 2, 4: 32 / 4, 8: 8 / 8}}
 KV_NOTE = {"h100": "; KV cache bf16, not the script's fp8: the runs' queueing under KV pressure and decode times "
                    "fit a bf16 cache (docs/published.md)"}
 
@@ -99,7 +104,7 @@ def inferencemax_70b(r):
         "frontend.preset": "vllm",
     }
     if tp > 1 and gpu in FUSION_MB:
-        sets.update({"deployment.allreduce_fusion": "on", "deployment.allreduce_fusion_max_mb": FUSION_MB[gpu][tp]})
+        sets.update({"deployment.allreduce_fusion": "on", "deployment.allreduce_fusion_max_mb": f"{FUSION_MB[gpu][tp]:g}"})
     elif tp > 1:
         sets["deployment.allreduce_fusion"] = "off"
     k = lambda n: f"{n // 1024}k"

@@ -90,6 +90,15 @@ static void describe_host(job_cost *c)
                  c->async_scheduling ? "beside the GPU's (async scheduling)" : "after the GPU's (no async scheduling)");
 }
 
+/* "; ignored: deployment.allreduce_fusion_max_mb (WHY)" after C's source, when the scenario
+ * gave a size that nothing fuses with */
+static void note_unused_fusion_size(job_cost *c, const scenario_resolved *r, const char *why)
+{
+    size_t n = strlen(c->source);
+    if (r->fusion_max_mb >= 0 && n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - n, "; ignored: deployment.allreduce_fusion_max_mb (%s)", why);
+}
+
 /* vLLM's fused all-reduces (deployment.allreduce_fusion): steps whose all-reduce message
  * (tokens x hidden x the activations' bytes) is at most the threshold take the table's
  * allreduce_fused, the threshold deployment.allreduce_fusion_max_mb or else the table's
@@ -99,25 +108,41 @@ static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table 
                       size_t errlen)
 {
     c->table.fused_max_tokens = 0;
-    if (r->allreduce_fusion == 0 || r->tensor_parallel == 1) return 0; /* one GPU: no all-reduce */
+    if (r->allreduce_fusion == 0) return 0;
+    if (r->tensor_parallel == 1) { /* one GPU: no all-reduce */
+        note_unused_fusion_size(c, r, "one GPU, no all-reduce");
+        return 0;
+    }
     const char *mb = ct_meta(t, "allreduce_fusion_max_mb");
     char *end = NULL;
     double table_mb = mb ? strtod(mb, &end) : -1;
     if (mb && (end == mb || *end || !(table_mb >= 0 && table_mb <= 1024))) {
-        snprintf(err, errlen, "%s: allreduce_fusion_max_mb \"%s\" is not a size in MB", path, mb);
-        return -1;
-    }
-    if (!tc_has(&c->table, CT_ALLREDUCE_FUSED) || !mb) {
-        if (r->allreduce_fusion < 0) return 0;
-        snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s prices no fused all-reduce (vLLM fuses "
-                 "them on Hopper and Blackwell GPUs; the measured tables of those price it)", path);
+        snprintf(err, errlen, "%s: allreduce_fusion_max_mb \"%s\" is not a size in MiB", path, mb);
         return -1;
     }
     double max_mb = r->fusion_max_mb >= 0 ? r->fusion_max_mb : table_mb;
-    c->table.fused_max_tokens = floor(max_mb * 1048576.0 / ((double)r->model.hidden * r->dtype_bytes));
+    if (!tc_has(&c->table, CT_ALLREDUCE_FUSED) || max_mb < 0) {
+        const char *why = !tc_has(&c->table, CT_ALLREDUCE_FUSED)
+                              ? "prices no fused all-reduce (vLLM fuses them on Hopper and Blackwell GPUs; the "
+                                "measured tables of those price it)"
+                              : "has no allreduce_fusion_max_mb header (vLLM's size for its GPU): give "
+                                "deployment.allreduce_fusion_max_mb";
+        if (r->allreduce_fusion < 0) {
+            note_unused_fusion_size(c, r, "the table prices no fused all-reduce");
+            return 0;
+        }
+        snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s %s", path, why);
+        return -1;
+    }
+    /* vLLM sizes one workspace for the target and its draft model: by the larger hidden size
+     * (job_spec_init hands the draft's cost the target as its draft_model) */
+    int hidden = r->model.hidden;
+    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model && r->draft_model.hidden > hidden)
+        hidden = r->draft_model.hidden;
+    c->table.fused_max_tokens = floor(max_mb * 1048576.0 / ((double)hidden * r->dtype_bytes));
     size_t n = strlen(c->source);
     if (n < sizeof c->source)
-        snprintf(c->source + n, sizeof c->source - n, "; all-reduce fused with its norm up to %.0f tokens (%g MB, %s)",
+        snprintf(c->source + n, sizeof c->source - n, "; all-reduce fused with its norm up to %.0f tokens (%g MiB, %s)",
                  c->table.fused_max_tokens, max_mb,
                  r->fusion_max_mb >= 0 ? "deployment.allreduce_fusion_max_mb" : "vLLM's default");
     return 0;
@@ -148,6 +173,7 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
         tc_free(&c->table);
         rc = -1;
     }
+    n = (int)strlen(c->source); /* use_fusion added to it */
     ct_free(&t);
     c->use_table = rc == 0;
     /* hardware.step_overhead_ms, when given, replaces the table's per-step cost too */
@@ -215,6 +241,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
              "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",
              r->hw.name, r->hw.peak_tflops, p->compute_efficiency, r->hw.mem_bandwidth_gbs, p->memory_efficiency,
              p->attention_efficiency, p->step_overhead_s * 1e3, tp, why);
+    if (r->allreduce_fusion != 0) note_unused_fusion_size(c, r, "the roofline prices no fused all-reduce");
     describe_host(c);
     return 0;
 }
@@ -242,6 +269,7 @@ int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t er
     d.fp8_kv = false;
     d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
     d.host_s_per_seq = 0;     /* the target's step does the host work of its sequences */
+    d.draft_model = r->model; /* the fused all-reduce's workspace fits the larger of the two (use_fusion) */
     if (d.allreduce_fusion == 1) d.allreduce_fusion = -1; /* the draft's table may not price it */
     char why[1024];
     if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {

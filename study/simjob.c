@@ -300,6 +300,8 @@ int simjob_run(simjob *j, char *err, size_t errlen)
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
+    warn_short_pool(&r); /* before the run, which a pool past the GPU's memory may make long */
+    warn_large_pool(&r);
     res_dir dir;
     int status = j->out_dir && res_open(&dir, j->out_dir, err, errlen) < 0 ? -1 : 0;
     bool opened = j->out_dir && status == 0;
@@ -319,8 +321,6 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
     scenario_kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
-    warn_short_pool(&r);
-    warn_large_pool(&r);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

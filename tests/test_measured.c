@@ -279,10 +279,12 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     sched_batch b = {.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
                      .decode_context_sum = 40 * 101, .num_outputs = 40};
     const struct { const char *set[2]; double want; const char *says; } cases[] = {
-        {{NULL, NULL}, 7e-3, "all-reduce fused with its norm up to 128 tokens (1 MB, vLLM's default)"},
+        {{NULL, NULL}, 7e-3, "all-reduce fused with its norm up to 128 tokens (1 MiB, vLLM's default)"},
         {{"deployment.allreduce_fusion=on", NULL}, 7e-3, "up to 128 tokens"},
         {{"deployment.allreduce_fusion=off", NULL}, 9e-3, NULL},
-        {{"deployment.allreduce_fusion_max_mb=0.25", NULL}, 9e-3, "up to 32 tokens (0.25 MB, deployment.allreduce_fusion_max_mb)"},
+        {{"deployment.allreduce_fusion_max_mb=0.25", NULL}, 9e-3, "up to 32 tokens (0.25 MiB, deployment.allreduce_fusion_max_mb)"},
+        /* the note survives the other keys that add to the source (it was overwritten) */
+        {{"hardware.step_overhead_ms=1", "hardware.peak_tflops=500"}, 7e-3, "up to 128 tokens"},
         {{"deployment.allreduce_fusion_max_mb=0.3125", NULL}, 7e-3, "up to 40 tokens"},
     };
     char err[1024];
@@ -337,7 +339,65 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
-    cr_assert(strstr(err, "costs/h200/a.csv: allreduce_fusion_max_mb \"1MB\" is not a size in MB"), "%s", err);
+    cr_assert(strstr(err, "costs/h200/a.csv: allreduce_fusion_max_mb \"1MB\" is not a size in MiB"), "%s", err);
+    /* fused rows without vLLM's size: on needs deployment.allreduce_fusion_max_mb, and takes it */
+    write_tp2_table("a.csv", "1");
+    cost_table t;
+    char path[600];
+    snprintf(path, sizeof path, "%s/costs/h200/a.csv", tmpdir);
+    cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < t.num_meta; i++)
+        if (strcmp(t.meta_key[i], "allreduce_fusion_max_mb") == 0) snprintf(t.meta_key[i], sizeof t.meta_key[i], "x");
+    cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+    cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "a.csv has no allreduce_fusion_max_mb header (vLLM's size for its GPU): give "
+                          "deployment.allreduce_fusion_max_mb"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion_max_mb=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(c.table.fused_max_tokens, 128, 0);
+    job_cost_free(&c);
+    /* a size nothing fuses with is noted as ignored: one GPU, the roofline */
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion_max_mb (the roofline prices no fused all-reduce)"),
+              "%s", c.source);
+    job_cost_free(&c);
+    /* off with vLLM's default spelled out is no contradiction */
+    cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=off", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion_max_mb=-1", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+}
+
+/* vLLM sizes the fused all-reduce's workspace for the target and its draft model together:
+ * by the larger hidden size, so both stop fusing at the same number of tokens (the draft's
+ * own hidden gave it twice the target's at 70B over 8B). */
+Test(committed_tables, a_draft_model_fuses_up_to_the_targets_token_count)
+{
+    char err[1024];
+    scenario sc;
+    scenario_defaults(&sc);
+    const char *sets[] = {"model.preset=llama-3.1-70b", "deployment.tensor_parallel=4", "speculative.num_tokens=3",
+                          "speculative.method=draft", "speculative.draft_model=llama-3.1-8b"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    job_spec sp;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
+    /* the committed H200 TP 4 tables: vLLM's 2 MiB over 8192 x 2 bytes is 128 tokens, for both */
+    cr_assert_str_eq(c.kind, "measured");
+    cr_assert_float_eq(c.table.fused_max_tokens, 128, 0, "%s", c.source);
+    cr_assert_float_eq(sp.model.table.fused_max_tokens, 128, 0, "%s", sp.model.source);
+    job_spec_free(&sp);
+    job_cost_free(&c);
 }
 
 /* A draft model's forwards ride in the target's step, which does the host work */

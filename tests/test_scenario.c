@@ -463,7 +463,7 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
         {{"scheduler.async_scheduling=on", "speculative.num_tokens=3"}, "vLLM refuses async scheduling beside n-gram"},
         {{"hardware.peak_tflops=1e-300", NULL}, "at least 0.001"}, /* ran to an infinite clock, exit 0 */
         {{"deployment.allreduce_fusion_max_mb=-0.5", NULL},
-         "deployment.allreduce_fusion_max_mb (--set) must be -1 (vLLM's default) or at least 0, got -0.5"},
+         "deployment.allreduce_fusion_max_mb (--set) must be -1 (vLLM's default) or at least 0 MiB, got -0.5"},
         {{"deployment.allreduce_fusion=off", "deployment.allreduce_fusion_max_mb=8"},
          "deployment.allreduce_fusion_max_mb (--set) sets how much vLLM fuses, but deployment.allreduce_fusion (--set) is off"},
     };
