@@ -131,7 +131,8 @@ static void warn_large_pool(const scenario_resolved *r)
     double gib = r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30);
     if (!r->kv_blocks_set || gib <= r->hw.mem_gib || atomic_flag_test_and_set(&warned)) return;
     fprintf(stderr, "servesim: warning: kv.num_blocks = %d is %.4g GiB of KV a GPU, more than the GPU's %g GiB of "
-            "memory; the run takes the pool as given (warned once)\n", r->sched.num_blocks, gib, round(r->hw.mem_gib * 10) / 10);
+            "memory; the run takes the pool as given (warned once)\n",
+            r->sched.num_blocks, gib, round(r->hw.mem_gib * 10) / 10);
 }
 
 static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, const job_cost *cost,
