@@ -5,7 +5,9 @@
 #   env.txt       nvidia-smi, driver, toolkit, compiler, commit, and the libraries found
 #   steps.log     build (when built here), calibration and validation output
 #   tests.log     the CUDA tests (criterion, verbose; they compare with the CPU ops)
-#   kernels.txt   bench_kernels_cuda: copy bandwidth, decode attention, 8B decode step
+#   kernels.txt   bench_kernels_cuda: copy bandwidth, decode attention, 8B decode step, a 10 s
+#                 GEMM's rate window by window; then nvidia-smi's SM clock, power, temperature
+#                 and clock-limit reasons sampled every 200 ms while the lab ran
 #   <gpu>-llama-3-8b.csv   the calibration table
 #   validate.json, validate-report.md   the validation (kept when it fails its thresholds)
 #   summary.txt   one line per step, written last
@@ -19,8 +21,8 @@
 # For a dry run of this script without a GPU, on cudaemu (kernels/cuda/README.md): with no
 # bundle, DEVICE_CHECK_CMAKE_ARGS=-DSERVESIM_CUDAEMU=ON, and a small model, calibration and
 # scenario in DEVICE_CHECK_MODEL, DEVICE_CHECK_CALIBRATE (the size flags) and
-# DEVICE_CHECK_SCENARIO, every step's time limit multiplied by DEVICE_CHECK_SLOW
-# (docs/benchmarks.md has the command).
+# DEVICE_CHECK_SCENARIO, every step's time limit multiplied by DEVICE_CHECK_SLOW, and the
+# kernel lab's small sizes in DEVICE_CHECK_LAB_ARGS=--quick (docs/benchmarks.md has the command).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/device-check.sh OUTDIR}
@@ -135,9 +137,24 @@ if grep -q 'SKIP.*no CUDA device' "$out/tests.log"; then
     echo "tests: FAILED, the CUDA tests skipped on this machine (see tests.log)" >> "$summary.part"
     finish 1
 fi
-step kernels 90 "$out/kernels.txt" "$lab"
-grep -E '^(device copy|decode attention|prefill attention|8B decode step|bench_kernels_cuda)' "$out/kernels.txt" \
-    2>/dev/null >> "$summary.part"
+# the GPU's clocks and power while the lab runs: its 10 s GEMM shows whether they hold
+smi_log=$(mktemp)
+smi_pid=
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 200 > "$smi_log" 2>&1 &
+    smi_pid=$!
+fi
+# shellcheck disable=SC2086 # the extra arguments are words
+step kernels 120 "$out/kernels.txt" "$lab" ${DEVICE_CHECK_LAB_ARGS:-}
+if [[ -n $smi_pid ]]; then
+    kill "$smi_pid" 2> /dev/null
+    wait "$smi_pid" 2> /dev/null
+    { echo "nvidia-smi every 200 ms during the lab:"; cat "$smi_log"; } >> "$out/kernels.txt"
+fi
+rm -f "$smi_log"
+grep -E '^(device copy|decode attention|prefill attention|8B decode step|sustained bf16 GEMM [0-9]|bench_kernels_cuda)' \
+    "$out/kernels.txt" 2>/dev/null >> "$summary.part"
 
 # The calibration's grid is sized to the validation it prices (the issue's 3 minutes are for
 # the full default grid, which this run has no room for): a step there batches up to 8192

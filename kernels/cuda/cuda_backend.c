@@ -838,3 +838,57 @@ int cuda_gemm_bf16(float *d_out, const uint16_t *d_inp, const uint16_t *d_w, int
     cublasDestroy(b->blas);
     return rc;
 }
+
+int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *tflops, int max,
+                             int *num, char *err, size_t errlen)
+{
+    cuda_backend tmp;
+    memset(&tmp, 0, sizeof tmp);
+    cuda_backend *b = &tmp;
+    uint16_t *d_a = NULL, *d_w = NULL;
+    float *d_c = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    *num = 0;
+    int rc = 0;
+    if (cublasCreate(&b->blas) != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cublasCreate failed");
+        return -1;
+    }
+    if (cudaMalloc((void **)&d_a, (size_t)m * k * 2) != cudaSuccess ||
+        cudaMalloc((void **)&d_w, (size_t)n * k * 2) != cudaSuccess ||
+        cudaMalloc((void **)&d_c, (size_t)m * n * 4) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
+        cudaEventCreate(&e1) != cudaSuccess)
+        rc = kb_fail(&b->base, "out of device memory for a %d x %d x %d GEMM", m, k, n);
+    /* random operands: a tensor core's power, and so its clock, depends on the bits it flips */
+    if (rc == 0 && (cuda_draw_weights(d_a, (size_t)m * k, 1, 0, 0.5, 0, NULL) ||
+                    cuda_draw_weights(d_w, (size_t)n * k, 1, 1, 0.5, 0, NULL)))
+        rc = kb_fail(&b->base, "drawing the GEMM's operands failed");
+    /* one GEMM, timed, sets how many make a window */
+    float ms = 0;
+    if (rc == 0 && (gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f) || cudaEventRecord(e0, NULL) != cudaSuccess ||
+                    gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f) || cudaEventRecord(e1, NULL) != cudaSuccess ||
+                    cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess))
+        rc = kb_fail(&b->base, "the first GEMMs failed");
+    int per = rc == 0 && ms > 0 ? (int)fmax(1, window_s * 1e3 / ms) : 1;
+    double flop = 2.0 * m * k * n, spent = 0;
+    while (rc == 0 && *num < max && spent < seconds) {
+        if (cudaEventRecord(e0, NULL) != cudaSuccess) rc = kb_fail(&b->base, "cudaEventRecord failed");
+        for (int i = 0; i < per && rc == 0; i++) rc = gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f);
+        if (rc == 0 && (cudaEventRecord(e1, NULL) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+                        cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || !(ms > 0)))
+            rc = kb_fail(&b->base, "timing a window of GEMMs failed");
+        if (rc == 0) {
+            tflops[(*num)++] = flop * per / (ms * 1e-3) / 1e12;
+            spent += ms * 1e-3;
+        }
+    }
+    if (rc)
+        snprintf(err, errlen, "%s", b->base.error);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(d_a);
+    cudaFree(d_w);
+    cudaFree(d_c);
+    cublasDestroy(b->blas);
+    return rc ? -1 : 0;
+}
