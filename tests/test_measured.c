@@ -180,6 +180,29 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert(strstr(err, "covers this model's shape"), "%s", err);
 }
 
+/* A step of 40 decodes of context 100, in Q and IT. */
+static sched_batch forty_decodes(request *q, sched_item *it)
+{
+    for (int i = 0; i < 40; i++)
+        it[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
+    return (sched_batch){.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
+                         .decode_context_sum = 40 * 101, .num_outputs = 40};
+}
+
+/* What SC's cost model charges for B (the job's step price, host work included). */
+static double step_price(const scenario *sc, const sched_batch *b)
+{
+    char err[1024];
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    step_cost f = job_cost_fn(&c);
+    double t = f.step_time(f.ctx, b);
+    job_cost_free(&c);
+    return t;
+}
+
 /* vLLM's host work per sequence: a table's header sets it, hardware.host_us_per_seq replaces
  * it; with async scheduling a step costs the larger of it and the table's price, without it
  * the sum; the roofline takes vLLM's measured figure, a draft model none. */
@@ -196,10 +219,7 @@ Test(measured, host_work_per_sequence_adds_to_a_step_or_hides_under_it)
      * overhead are 1 ms each, 5 ms; the host's 40 x 250 us are 10 ms */
     request q[40];
     sched_item it[40];
-    for (int i = 0; i < 40; i++)
-        it[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
-    sched_batch b = {.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
-                     .decode_context_sum = 40 * 101, .num_outputs = 40};
+    sched_batch b = forty_decodes(q, it);
     const struct { const char *set[2]; double want; const char *says; } cases[] = {
         {{"scheduler.async_scheduling=on", NULL}, 10e-3, "host work 250 us a sequence, beside the GPU's (async scheduling)"},
         {{"scheduler.async_scheduling=off", NULL}, 15e-3, "after the GPU's (no async scheduling)"},
@@ -223,18 +243,14 @@ Test(measured, host_work_per_sequence_adds_to_a_step_or_hides_under_it)
     /* a table without the header (servesim calibrate's) has no host work */
     write_table("a.csv", shape, "0.24.0", 1e-3);
     cr_assert_eq(scenario_set(&sc, "scheduler.async_scheduling=off", err, sizeof err), 0);
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
-    job_cost c;
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    step_cost f = job_cost_fn(&c);
-    cr_assert_float_eq(f.step_time(f.ctx, &b), 5e-3, 1e-12);
-    job_cost_free(&c);
+    cr_assert_float_eq(step_price(&sc, &b), 5e-3, 1e-12);
     /* the roofline: vLLM's measured figure, added after its price */
     cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
     cr_assert_float_eq(c.host_s_per_seq, JOB_VLLM_HOST_S_PER_SEQ, 1e-15);
-    f = job_cost_fn(&c);
+    step_cost f = job_cost_fn(&c);
     cr_assert_float_eq(f.step_time(f.ctx, &b), cost_step_time(&c.roofline, &b) + 40 * JOB_VLLM_HOST_S_PER_SEQ, 1e-12);
     job_cost_free(&c);
     /* a header that is not a number is refused, naming the table */
@@ -274,10 +290,7 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     write_tp2_table("a.csv", "1"); /* 1 MiB / (4096 x 2 bytes) = 128 tokens */
     request q[40];
     sched_item it[40];
-    for (int i = 0; i < 40; i++)
-        it[i] = (sched_item){.req = &q[i], .num_new_tokens = 1, .context_len = 100, .emits_token = true, .is_decode = true};
-    sched_batch b = {.items = it, .num_items = 40, .num_batched_tokens = 40, .num_decode_seqs = 40,
-                     .decode_context_sum = 40 * 101, .num_outputs = 40};
+    sched_batch b = forty_decodes(q, it);
     const struct { const char *set[2]; double want; const char *says; } cases[] = {
         {{NULL, NULL}, 7e-3, "all-reduce fused with its norm up to 128 tokens (1 MiB, vLLM's default)"},
         {{"deployment.allreduce_fusion=on", NULL}, 7e-3, "up to 128 tokens"},
@@ -311,13 +324,9 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     scenario_defaults(&sc);
     cr_assert_eq(scenario_set(&sc, "model.preset=llama-3.1-8b", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=2", err, sizeof err), 0);
+    cr_assert_float_eq(step_price(&sc, &b), 9e-3, 1e-12);
     scenario_resolved r;
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     job_cost c;
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    step_cost f = job_cost_fn(&c);
-    cr_assert_float_eq(f.step_time(f.ctx, &b), 9e-3, 1e-12);
-    job_cost_free(&c);
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=on", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
@@ -374,24 +383,31 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
 }
 
+/* The default scenario with SETS (N of them), resolved into R, and its cost model and drafting
+ * opened in C and SP. */
+static void open_with_draft(const char *const *sets, size_t n, scenario_resolved *r, job_cost *c, job_spec *sp)
+{
+    char err[1024];
+    scenario sc;
+    scenario_defaults(&sc);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(c, r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_spec_init(sp, r, err, sizeof err), 0, "%s", err);
+}
+
 /* vLLM sizes the fused all-reduce's workspace for the target and its draft model together:
  * by the larger hidden size, so both stop fusing at the same number of tokens (the draft's
  * own hidden gave it twice the target's at 70B over 8B). */
 Test(committed_tables, a_draft_model_fuses_up_to_the_targets_token_count)
 {
-    char err[1024];
-    scenario sc;
-    scenario_defaults(&sc);
     const char *sets[] = {"model.preset=llama-3.1-70b", "deployment.tensor_parallel=4", "speculative.num_tokens=3",
                           "speculative.method=draft", "speculative.draft_model=llama-3.1-8b"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
     scenario_resolved r;
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     job_cost c;
     job_spec sp;
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
+    open_with_draft(sets, sizeof sets / sizeof sets[0], &r, &c, &sp);
     /* the committed H200 TP 4 tables: vLLM's 2 MiB over 8192 x 2 bytes is 128 tokens, for both */
     cr_assert_str_eq(c.kind, "measured");
     cr_assert_float_eq(c.table.fused_max_tokens, 128, 0, "%s", c.source);
@@ -431,19 +447,12 @@ Test(measured, a_draft_model_has_no_host_work_of_its_own)
  * model's forwards with the target's: max(target + drafting, host); without, the sum. */
 static double priced_step(const char *async, const char *host_us, double *gpu, double *draft)
 {
-    char err[1024];
-    scenario sc;
-    scenario_defaults(&sc);
     const char *sets[] = {"speculative.num_tokens=3", "speculative.method=draft", "hardware.cost_model=roofline",
                           async, host_us};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
     scenario_resolved r;
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     job_cost c;
     job_spec sp;
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(job_spec_init(&sp, &r, err, sizeof err), 0, "%s", err);
+    open_with_draft(sets, sizeof sets / sizeof sets[0], &r, &c, &sp);
     sim_options o = {.cost = job_cost_fn(&c)};
     job_spec_options(&sp, &r, &c, &o);
     /* 4 decodes at context 100; drafting keeps state on the requests, so each price gets its own */

@@ -681,38 +681,40 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set /tmp/servesim-test-kv-rep");
 }
 
-/* A pool that cannot hold one sequence of max_model_len, which vLLM refuses to start with:
- * qwen3-32b on an H100 holds 15,920 tokens of its 40,960; the run goes on, and says so. */
-Test(run_command, a_pool_shorter_than_one_sequence_is_warned_of, .init = cr_redirect_stderr)
+/* Runs `servesim run` with ARGS (N of them; OUT is its --out) and checks that it exits 0 and
+ * says WANT on stderr (the test redirects it). */
+static void run_warns(const char **args, int n, const char *out, const char *want)
 {
-    system("rm -rf /tmp/servesim-test-shortpool");
-    const char *a[] = {"run", "--set", "model.preset=qwen3-32b", "--set", "hardware.preset=h100", "--set",
-                       "workload.num_requests=5", "--out", "/tmp/servesim-test-shortpool", "--quiet"};
-    cr_assert_eq(run_cli(a, 10), 0);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf %s", out);
+    system(rm);
+    cr_assert_eq(run_cli(args, n), 0);
     fflush(stderr);
     static char text[8192];
     FILE *e = cr_get_redirected_stderr();
     text[fread(text, 1, sizeof text - 1, e)] = 0;
-    cr_assert(strstr(text, "warning: the KV pool holds 15920 tokens, less than one sequence of scheduler.max_model_len "
-                           "(40960)"), "%s", text);
-    system("rm -rf /tmp/servesim-test-shortpool");
+    cr_assert(strstr(text, want), "%s", text);
+    system(rm);
+}
+
+/* A pool that cannot hold one sequence of max_model_len, which vLLM refuses to start with:
+ * qwen3-32b on an H100 holds 15,920 tokens of its 40,960; the run goes on, and says so. */
+Test(run_command, a_pool_shorter_than_one_sequence_is_warned_of, .init = cr_redirect_stderr)
+{
+    const char *a[] = {"run", "--set", "model.preset=qwen3-32b", "--set", "hardware.preset=h100", "--set",
+                       "workload.num_requests=5", "--out", "/tmp/servesim-test-shortpool", "--quiet"};
+    run_warns(a, 10, "/tmp/servesim-test-shortpool",
+              "warning: the KV pool holds 15920 tokens, less than one sequence of scheduler.max_model_len (40960)");
 }
 
 /* kv.num_blocks past the GPU's memory is taken (a what-if) but warned of: a billion blocks
  * of llama-3-8b (2 MiB each) is 1.9 million GiB on an H200 of 140.4 GiB, and once ran silently. */
 Test(run_command, a_pool_larger_than_the_gpu_is_warned_of, .init = cr_redirect_stderr)
 {
-    system("rm -rf /tmp/servesim-test-bigpool");
     const char *a[] = {"run", "--set", "kv.num_blocks=100000", "--set", "workload.num_requests=5",
                        "--out", "/tmp/servesim-test-bigpool", "--quiet"};
-    cr_assert_eq(run_cli(a, 8), 0);
-    fflush(stderr);
-    static char text[8192];
-    FILE *e = cr_get_redirected_stderr();
-    text[fread(text, 1, sizeof text - 1, e)] = 0;
-    cr_assert(strstr(text, "warning: kv.num_blocks = 100000 is 195.3 GiB of KV a GPU, more than the GPU's 140.4 GiB of "
-                           "memory"), "%s", text);
-    system("rm -rf /tmp/servesim-test-bigpool");
+    run_warns(a, 8, "/tmp/servesim-test-bigpool",
+              "warning: kv.num_blocks = 100000 is 195.3 GiB of KV a GPU, more than the GPU's 140.4 GiB of memory");
 }
 
 /* A run stopped by Ctrl-C once left DIR.tmp.PID behind (470 MB after a minute); now it
