@@ -443,6 +443,7 @@ static void resolve_model(const scenario *sc, scenario_resolved *out)
     for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
         if (overrides[i].v > 0) *overrides[i].field = (int)overrides[i].v;
     out->model = m;
+    out->fusion_hidden = m.hidden;
     out->dtype_bytes = strcmp(V(model, dtype).s, "fp32") == 0 ? 4 : 2;
     out->fp8_weights = strcmp(V(model, quantization).s, "fp8") == 0;
     out->fp8_kv = strcmp(V(kv, cache_dtype).s, "fp8") == 0;

@@ -76,6 +76,8 @@ typedef struct scenario_resolved {
     bool async_scheduling;      /* scheduler.async_scheduling: the host's work overlaps the GPU's */
     int allreduce_fusion;       /* deployment.allreduce_fusion: -1 auto, 0 off, 1 on */
     double fusion_max_mb;       /* deployment.allreduce_fusion_max_mb given; < 0 = the table's */
+    int fusion_hidden;          /* the served model's hidden size: vLLM sizes the fused all-reduce by
+                                 * it, for a draft model's forwards too */
     char roofline_keys_set[320];/* the roofline-only keys this scenario sets ("" = none): a table ignores them */
 } scenario_resolved;
 

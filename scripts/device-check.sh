@@ -141,7 +141,8 @@ fi
 smi_log=$(mktemp)
 smi_pid=
 if command -v nvidia-smi > /dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
+    # under a timeout of its own: a hung NVML call must not hold the wait below past the budget
+    timeout 150 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
         --format=csv -lms 200 > "$smi_log" 2>&1 &
     smi_pid=$!
 fi
@@ -153,7 +154,7 @@ if [[ -n $smi_pid ]]; then
     { echo "nvidia-smi every 200 ms during the lab:"; cat "$smi_log"; } >> "$out/kernels.txt"
 fi
 rm -f "$smi_log"
-grep -E '^(device copy|decode attention|prefill attention|8B decode step|sustained bf16 GEMM [0-9]|bench_kernels_cuda)' \
+grep -E '^(device copy|decode attention|prefill attention|8B decode step|sustained bf16 GEMM( [0-9]|:)|bench_kernels_cuda)' \
     "$out/kernels.txt" 2>/dev/null >> "$summary.part"
 
 # The calibration's grid is sized to the validation it prices (the 3 minutes are for

@@ -134,11 +134,9 @@ static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table 
         snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s %s", path, why);
         return -1;
     }
-    /* vLLM sizes one workspace for the target and its draft model: by the larger hidden size
-     * (job_spec_init hands the draft's cost the target as its draft_model) */
-    int hidden = r->model.hidden;
-    if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model && r->draft_model.hidden > hidden)
-        hidden = r->draft_model.hidden;
+    /* vLLM's fusion pass sizes its workspace by the served model's hidden size, and a draft
+     * model's forwards use it too (fusion_hidden, which job_spec_init keeps the target's) */
+    int hidden = r->fusion_hidden > 0 ? r->fusion_hidden : r->model.hidden;
     c->table.fused_max_tokens = floor(max_mb * 1048576.0 / ((double)hidden * r->dtype_bytes));
     size_t n = strlen(c->source);
     if (n < sizeof c->source)
@@ -269,7 +267,6 @@ int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t er
     d.fp8_kv = false;
     d.cost_table_path[0] = 0; /* hardware.cost_table is the target's */
     d.host_s_per_seq = 0;     /* the target's step does the host work of its sequences */
-    d.draft_model = r->model; /* the fused all-reduce's workspace fits the larger of the two (use_fusion) */
     if (d.allreduce_fusion == 1) d.allreduce_fusion = -1; /* the draft's table may not price it */
     char why[1024];
     if (job_cost_init(&sp->model, &d, why, sizeof why) < 0) {

@@ -111,6 +111,11 @@ class AicSilicon(unittest.TestCase):
         b200 = dict(a.split("=", 1) for a in pts["IM-B200-tp4-1k1k-c8"]["sets"].split(";"))
         self.assertEqual((b200["scheduler.max_num_seqs"], b200["scheduler.max_model_len"],
                           b200["deployment.tensor_parallel"]), ("512", "2048", "4"))
+        # the B200 script's fused all-reduce: 32 MB at TP 4, which vLLM 0.10 divided by TP (8 MiB
+        # of a GPU's tokens x hidden: 512 tokens of the 70B); vLLM 0.10.2 fused nothing unasked
+        self.assertEqual((b200["deployment.allreduce_fusion"], b200["deployment.allreduce_fusion_max_mb"]), ("on", "8"))
+        self.assertEqual(h100["deployment.allreduce_fusion"], "off")
+        self.assertNotIn("deployment.allreduce_fusion", sets)  # one GPU: no all-reduce
 
     def test_keeps_recorded_bounds_and_estimates(self):
         pts = self.imported()

@@ -276,14 +276,15 @@ Test(kernels_cuda, gemm_matches_cpu)
 Test(kernels_cuda, a_sustained_gemm_reports_its_rate_window_by_window)
 {
     NEED_GPU();
-    double t[64];
+    double t[64], once = 0;
     int n = -1;
     char err[256];
-    cr_assert_eq(cuda_gemm_bf16_sustained(32, 64, 48, 0.02, 0.005, t, 64, &n, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cuda_gemm_bf16_sustained(32, 64, 48, 0.02, 0.005, &once, t, 64, &n, err, sizeof err), 0, "%s", err);
+    cr_assert(once > 0 && isfinite(once), "one GEMM: %g", once);
     cr_assert_geq(n, 1);
     for (int i = 0; i < n; i++)
         cr_assert(t[i] > 0 && isfinite(t[i]), "window %d: %g", i, t[i]);
-    cr_assert_eq(cuda_gemm_bf16_sustained(32, 64, 48, 10, 0.001, t, 3, &n, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cuda_gemm_bf16_sustained(32, 64, 48, 10, 0.001, &once, t, 3, &n, err, sizeof err), 0, "%s", err);
     cr_assert_eq(n, 3, "stopped at the windows it had room for");
 }
 

@@ -377,6 +377,15 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion_max_mb (the roofline prices no fused all-reduce)"),
               "%s", c.source);
     job_cost_free(&c);
+    /* ... and a table of one GPU, which has no all-reduce */
+    char shape[256];
+    shape_of("llama-3.1-8b", shape, sizeof shape);
+    write_table("a.csv", shape, "0.24.0", 1e-3);
+    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=measured", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion_max_mb (one GPU, no all-reduce)"), "%s", c.source);
+    job_cost_free(&c);
     /* off with vLLM's default spelled out is no contradiction */
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=off", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion_max_mb=-1", err, sizeof err), 0);
@@ -397,9 +406,9 @@ static void open_with_draft(const char *const *sets, size_t n, scenario_resolved
     cr_assert_eq(job_spec_init(sp, r, err, sizeof err), 0, "%s", err);
 }
 
-/* vLLM sizes the fused all-reduce's workspace for the target and its draft model together:
- * by the larger hidden size, so both stop fusing at the same number of tokens (the draft's
- * own hidden gave it twice the target's at 70B over 8B). */
+/* vLLM's fusion pass sizes its workspace by the served model's hidden size, and the draft
+ * model's forwards go through it too: both stop fusing at the target's number of tokens (the
+ * draft's own hidden gave it twice the target's at 70B over 8B). */
 Test(committed_tables, a_draft_model_fuses_up_to_the_targets_token_count)
 {
     const char *sets[] = {"model.preset=llama-3.1-70b", "deployment.tensor_parallel=4", "speculative.num_tokens=3",

@@ -9,9 +9,11 @@
  *   4. a whole decode step of the llama-3-8b shape at batch 1 (graph replay, and eager),
  *      against the weight-read floor (bf16 weights but the embedding table, plus the KV read,
  *      over the copy bandwidth; target: within 1.25 x),
- *   5. an 8192-cubed bf16 GEMM run back to back for 10 s, its rate in 0.1 s windows: whether
- *      the GPU keeps the throughput of its first moments once power and heat catch up (the
- *      kernel database times kernels in short runs; a server prefills for seconds on end).
+ *   5. an 8192-cubed bf16 GEMM timed once, then run back to back for 10 s, its rate in 0.1 s
+ *      windows (the first and the last second compared, the wall-clock start and end printed
+ *      for device-check's nvidia-smi samples): whether the GPU keeps the throughput of a short
+ *      run once power and heat catch up (the kernel database times kernels in short runs; a
+ *      server prefills for seconds on end).
  * Usage: bench_kernels_cuda [--quick]. Exit status 0 when every check passed (targets missed
  * are reported, not failures); 2 with no GPU. */
 #include <math.h>
@@ -406,6 +408,27 @@ static int bench_decode_step(double copy_bw, int quick)
     return rc;
 }
 
+/* Wall-clock time with milliseconds, as nvidia-smi's timestamps read (local time), so that
+ * device-check's samples of the clocks line up with the windows. */
+static void wall_clock(char *out, size_t len)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    localtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(out, len, "%Y/%m/%d %H:%M:%S", &tm);
+    snprintf(out + n, len - n, ".%03ld", ts.tv_nsec / 1000000);
+}
+
+/* The rate over windows [from, to) of equal work each: the harmonic mean of their rates. */
+static double mean_rate(const double *t, int from, int to)
+{
+    double inv = 0;
+    for (int i = from; i < to; i++)
+        inv += 1 / t[i];
+    return (to - from) / inv;
+}
+
 static int bench_sustained_gemm(int quick)
 {
     const int size = quick ? 256 : 8192;
@@ -413,26 +436,23 @@ static int bench_sustained_gemm(int quick)
     enum { MAX_WINDOWS = 1024 };
     static double t[MAX_WINDOWS];
     int n = 0;
-    char err[512];
-    if (cuda_gemm_bf16_sustained(size, size, size, seconds, window, t, MAX_WINDOWS, &n, err, sizeof err)) {
+    double once = 0;
+    char err[512], start[64], end[64];
+    wall_clock(start, sizeof start);
+    int rc = cuda_gemm_bf16_sustained(size, size, size, seconds, window, &once, t, MAX_WINDOWS, &n, err, sizeof err);
+    wall_clock(end, sizeof end);
+    if (rc) {
         printf("sustained bf16 GEMM: FAILED: %s\n", err);
         return 1;
     }
-    double best = 0, low = INFINITY, last = 0, covered = 0;
-    int in_last = 0;
-    for (int i = 0; i < n; i++) {
-        best = fmax(best, t[i]);
+    /* the first and the last second's windows (at least one each) */
+    int per_second = (int)fmax(1, round(1.0 / window)), k = per_second < n ? per_second : n;
+    double first = mean_rate(t, 0, k), last = mean_rate(t, n - k, n), low = INFINITY;
+    for (int i = 0; i < n; i++)
         low = fmin(low, t[i]);
-    }
-    /* the windows of the last second (or the last one, when a window is longer) */
-    for (int i = n - 1; i >= 0 && (covered < 1.0 || in_last == 0); i--, in_last++) {
-        last += t[i];
-        covered += window;
-    }
-    last /= in_last;
-    printf("sustained bf16 GEMM %d x %d x %d, %d windows of ~%.2f s: first %.0f TFLOP/s, best %.0f, last second "
-           "%.0f (%.1f%% of the best), lowest %.0f\n",
-           size, size, size, n, window, t[0], best, last, 100 * last / best, low);
+    printf("sustained bf16 GEMM %d x %d x %d from %s to %s: one GEMM %.0f TFLOP/s; %d windows of ~%.2f s: first "
+           "second %.0f, last second %.0f (%.1f%% of the first), lowest window %.0f\n",
+           size, size, size, start, end, once, n, window, first, last, 100 * last / first, low);
     printf("sustained bf16 GEMM windows (TFLOP/s, in order):");
     for (int i = 0; i < n; i++)
         printf(" %.0f", t[i]);

@@ -839,8 +839,8 @@ int cuda_gemm_bf16(float *d_out, const uint16_t *d_inp, const uint16_t *d_w, int
     return rc;
 }
 
-int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *tflops, int max,
-                             int *num, char *err, size_t errlen)
+int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *once, double *tflops,
+                             int max, int *num, char *err, size_t errlen)
 {
     cuda_backend tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -871,6 +871,7 @@ int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_
         rc = kb_fail(&b->base, "the first GEMMs failed");
     int per = rc == 0 && ms > 0 ? (int)fmax(1, window_s * 1e3 / ms) : 1;
     double flop = 2.0 * m * k * n, spent = 0;
+    *once = rc == 0 && ms > 0 ? flop / (ms * 1e-3) / 1e12 : 0;
     while (rc == 0 && *num < max && spent < seconds) {
         if (cudaEventRecord(e0, NULL) != cudaSuccess) rc = kb_fail(&b->base, "cudaEventRecord failed");
         for (int i = 0; i < per && rc == 0; i++) rc = gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f);

@@ -142,11 +142,11 @@ int cuda_gemm_bf16(float *d_out, const uint16_t *d_inp, const uint16_t *d_w, int
                    int out_dim, char *err, size_t errlen);
 /* The same GEMM (M rows, K in, N out, random bf16 operands) run back to back for SECONDS:
  * whether the GPU keeps its throughput once power and heat catch up with it, which a
- * kernel timed in short runs (the kernel database's) does not show. TFLOPS[i] is window i's
- * rate, each window about WINDOW_S long (at least one GEMM); *NUM the windows, at most MAX.
- * 0, or -1 and why in ERR. */
-int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *tflops, int max,
-                             int *num, char *err, size_t errlen);
+ * kernel timed in short runs (the kernel database's) does not show. *ONCE is the rate of one
+ * GEMM after a warm-up one, as a short run times it; TFLOPS[i] is window i's rate, each window
+ * about WINDOW_S long (at least one GEMM); *NUM the windows, at most MAX. 0, or -1 and why in ERR. */
+int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *once, double *tflops,
+                             int max, int *num, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
