@@ -544,8 +544,8 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
     }
     if (fuse_mb >= 0 && strcmp(V(deployment, allreduce_fusion).s, "off") == 0) {
         snprintf(err, errlen, "deployment.allreduce_fusion_max_mb (%s) sets how much vLLM fuses, but "
-                 "deployment.allreduce_fusion (%s) is off", V(deployment, allreduce_fusion_max_mb).origin,
-                 V(deployment, allreduce_fusion).origin);
+                 "deployment.allreduce_fusion (%s) is off; leave the size at -1, or the fusion at auto or on",
+                 V(deployment, allreduce_fusion_max_mb).origin, V(deployment, allreduce_fusion).origin);
         return -1;
     }
     const char *version = V(hardware, vllm_version).s;

@@ -644,6 +644,15 @@ def fused_allreduce_cost(m, ew, fused, tp, T):
     return (2 * m.layers + 1) * (fused.latency(T * m.hidden, tp, True) + 2 * T * m.hidden * DTYPE_BYTES / ew.hbm_bandwidth())
 
 
+def fused_price(m, ew, ar, fused, tp, T, fused_mb):
+    """allreduce_fused at T tokens: the stand-in's price, and within vLLM's default size FUSED_MB
+    (MiB of T x hidden x 2 bytes) at most the unfused one, allreduce (compose says why)."""
+    t = fused_allreduce_cost(m, ew, fused, tp, T)
+    if T * m.hidden * DTYPE_BYTES <= fused_mb * 2**20:
+        t = min(t, allreduce_cost(m, ew, ar, tp, T))
+    return t
+
+
 def linear_cost(m, gemm, ew, attn_floor, T, tp=1, moe=None, router_gemm=None):
     """M is the GPU's share (Model.shard) when TP > 1, whose all-reduces and the norms after
     them are components of their own (allreduce_cost). FP8 GEMMs are timed with their input's
@@ -696,11 +705,16 @@ def grid_tokens(gemm, top):
 COMPONENTS = ("linear", "allreduce", "allreduce_fused", "prefill_attn", "decode_attn", "lm_head", "sample", "overhead")
 
 
-def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None, fused=None):
+def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None, fused=None,
+            fused_mb=None):
     """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1). LM_GEMM prices
     the LM head and a mixture of experts' router (bf16 whatever GEMM prices the layers;
     default GEMM); MOE its experts. With TP > 1, AR prices the all-reduces (allreduce) and
-    FUSED, where vLLM fuses them, the fused kernel (allreduce_fused)."""
+    FUSED, where vLLM fuses them up to FUSED_MB by default, the fused kernel (allreduce_fused):
+    within that size never above the unfused price. vLLM benchmarks its fused kernel against
+    the unfused path (benchmarks/kernels/benchmark_fused_collective.py) and fuses by default
+    only up to those sizes; the stand-in's TensorRT-LLM kernel picks its own algorithm by
+    size, and on 8 Hopper GPUs it turns slower than the custom all-reduce below vLLM's size."""
     lm_gemm = lm_gemm or gemm
     L = m.layers
     rows = {c: [] for c in COMPONENTS}
@@ -710,7 +724,7 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_ge
         if tp > 1:
             rows["allreduce"].append((T, 0, allreduce_cost(m, ew, ar, tp, T)))
         if tp > 1 and fused:
-            rows["allreduce_fused"].append((T, 0, fused_allreduce_cost(m, ew, fused, tp, T)))
+            rows["allreduce_fused"].append((T, 0, fused_price(m, ew, ar, fused, tp, T, fused_mb)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -879,7 +893,8 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
             moe = MoE(moe_table, m.hidden, m.intermediate, m.experts, m.experts_per_token, tp,
                       "fp8" if fp8 else "bfloat16")
         fuse = fused if tp > 1 and fusion_max_mb(g, tp) and fused and tp in fused.groups() else None
-        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse)
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse,
+                       fusion_max_mb(g, tp))
     except ImportError_ as e:
         skipped.append((g, label, str(e)))
         return None
@@ -902,10 +917,10 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         ]
         if fuse:
             meta += [
-                ("allreduce_fused", f"vLLM's fused all-reduce + residual add + RMSNorm (fuse_allreduce_rms, "
-                                    f"FlashInfer) priced as TensorRT-LLM's all-reduce on {tp} GPUs as timed for "
-                                    f"{FUSED_FRAMEWORK} {fused_version} (CUDA graph) and the norm's residual read and "
-                                    f"output write at memory bandwidth"),
+                ("allreduce_fused", f"vLLM's fused all-reduce + RMSNorm (fuse_allreduce_rms) as TensorRT-LLM's "
+                                    f"all-reduce on {tp} GPUs as timed for {FUSED_FRAMEWORK} {fused_version} (CUDA graph) "
+                                    f"and the norm's residual read and output write at memory bandwidth; up to vLLM's "
+                                    f"size, at most allreduce"),
                 ("allreduce_fusion_max_mb", f"{fusion_max_mb(g, tp):g}"),
             ]
     if fp8:

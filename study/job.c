@@ -90,13 +90,15 @@ static void describe_host(job_cost *c)
                  c->async_scheduling ? "beside the GPU's (async scheduling)" : "after the GPU's (no async scheduling)");
 }
 
-/* "; ignored: deployment.allreduce_fusion_max_mb (WHY)" after C's source, when the scenario
- * gave a size that nothing fuses with */
+/* "; ignored: deployment.allreduce_fusion = on, deployment.allreduce_fusion_max_mb (WHY)"
+ * after C's source, for what the scenario asked of a fusion that nothing prices */
 static void note_unused_fusion_size(job_cost *c, const scenario_resolved *r, const char *why)
 {
     size_t n = strlen(c->source);
-    if (r->fusion_max_mb >= 0 && n < sizeof c->source)
-        snprintf(c->source + n, sizeof c->source - n, "; ignored: deployment.allreduce_fusion_max_mb (%s)", why);
+    bool on = r->allreduce_fusion == 1, size = r->fusion_max_mb >= 0;
+    if ((on || size) && n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - n, "; ignored: %s%s%s (%s)", on ? "deployment.allreduce_fusion = on" : "",
+                 on && size ? ", " : "", size ? "deployment.allreduce_fusion_max_mb" : "", why);
 }
 
 /* vLLM's fused all-reduces (deployment.allreduce_fusion): steps whose all-reduce message
@@ -139,10 +141,13 @@ static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table 
     int hidden = r->fusion_hidden > 0 ? r->fusion_hidden : r->model.hidden;
     c->table.fused_max_tokens = floor(max_mb * 1048576.0 / ((double)hidden * r->dtype_bytes));
     size_t n = strlen(c->source);
-    if (n < sizeof c->source)
+    const char *whose = r->fusion_max_mb >= 0 ? "deployment.allreduce_fusion_max_mb" : "vLLM's default";
+    if (n < sizeof c->source && c->table.fused_max_tokens >= 1)
         snprintf(c->source + n, sizeof c->source - n, "; all-reduce fused with its norm up to %.0f tokens (%g MiB, %s)",
-                 c->table.fused_max_tokens, max_mb,
-                 r->fusion_max_mb >= 0 ? "deployment.allreduce_fusion_max_mb" : "vLLM's default");
+                 c->table.fused_max_tokens, max_mb, whose);
+    else if (n < sizeof c->source)
+        snprintf(c->source + n, sizeof c->source - n, "; all-reduce not fused: one token's is more than %g MiB (%s)",
+                 max_mb, whose);
     return 0;
 }
 
@@ -220,7 +225,8 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     }
     if (r->allreduce_fusion == 1 && r->tensor_parallel > 1) {
         snprintf(err, errlen, "deployment.allreduce_fusion = on, but the roofline prices no fused all-reduce (%s); "
-                 "a measured table of a Hopper or Blackwell GPU does", why);
+                 "a measured table that does is needed (Hopper and Blackwell GPUs' at the group sizes the database "
+                 "times)", why);
         return -1;
     }
     c->kind = "roofline";
@@ -313,7 +319,10 @@ json_t *job_speculative_json(const scenario_resolved *r)
 
 int job_cost_json(json_t *obj, const job_cost *c)
 {
-    return json_put(obj, "cost_model", json_text(c->kind)) | json_put(obj, "cost_source", json_text(c->source));
+    /* steps of up to this many tokens took vLLM's fused all-reduce (0: none did) */
+    double fused = c->use_table ? c->table.fused_max_tokens : 0;
+    return json_put(obj, "cost_model", json_text(c->kind)) | json_put(obj, "cost_source", json_text(c->source)) |
+           json_put(obj, "allreduce_fused_max_tokens", json_integer((json_int_t)fused));
 }
 
 step_cost job_cost_fn(job_cost *c)

@@ -417,6 +417,26 @@ class ImportSlice(unittest.TestCase):
         # the slice has no fp8 MoE timings: the fp8 table is left out, and says why
         self.assertIn("skipped h200 moe fp8: no fp8 MoE timings for hidden 4096, 8 experts of 14336, top 2", self.stdout)
 
+    def test_fused_price_is_capped_at_the_unfused_one_within_vllms_size(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        m = aic_import.Model({"name": "x", "layers": "2", "hidden": "1024", "heads": "8", "kv_heads": "8",
+                              "head_dim": "128", "intermediate": "4096", "vocab": "1000", "qk_norm": "0",
+                              "max_position": "4096", "params": "2000000000", "experts": "0", "experts_per_token": "0"})
+        ew = aic_import.Elementwise(t0=1e-6, bandwidth=1e12)
+        row = lambda size, us: {"num_gpus": 2, "message_size": size, "latency": us * 1e-3}
+        custom = aic_import.AllReduce([row(1024, 5.0), row(1024 * 1024, 50.0)])
+        slower = aic_import.AllReduce([row(1024, 8.0), row(1024 * 1024, 80.0)])  # the stand-in above custom
+        for T in (1, 64):  # 64 x 1024 x 2 bytes = 128 KiB: within 0.25 MiB, capped; past 0.0625, not
+            unfused = aic_import.allreduce_cost(m, ew, custom, 2, T)
+            raw = aic_import.fused_allreduce_cost(m, ew, slower, 2, T)
+            self.assertGreater(raw, unfused)
+            self.assertEqual(aic_import.fused_price(m, ew, custom, slower, 2, T, 0.25), unfused)
+            self.assertEqual(aic_import.fused_price(m, ew, custom, slower, 2, T, 0.0625 if T == 64 else 0), raw)
+        faster = aic_import.AllReduce([row(1024, 2.0), row(1024 * 1024, 20.0)])
+        self.assertEqual(aic_import.fused_price(m, ew, custom, faster, 2, 64, 0.25),
+                         aic_import.fused_allreduce_cost(m, ew, faster, 2, 64))
+
     def test_fusion_threshold_is_vllms_by_compute_capability_and_group(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
         import aic_import

@@ -299,7 +299,10 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
         /* the note survives the other keys that add to the source (it was overwritten) */
         {{"hardware.step_overhead_ms=1", "hardware.peak_tflops=500"}, 7e-3, "up to 128 tokens"},
         {{"deployment.allreduce_fusion_max_mb=0.3125", NULL}, 7e-3, "up to 40 tokens"},
+        /* a size no step fits says so, where it said "up to 0 tokens" */
+        {{"deployment.allreduce_fusion_max_mb=0", NULL}, 9e-3, "all-reduce not fused: one token's is more than 0 MiB"},
     };
+    const double tokens[] = {128, 128, 0, 32, 128, 40, 0}; /* summary.json's allreduce_fused_max_tokens */
     char err[1024];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scenario sc;
@@ -316,6 +319,10 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
         cr_assert_float_eq(f.step_time(f.ctx, &b), cases[i].want, 1e-12, "case %zu", i);
         if (cases[i].says) cr_assert(strstr(c.source, cases[i].says), "case %zu: %s", i, c.source);
         else cr_assert_null(strstr(c.source, "fused"), "case %zu: %s", i, c.source);
+        json_t *o = json_object();
+        cr_assert_eq(job_cost_json(o, &c), 0);
+        cr_assert_eq(json_integer_value(json_object_get(o, "allreduce_fused_max_tokens")), (json_int_t)tokens[i], "case %zu", i);
+        json_decref(o);
         job_cost_free(&c);
     }
     /* a table that prices no fused all-reduce: auto takes the other, on is refused */
@@ -374,8 +381,8 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion_max_mb (the roofline prices no fused all-reduce)"),
-              "%s", c.source);
+    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion = on, deployment.allreduce_fusion_max_mb (the "
+                               "roofline prices no fused all-reduce)"), "%s", c.source);
     job_cost_free(&c);
     /* ... and a table of one GPU, which has no all-reduce */
     char shape[256];
@@ -384,7 +391,8 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     cr_assert_eq(scenario_set(&sc, "hardware.cost_model=measured", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion_max_mb (one GPU, no all-reduce)"), "%s", c.source);
+    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion = on, deployment.allreduce_fusion_max_mb (one GPU, "
+                               "no all-reduce)"), "%s", c.source);
     job_cost_free(&c);
     /* off with vLLM's default spelled out is no contradiction */
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=off", err, sizeof err), 0);

@@ -465,7 +465,8 @@ Test(scenario, cost_model_keys_that_contradict_each_other_are_named)
         {{"deployment.allreduce_fusion_max_mb=-0.5", NULL},
          "deployment.allreduce_fusion_max_mb (--set) must be -1 (vLLM's default) or at least 0 MiB, got -0.5"},
         {{"deployment.allreduce_fusion=off", "deployment.allreduce_fusion_max_mb=8"},
-         "deployment.allreduce_fusion_max_mb (--set) sets how much vLLM fuses, but deployment.allreduce_fusion (--set) is off"},
+         "deployment.allreduce_fusion_max_mb (--set) sets how much vLLM fuses, but deployment.allreduce_fusion (--set) is "
+         "off; leave the size at -1, or the fusion at auto or on"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scenario sc;
