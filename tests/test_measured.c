@@ -262,6 +262,19 @@ Test(measured, host_work_per_sequence_adds_to_a_step_or_hides_under_it)
     cr_assert(strstr(err, "costs/h200/a.csv: host_us_per_seq \"11.1us\" is not a number"), "%s", err);
 }
 
+/* Sets SET in SC, opens its cost model and checks that its source says WANT. */
+static void expect_source(scenario *sc, const char *set, const char *want)
+{
+    char err[1024];
+    cr_assert_eq(scenario_set(sc, set, err, sizeof err), 0, "%s", err);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(sc, &r, err, sizeof err), 0, "%s", err);
+    job_cost c;
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, want), "%s", c.source);
+    job_cost_free(&c);
+}
+
 /* A table of llama-3.1-8b at TP 2 whose every component is 1 ms, with all-reduces of 4 ms,
  * fused ones of 2 ms when FUSED_MB is not NULL (the header allreduce_fusion_max_mb). */
 static void write_tp2_table(const char *file, const char *fused_mb)
@@ -378,22 +391,14 @@ Test(measured, all_reduces_are_fused_up_to_vllms_size_where_the_table_prices_it,
     job_cost_free(&c);
     /* a size nothing fuses with is noted as ignored: one GPU, the roofline */
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=1", err, sizeof err), 0);
-    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=roofline", err, sizeof err), 0);
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion = on, deployment.allreduce_fusion_max_mb (the "
-                               "roofline prices no fused all-reduce)"), "%s", c.source);
-    job_cost_free(&c);
+    expect_source(&sc, "hardware.cost_model=roofline", "; ignored: deployment.allreduce_fusion = on, "
+                  "deployment.allreduce_fusion_max_mb (the roofline prices no fused all-reduce)");
     /* ... and a table of one GPU, which has no all-reduce */
     char shape[256];
     shape_of("llama-3.1-8b", shape, sizeof shape);
     write_table("a.csv", shape, "0.24.0", 1e-3);
-    cr_assert_eq(scenario_set(&sc, "hardware.cost_model=measured", err, sizeof err), 0);
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(c.source, "; ignored: deployment.allreduce_fusion = on, deployment.allreduce_fusion_max_mb (one GPU, "
-                               "no all-reduce)"), "%s", c.source);
-    job_cost_free(&c);
+    expect_source(&sc, "hardware.cost_model=measured", "; ignored: deployment.allreduce_fusion = on, "
+                  "deployment.allreduce_fusion_max_mb (one GPU, no all-reduce)");
     /* off with vLLM's default spelled out is no contradiction */
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion=off", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "deployment.allreduce_fusion_max_mb=-1", err, sizeof err), 0);
