@@ -16,8 +16,9 @@ int study_sweep_plots(const sweep_plan *p, const char *dir, char *err, size_t er
 bool study_report_known(const char *experiment);
 const char *study_report_names(void);
 /* Whether the sweep plan P has the points EXPERIMENT's report needs, checked before the sweep
- * runs (arrival-rate: two Poisson rates; memory: two paged block sizes); -1 with what it
- * needs in ERR. The report checks again, with what ran. */
+ * runs (arrival-rate: two Poisson rates; memory: two paged block sizes, or a continuous point
+ * and a paged one of the same KV); -1 with what it needs in ERR. The report checks again,
+ * with what ran. */
 int study_report_check(const char *experiment, const sweep_plan *p, char *err, size_t errlen);
 /* DIR/report.md for EXPERIMENT from a finished sweep whose runs are in DIR/points/ and whose
  * results hold the request records; ARGV is the command's arguments from its name on

@@ -766,17 +766,14 @@ static int report_memory(report *rp)
                         "throughput.\n",
                 cs.v[K_kv_num_blocks].i, cs.v[K_kv_block_size].i, peak, wait, ttft, ratio);
     }
-    if (sizes) {
-        scenario s1, s2;
-        point_scenario(rp, small, &s1);
-        point_scenario(rp, big, &s2);
+    if (sizes) { /* t and u: the smallest and the largest block size */
         const summary *a = sum_of(rp, small), *b = sum_of(rp, big);
         char frag[256], peak[256];
         rpt_change(frag, sizeof frag, "the unused share of allocated KV slots", 100 * a->kv_fragmentation,
                    100 * b->kv_fragmentation, "%");
         rpt_change(peak, sizeof peak, "the peak of concurrent sequences", a->peak_running, b->peak_running, "");
-        fprintf(rp->md, "- Going from %lld-token to %lld-token blocks (paged) %s and %s.\n", s1.v[K_kv_block_size].i,
-                s2.v[K_kv_block_size].i, frag, peak);
+        fprintf(rp->md, "- Going from %lld-token to %lld-token blocks (paged) %s and %s.\n", t.v[K_kv_block_size].i,
+                u.v[K_kv_block_size].i, frag, peak);
         char step[256];
         rpt_change(step, sizeof step, "the mean step time", a->mean_step_time_ms, b->mean_step_time_ms, "ms");
         fprintf(rp->md, "- It %s: one cost model priced every point, whatever its block size, so that is the "
@@ -1006,10 +1003,10 @@ int study_report_check(const char *experiment, const sweep_plan *p, char *err, s
     double first = NAN;
     scenario cont;
     bool have_cont = false;
-    for (int i = 0; memory && i < sweep_num_points(p); i++) {
+    for (int i = 0; memory && !have_cont && i < sweep_num_points(p); i++) {
         char why[256];
-        if (!have_cont && sweep_point_scenario(p, i, &cont, why, sizeof why) == 0)
-            have_cont = strcmp(cont.v[K_scheduler_policy].s, "continuous") == 0;
+        have_cont = sweep_point_scenario(p, i, &cont, why, sizeof why) == 0 &&
+                    strcmp(cont.v[K_scheduler_policy].s, "continuous") == 0;
     }
     for (int i = 0; i < sweep_num_points(p); i++) {
         scenario sc;
