@@ -124,16 +124,16 @@ static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table 
     }
     double max_mb = r->fusion_max_mb >= 0 ? r->fusion_max_mb : table_mb;
     if (!tc_has(&c->table, CT_ALLREDUCE_FUSED) || max_mb < 0) {
-        const char *why = !tc_has(&c->table, CT_ALLREDUCE_FUSED)
-                              ? "prices no fused all-reduce (vLLM fuses them on Hopper and Blackwell GPUs; the "
-                                "measured tables of those price it)"
-                              : "has no allreduce_fusion_max_mb header (vLLM's size for its GPU): give "
-                                "deployment.allreduce_fusion_max_mb";
         if (r->allreduce_fusion < 0) {
             note_unused_fusion_size(c, r, "the table prices no fused all-reduce");
             return 0;
         }
-        snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s %s", path, why);
+        snprintf(err, errlen, "deployment.allreduce_fusion = on, but %s %s", path,
+                 !tc_has(&c->table, CT_ALLREDUCE_FUSED)
+                     ? "prices no fused all-reduce (vLLM fuses them on Hopper and Blackwell GPUs; the measured "
+                       "tables of those price it)"
+                     : "has no allreduce_fusion_max_mb header (vLLM's size for its GPU): give "
+                       "deployment.allreduce_fusion_max_mb");
         return -1;
     }
     /* vLLM's fusion pass sizes its workspace by the served model's hidden size, and a draft
