@@ -839,6 +839,18 @@ int cuda_gemm_bf16(float *d_out, const uint16_t *d_inp, const uint16_t *d_w, int
     return rc;
 }
 
+/* COUNT GEMMs of A (M x K) by W (N x K) into C, timed by events E0 and E1 on the default
+ * stream: their milliseconds in *MS; 0, or non-zero when a call failed. */
+static int timed_gemms(cuda_backend *b, float *d_c, const uint16_t *d_a, const uint16_t *d_w, int m, int k, int n,
+                       int count, cudaEvent_t e0, cudaEvent_t e1, float *ms)
+{
+    if (cudaEventRecord(e0, NULL) != cudaSuccess) return -1;
+    for (int i = 0; i < count; i++)
+        if (gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f)) return -1;
+    return cudaEventRecord(e1, NULL) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+           cudaEventElapsedTime(ms, e0, e1) != cudaSuccess;
+}
+
 int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_s, double *once, double *tflops,
                              int max, int *num, char *err, size_t errlen)
 {
@@ -865,19 +877,15 @@ int cuda_gemm_bf16_sustained(int m, int k, int n, double seconds, double window_
         rc = kb_fail(&b->base, "drawing the GEMM's operands failed");
     /* one GEMM, timed, sets how many make a window */
     float ms = 0;
-    if (rc == 0 && (gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f) || cudaEventRecord(e0, NULL) != cudaSuccess ||
-                    gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f) || cudaEventRecord(e1, NULL) != cudaSuccess ||
-                    cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess))
+    if (rc == 0 && (gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f) ||
+                    timed_gemms(b, d_c, d_a, d_w, m, k, n, 1, e0, e1, &ms)))
         rc = kb_fail(&b->base, "the first GEMMs failed");
     int per = rc == 0 && ms > 0 ? (int)fmax(1, window_s * 1e3 / ms) : 1;
     double flop = 2.0 * m * k * n, spent = 0;
     *once = rc == 0 && ms > 0 ? flop / (ms * 1e-3) / 1e12 : 0;
     while (rc == 0 && *num < max && spent < seconds) {
-        if (cudaEventRecord(e0, NULL) != cudaSuccess) rc = kb_fail(&b->base, "cudaEventRecord failed");
-        for (int i = 0; i < per && rc == 0; i++) rc = gemm(b, d_c, CUDA_R_32F, d_a, d_w, m, k, n, 0.0f);
-        if (rc == 0 && (cudaEventRecord(e1, NULL) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
-                        cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess || !(ms > 0)))
-            rc = kb_fail(&b->base, "timing a window of GEMMs failed");
+        if (timed_gemms(b, d_c, d_a, d_w, m, k, n, per, e0, e1, &ms) || !(ms > 0)) /* a GEMM's own error stays */
+            rc = b->base.error[0] ? -1 : kb_fail(&b->base, "timing a window of GEMMs failed");
         if (rc == 0) {
             tflops[(*num)++] = flop * per / (ms * 1e-3) / 1e12;
             spent += ms * 1e-3;
