@@ -644,13 +644,11 @@ def fused_allreduce_cost(m, ew, fused, tp, T):
     return (2 * m.layers + 1) * (fused.latency(T * m.hidden, tp, True) + 2 * T * m.hidden * DTYPE_BYTES / ew.hbm_bandwidth())
 
 
-def fused_price(m, ew, ar, fused, tp, T, fused_mb):
+def fused_price(m, ew, fused, tp, T, fused_mb, unfused):
     """allreduce_fused at T tokens: the stand-in's price, and within vLLM's default size FUSED_MB
-    (MiB of T x hidden x 2 bytes) at most the unfused one, allreduce (compose says why)."""
+    (MiB of T x hidden x 2 bytes) at most UNFUSED, allreduce's (compose says why)."""
     t = fused_allreduce_cost(m, ew, fused, tp, T)
-    if T * m.hidden * DTYPE_BYTES <= fused_mb * 2**20:
-        t = min(t, allreduce_cost(m, ew, ar, tp, T))
-    return t
+    return min(t, unfused) if T * m.hidden * DTYPE_BYTES <= fused_mb * 2**20 else t
 
 
 def linear_cost(m, gemm, ew, attn_floor, T, tp=1, moe=None, router_gemm=None):
@@ -722,9 +720,10 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_ge
     for T in grid_tokens(gemm, 65536):
         rows["linear"].append((T, 0, linear_cost(m, gemm, ew, attn.floor, T, tp, moe, lm_gemm)))
         if tp > 1:
-            rows["allreduce"].append((T, 0, allreduce_cost(m, ew, ar, tp, T)))
-        if tp > 1 and fused:
-            rows["allreduce_fused"].append((T, 0, fused_price(m, ew, ar, fused, tp, T, fused_mb)))
+            unfused = allreduce_cost(m, ew, ar, tp, T)
+            rows["allreduce"].append((T, 0, unfused))
+            if fused:
+                rows["allreduce_fused"].append((T, 0, fused_price(m, ew, fused, tp, T, fused_mb, unfused)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -892,9 +891,9 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
         if m.experts:
             moe = MoE(moe_table, m.hidden, m.intermediate, m.experts, m.experts_per_token, tp,
                       "fp8" if fp8 else "bfloat16")
-        fuse = fused if tp > 1 and fusion_max_mb(g, tp) and fused and tp in fused.groups() else None
-        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse,
-                       fusion_max_mb(g, tp))
+        fuse_mb = fusion_max_mb(g, tp)  # None at TP 1 and where vLLM does not fuse
+        fuse = fused if fuse_mb and fused and tp in fused.groups() else None
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse, fuse_mb)
     except ImportError_ as e:
         skipped.append((g, label, str(e)))
         return None
@@ -921,7 +920,7 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                                     f"all-reduce on {tp} GPUs as timed for {FUSED_FRAMEWORK} {fused_version} (CUDA graph) "
                                     f"and the norm's residual read and output write at memory bandwidth; up to vLLM's "
                                     f"size, at most allreduce"),
-                ("allreduce_fusion_max_mb", f"{fusion_max_mb(g, tp):g}"),
+                ("allreduce_fusion_max_mb", f"{fuse_mb:g}"),
             ]
     if fp8:
         meta += [

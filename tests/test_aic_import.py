@@ -431,10 +431,10 @@ class ImportSlice(unittest.TestCase):
             unfused = aic_import.allreduce_cost(m, ew, custom, 2, T)
             raw = aic_import.fused_allreduce_cost(m, ew, slower, 2, T)
             self.assertGreater(raw, unfused)
-            self.assertEqual(aic_import.fused_price(m, ew, custom, slower, 2, T, 0.25), unfused)
-            self.assertEqual(aic_import.fused_price(m, ew, custom, slower, 2, T, 0.0625 if T == 64 else 0), raw)
+            self.assertEqual(aic_import.fused_price(m, ew, slower, 2, T, 0.25, unfused), unfused)
+            self.assertEqual(aic_import.fused_price(m, ew, slower, 2, T, 0.0625 if T == 64 else 0, unfused), raw)
         faster = aic_import.AllReduce([row(1024, 2.0), row(1024 * 1024, 20.0)])
-        self.assertEqual(aic_import.fused_price(m, ew, custom, faster, 2, 64, 0.25),
+        self.assertEqual(aic_import.fused_price(m, ew, faster, 2, 64, 0.25, aic_import.allreduce_cost(m, ew, custom, 2, 64)),
                          aic_import.fused_allreduce_cost(m, ew, faster, 2, 64))
 
     def test_fusion_threshold_is_vllms_by_compute_capability_and_group(self):
