@@ -32,7 +32,8 @@ static const char plan_usage[] =
     "                     [--max-rate R] [--shard K/N]\n"
     "                     [--out DIR] [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Searches deployments of the scenario's model on its GPU for its traffic: tensor\n"
-    "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits) x replicas x\n"
+    "  parallelism 1, 2, 4, 8 (up to --max-tp, where the model splits and fits, and its KV\n"
+    "  pool holds one sequence of scheduler.max_model_len, as vLLM needs to start) x replicas x\n"
     "  router (--routers, default least_outstanding) x every combination of --vary values;\n"
     "  aggregated, and disaggregated at each --pd prefill:decode ratio (whole groups of P + D\n"
     "  instances, KV moved as deployment.kv_transfer_* say).\n"
@@ -52,7 +53,7 @@ static const char plan_usage[] =
 
 #define MIN_SPAN_S 300.0
 
-enum { MAX_VARY = 4, MAX_VALUES = 16, MAX_LAYOUTS = 512, MAX_POINTS = 16384, TP_CHOICES = 4 };
+enum { MAX_VARY = 4, MAX_VALUES = 16, MAX_LAYOUTS = 512, MAX_POINTS = 16384, TP_CHOICES = 4, MAX_LEFT_OUT = 32 };
 
 typedef struct vary_key {
     char key[128];
@@ -115,6 +116,8 @@ typedef struct plan {
     summary best_sum;
     char err[2048];
     int status;
+    char left_out[MAX_LEFT_OUT][400]; /* layouts that cannot be built and why, for plan.txt */
+    int nleft_out;
 } plan;
 
 static int parse_routers(const char *v, plan_cli *c)
@@ -170,10 +173,16 @@ static int parse_vary(const char *v, plan_cli *c)
         }
         snprintf(k->values[k->n++], sizeof k->values[0], "%s", tok);
     }
-    if (strncmp(k->key, "deployment.", 11) == 0) {
-        fprintf(stderr, "servesim: --vary %s: plan chooses the deployment itself (--routers, --max-tp, --pd)\n", v);
-        return -1;
-    }
+    /* the deployment keys plan chooses itself; the others (the all-reduce fusion, the KV
+     * transfer) vary like any scenario key */
+    static const char *const chosen[] = {"deployment.tensor_parallel", "deployment.replicas", "deployment.router",
+                                         "deployment.prefill_instances", "deployment.decode_instances"};
+    for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
+        if (strcmp(k->key, chosen[i]) == 0) {
+            fprintf(stderr, "servesim: --vary %s: plan chooses %s itself (--max-tp, --routers, --pd, --gpus)\n", v,
+                    chosen[i]);
+            return -1;
+        }
     static const char *const own[] = {"workload.rate", "workload.arrival", "workload.trace_time_scale",
                                       "workload.num_requests"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
@@ -404,8 +413,32 @@ static void layout_name(const plan *p, const layout *l, char *out, size_t len)
         n += snprintf(out + n, len - (size_t)n, " %s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]);
 }
 
+/* Records that layout L cannot be built, and why: on stderr unless --quiet, and for plan.txt
+ * (the first MAX_LEFT_OUT; a count beyond). */
+static void leave_out(plan *p, const layout *l, const char *why)
+{
+    char name[600];
+    layout_name(p, l, name, sizeof name);
+    if (!p->cli->quiet) fprintf(stderr, "plan: %s left out: %s\n", name, why);
+    if (p->nleft_out < MAX_LEFT_OUT)
+        snprintf(p->left_out[p->nleft_out], sizeof p->left_out[0], "%s: %s", name, why);
+    p->nleft_out++;
+}
+
+/* vLLM refuses to start an instance whose KV pool cannot hold one sequence of max_model_len
+ * ("To serve at least one request with the model's max seq len ..."), so plan does not rank
+ * one: writes why to WHY and returns true. */
+static bool pool_refused(const scenario_resolved *r, char *why, size_t len)
+{
+    long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
+    if (tokens >= r->sched.max_model_len) return false;
+    snprintf(why, len, "its KV pool holds %lld tokens, less than one sequence of scheduler.max_model_len (%d), and "
+             "vLLM refuses to start so; a smaller scheduler.max_model_len plans it", tokens, r->sched.max_model_len);
+    return true;
+}
+
 /* The layouts: every TP the model splits by and fits at, every router, every --vary
- * combination. Layouts that cannot be built say why on stderr once per TP. */
+ * combination. Layouts that cannot be built say why (leave_out). */
 static int enumerate(plan *p)
 {
     const plan_cli *c = p->cli;
@@ -442,10 +475,9 @@ static int enumerate(plan *p)
                     return -1;
                 }
                 job_cost jc;
-                if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || job_cost_init(&jc, &r, err, sizeof err) < 0) {
-                    char name[600];
-                    layout_name(p, &l, name, sizeof name);
-                    if (!c->quiet) fprintf(stderr, "plan: %s left out: %s\n", name, err);
+                if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || pool_refused(&r, err, sizeof err) ||
+                    job_cost_init(&jc, &r, err, sizeof err) < 0) {
+                    leave_out(p, &l, err);
                     continue;
                 }
                 snprintf(l.cost, sizeof l.cost, "%s", jc.kind);
@@ -604,6 +636,9 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             fprintf(f, "No layout serves %.4g req/s within the replica limit.\n", c->target);
         }
     }
+    if (p->nleft_out) fputs("\nLeft out:\n", f);
+    for (int i = 0; i < p->nleft_out && i < MAX_LEFT_OUT; i++) fprintf(f, "  %s\n", p->left_out[i]);
+    if (p->nleft_out > MAX_LEFT_OUT) fprintf(f, "  and %d more\n", p->nleft_out - MAX_LEFT_OUT);
 }
 
 static int plot_pareto(const char *dir, char *err, size_t errlen)

@@ -194,6 +194,8 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, closed), 2);
     char *dep[] = {"plan", "--gpus", "2", "--vary", "deployment.replicas=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, dep), 2);
+    char *tp[] = {"plan", "--gpus", "2", "--vary", "deployment.tensor_parallel=1,2", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, tp), 2, "plan chooses the tensor parallelism itself");
     char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pd), 2);
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
@@ -270,4 +272,44 @@ Test(plan, searches_that_find_nothing_still_answer)
     while (fgets(line, sizeof line, f)) none |= strstr(line, "No layout on 1 GPUs meets the SLOs") != NULL;
     fclose(f);
     cr_assert(none);
+}
+
+/* Counts the lines of PATH containing NEEDLE (-1: no file). */
+static int count_matching(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* llama-3.1-70b in FP8 on one H200 leaves a pool of 98,512 tokens (6,157 blocks), less than
+ * one sequence of its 131,072-token context: vLLM refuses to start, so plan leaves TP 1 out
+ * and says why in plan.txt (it once ranked it, with a warning on stderr only). A
+ * max_model_len the pool holds plans it. --vary takes the deployment keys plan does not
+ * choose itself (it once refused every deployment.* key). */
+Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
+{
+    system("rm -rf /tmp/ss-plan-short /tmp/ss-plan-short-ok");
+    char *argv[] = {"plan", "--gpus", "2", "--max-tp", "2", "--vary", "deployment.allreduce_fusion=auto,off", "--set",
+                    "model.preset=llama-3.1-70b", "--set", "model.quantization=fp8", "--set",
+                    "workload.num_requests=100", "--out", "/tmp/ss-plan-short", "--quiet"};
+    cr_assert_eq(cmd_plan(15, argv), 0);
+    cr_assert_eq(count_lines("/tmp/ss-plan-short/plan.csv"), 3, "a header and TP 2 with fusion auto and off");
+    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.csv", "\"tp2 least_outstanding deployment.allreduce_fusion="), 2);
+    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Left out:"), 1);
+    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt",
+                                ": its KV pool holds 98512 tokens, less than one sequence of "
+                                "scheduler.max_model_len (131072), and vLLM refuses to start so"), 2,
+                 "tp1 with fusion auto and with off");
+    char *fits[] = {"plan", "--gpus", "2", "--max-tp", "1", "--set", "model.preset=llama-3.1-70b", "--set",
+                    "model.quantization=fp8", "--set", "scheduler.max_model_len=32768", "--set",
+                    "workload.num_requests=100", "--out", "/tmp/ss-plan-short-ok", "--quiet"};
+    cr_assert_eq(cmd_plan(15, fits), 0);
+    cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.csv", "\"tp1 least_outstanding\",1,"), 1);
+    cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.txt", "Left out:"), 0);
+    system("rm -rf /tmp/ss-plan-short /tmp/ss-plan-short-ok");
 }
