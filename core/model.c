@@ -96,17 +96,30 @@ model_shape model_shard(const model_shape *m, int tp)
     return s;
 }
 
+/* Why TP does not split M as vLLM requires (NULL: it does). */
+static const char *tp_refusal(const model_shape *m, int tp, char *buf, size_t len)
+{
+    if (m->num_heads % tp)
+        snprintf(buf, len, "its %d attention heads (model.num_heads) do not divide by %d", m->num_heads, tp);
+    else if (m->intermediate % tp)
+        snprintf(buf, len, "its MLP width %d (model.intermediate) does not divide by %d", m->intermediate, tp);
+    else if (m->num_kv_heads >= tp ? m->num_kv_heads % tp : tp % m->num_kv_heads)
+        snprintf(buf, len, "its %d KV heads (model.num_kv_heads) neither divide by %d nor divide it", m->num_kv_heads, tp);
+    else
+        return NULL;
+    return buf;
+}
+
 int model_check_tp(const model_shape *m, int tp, char *err, size_t errlen)
 {
-    const char *why = NULL;
-    if (m->num_heads % tp) why = "model.num_heads";
-    else if (m->intermediate % tp) why = "model.intermediate";
-    else if (m->num_kv_heads >= tp ? m->num_kv_heads % tp : tp % m->num_kv_heads) why = "model.num_kv_heads";
-    if (!why) return 0;
-    snprintf(err, errlen,
-             "deployment.tensor_parallel = %d does not split %s: its %s (heads %d, KV heads %d, intermediate %d) "
-             "must divide by it (KV heads: or divide it)",
-             tp, m->name ? m->name : "the model", why, m->num_heads, m->num_kv_heads, m->intermediate);
+    char why[160], fits[64] = "";
+    if (!tp_refusal(m, tp, why, sizeof why)) return 0;
+    /* the sizes up to 8 (one node) that do split it, which the user most likely wants */
+    for (int t = 1, n = 0; t <= 8; t++)
+        if (!tp_refusal(m, t, (char[160]){0}, 160))
+            n += snprintf(fits + n, sizeof fits - (size_t)n, "%s%d", n ? ", " : "", t);
+    snprintf(err, errlen, "deployment.tensor_parallel = %d does not split %s: %s, as vLLM requires; sizes that do: %s",
+             tp, m->name ? m->name : "the model", why, fits);
     return -1;
 }
 

@@ -333,7 +333,9 @@ Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
     cr_assert_eq(r.tensor_parallel, 4);
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=3", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
-    cr_assert(strstr(err, "deployment.tensor_parallel = 3 does not split llama-3-70b: its model.num_heads"), "%s", err);
+    cr_assert(strstr(err, "deployment.tensor_parallel = 3 does not split llama-3-70b: its 64 attention heads "
+                      "(model.num_heads) do not divide by 3, as vLLM requires; sizes that do: 1, 2, 4, 8"),
+              "%s", err);
     shard = model_shard(&r.model, 16);
     cr_assert_eq(shard.num_kv_heads, 1);
     cr_assert_eq(shard.num_heads, 4);
