@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/decimal.h"
 #include "io/outdir.h"
 #include "io/plot.h"
 #include "metrics/sumfield.h"
@@ -55,7 +56,7 @@ static int on_capacity_opt(void *ctx, const char *flag, const char *value)
         return -1;
     }
     if (strcmp(flag, "--max-rate") == 0) {
-        c->max_rate = strtod(value, &end);
+        c->max_rate = decimal_strtod(value, &end);
         if (end != value && !*end && c->max_rate > 0 && c->max_rate <= 1e7) return 0;
         fprintf(stderr, "servesim: --max-rate %s: expected a rate in (0, 1e7] requests/s\n", value);
         return -1;

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/study_args.h"
+#include "io/decimal.h"
 #include "io/json.h"
 #include "io/outdir.h"
 #include "io/plot.h"
@@ -207,7 +208,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
     if (strcmp(flag, "--gpus") == 0) return cli_parse_long(flag, value, 1, 4096, &c->gpus);
     if (strcmp(flag, "--max-tp") == 0) return cli_parse_long(flag, value, 1, 8, &c->max_tp);
     if (strcmp(flag, "--rate") == 0 || strcmp(flag, "--max-rate") == 0) {
-        double v = strtod(value, &end);
+        double v = decimal_strtod(value, &end);
         if (end == value || *end || !(v > 0) || v > 1e7) {
             fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s\n", flag, value);
             return -1;

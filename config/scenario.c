@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "workload/dist.h"
+#include "io/decimal.h"
 #include "io/outdir.h"
 #include "io/results.h"
 #include "sim/hardware.h"
@@ -79,14 +80,17 @@ static int parse_number(const key_def *d, const char *text, double *out, char *e
 {
     char *end;
     errno = 0;
-    double v = strtod(text, &end);
+    double v = decimal_strtod(text, &end);
     if (end == text || *end || errno || !isfinite(v)) {
         snprintf(err, errlen, "%s.%s: expected %s %s, got \"%s\"%s", d->section, d->key,
                  strchr("aeiou", type_names[d->type][0]) ? "an" : "a", type_names[d->type], text,
-                 strchr(text, '#') ? " (only ';' starts a comment)" : "");
+                 strchr(text, '#')                      ? " (only ';' starts a comment)"
+                 : !strpbrk(text, "xX") || end == text  ? ""
+                 : d->type == INT                       ? " (in decimal digits)"
+                                                        : " (in decimal notation, such as 0.5 or 1e3)");
         return -1;
     }
-    /* an integer in decimal digits: strtod took 0x10 for 16 and 1e1 for 10 */
+    /* an integer in decimal digits: strtod took 1e1 for 10 */
     const char *digits = text + (*text == '-' || *text == '+');
     if (d->type == INT && (!*digits || strspn(digits, "0123456789") != strlen(digits))) {
         snprintf(err, errlen, "%s.%s: expected an integer in decimal digits, got \"%s\"", d->section, d->key, text);
@@ -917,7 +921,7 @@ static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char 
     out->num_percentiles = 0;
     while (*p) {
         char *end;
-        double q = strtod(p, &end);
+        double q = decimal_strtod(p, &end);
         if (end == p || !(q > 0 && q <= 100) || (*end && (*end != ',' || !end[1])) || out->num_percentiles == 8) {
             snprintf(err, errlen, "run.percentiles (%s): expected up to 8 numbers in (0, 100], comma-separated, got \"%s\"",
                      V(run, percentiles).origin, V(run, percentiles).s);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/csv.h"
+#include "io/decimal.h"
 #include "io/outdir.h"
 
 static const char *names[CT_COUNT] = {"linear",   "prefill_attn", "decode_attn",    "lm_head",
@@ -84,7 +85,7 @@ static int parse_row(cost_table *t, const csv_reader *r, char *why, size_t len)
     double v[3];
     for (int i = 0; i < 3; i++) {
         char *end;
-        v[i] = strtod(fields[i + 1], &end);
+        v[i] = decimal_strtod(fields[i + 1], &end);
         if (end == fields[i + 1] || *end || !isfinite(v[i]) || v[i] < 0) {
             snprintf(why, len, "\"%s\" is not a non-negative number", fields[i + 1]);
             return -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/csv.h"
+#include "io/decimal.h"
 
 static int grow(double **cols, int k, size_t *cap)
 {
@@ -27,7 +28,7 @@ static int number(const char *field, double *out)
         return 0;
     }
     char *end;
-    *out = strtod(field, &end);
+    *out = decimal_strtod(field, &end);
     return *end ? -1 : 0;
 }
 

@@ -1,6 +1,7 @@
 /* Measured runs read back. A servesim directory gives every time; vLLM's JSON gives lengths,
  * TTFTs and per-request ITL lists, and its end is taken as TTFT plus the sum of the gaps
  * (vLLM measures its latency as the time of the last chunk, which is that sum). */
+#include "io/decimal.h"
 #include "load/measured.h"
 
 #include <errno.h>
@@ -62,7 +63,7 @@ static double number(const char *s, bool *ok)
     if (!*s) return NAN;   /* an empty field: a time that does not exist */
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
+    double v = decimal_strtod(s, &end);
     if (*end || errno) *ok = false;
     return v;
 }

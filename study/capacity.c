@@ -1,3 +1,4 @@
+#include "io/decimal.h"
 #include "study/capacity.h"
 
 #include <math.h>
@@ -31,7 +32,7 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
             return -1;
         }
         int f = slo_field(p, klen);
-        double limit = strtod(p + klen + 1, &end);
+        double limit = decimal_strtod(p + klen + 1, &end);
         if (f < 0 || end != p + len || !(limit > 0) || !isfinite(limit)) {
             snprintf(err, errlen, "--slo %s: \"%.*s\" %s", spec, (int)len, p,
                      f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)"

@@ -1,3 +1,4 @@
+#include "io/decimal.h"
 #include "study/job.h"
 
 #include <math.h>
@@ -117,7 +118,7 @@ static int use_fusion(job_cost *c, const scenario_resolved *r, const cost_table 
     }
     const char *mb = ct_meta(t, "allreduce_fusion_max_mb");
     char *end = NULL;
-    double table_mb = mb ? strtod(mb, &end) : -1;
+    double table_mb = mb ? decimal_strtod(mb, &end) : -1;
     if (mb && (end == mb || *end || !(table_mb >= 0 && table_mb <= 1024))) {
         snprintf(err, errlen, "%s: allreduce_fusion_max_mb \"%s\" is not a size in MiB", path, mb);
         return -1;
@@ -165,7 +166,7 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
      * calibrate's have none (their engine's host work is in their overhead and scales) */
     const char *host = ct_meta(&t, "host_us_per_seq");
     char *end = NULL;
-    double host_us = host ? strtod(host, &end) : 0;
+    double host_us = host ? decimal_strtod(host, &end) : 0;
     if (rc == 0 && host && (end == host || *end || !(host_us >= 0 && host_us < 1e6))) {
         snprintf(err, errlen, "%s: host_us_per_seq \"%s\" is not a number of microseconds", path, host);
         rc = -1;

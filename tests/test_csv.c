@@ -1,12 +1,15 @@
 /* The CSV reader and field writer: hand-made files, every case the reader claims to handle,
- * errors that name the line, and the writer's output read back. */
+ * errors that name the line, and the writer's output read back; the decimal-only number
+ * reader its numeric fields (and every number a user writes) go through. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "io/csv.h"
+#include "io/decimal.h"
 
 static char path[64];
 
@@ -123,4 +126,36 @@ Test(csv, written_fields_read_back_unchanged)
     cr_assert_eq(r.nfields, N);
     for (int i = 0; i < N; i++) cr_assert_str_eq(r.field[i], fields[i]);
     csv_close(&r);
+}
+
+/* decimal_strtod reads what strtod reads of a decimal number, to the same double, and
+ * nothing of hexadecimal, "inf" or "nan" (strtod read 0x10 as 16, so workload.rate = 0x10 ran
+ * at 16 requests/s). */
+Test(decimal, reads_decimal_notation_only)
+{
+    static const struct { const char *text; double v; size_t used; } cases[] = {
+        {"16", 16, 2}, {"-0.5", -0.5, 4}, {"+.25", 0.25, 4}, {"1e3", 1000, 3}, {"2.5E-2", 0.025, 6},
+        {"7.", 7, 2}, {" 3", 3, 2}, {"1e", 1, 1}, {"1e+", 1, 1}, {"12 slots", 12, 2}, {"0x10", 0, 1},
+        {"0.1", 0.1, 3}, {"1e999", HUGE_VAL, 5}, {"0x", 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *end;
+        double v = decimal_strtod(cases[i].text, &end);
+        cr_assert_eq(v, cases[i].v, "%s: %g", cases[i].text, v);
+        cr_assert_eq((size_t)(end - cases[i].text), cases[i].used, "%s: read %td characters", cases[i].text,
+                     end - cases[i].text);
+    }
+    static const char *const none[] = {"", "-", ".", "inf", "nan", "infinity", "x1", "e5"};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+        char *end;
+        cr_assert_eq(decimal_strtod(none[i], &end), 0, "%s", none[i]);
+        cr_assert_eq(end, none[i], "%s: nothing read", none[i]);
+    }
+    /* longer than its buffer: strtod's own answer */
+    char longer[300];
+    memset(longer, '1', 200);
+    strcpy(longer + 200, ".5e-190");
+    char *end;
+    cr_assert_eq(decimal_strtod(longer, &end), strtod(longer, NULL));
+    cr_assert_eq(*end, 0);
 }

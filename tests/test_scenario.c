@@ -47,8 +47,10 @@ Test(scenario, bad_files_name_the_line)
     expect_load_error("[model]\npreset = tiny\nlayers = 3\n", "unknown key model.layers", 3);
     expect_load_error("[kv]\n\nblock_size = sixteen\n", "expected an int, got \"sixteen\"", 3);
     expect_load_error("[workload\nnum_requests = 7\n", "a section header without its ']': \"[workload\"", 1);
-    expect_load_error("[kv]\nblock_size = 0x10\n", "expected an integer in decimal digits, got \"0x10\"", 2);
+    expect_load_error("[kv]\nblock_size = 0x10\n", "expected an int, got \"0x10\" (in decimal digits)", 2);
     expect_load_error("[workload]\nnum_requests = 1e1\n", "expected an integer in decimal digits", 2);
+    expect_load_error("[workload]\nrate = 0x10\n", "expected a number, got \"0x10\" (in decimal notation, such as 0.5 or 1e3)", 2);
+    expect_load_error("\n[workload]\nrate = 0x1p4\n", "workload.rate: expected a number, got \"0x1p4\"", 3);
     expect_load_error("[kv]\nblock_size = 0\n", "out of range [1, 1024]", 2);
     expect_load_error("[kv]\nblock_size = 16 # slots\n", "only ';' starts a comment", 2);
     expect_load_error("[scheduler]\npolicy = fifo\n", "not one of naive|kv_single", 2);

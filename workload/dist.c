@@ -11,6 +11,8 @@
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 
+#include "io/decimal.h"
+
 /* Longest length a distribution may produce: far above any context window, and small
  * enough that prefix_len + length cannot overflow an int. */
 #define DIST_LEN_LIMIT (1 << 24)
@@ -39,7 +41,7 @@ static int parse_double(const char *s, double *out)
 {
     char *end;
     errno = 0;
-    *out = strtod(s, &end);
+    *out = decimal_strtod(s, &end);
     return (end == s || *end != '\0' || errno == ERANGE || !isfinite(*out)) ? -1 : 0;
 }
 
@@ -153,7 +155,7 @@ int dist_parse(const char *text, len_dist *out, char *err, size_t errlen)
 static void format_real(double v, char *buf, size_t len)
 {
     snprintf(buf, len, "%.15g", v);
-    if (strtod(buf, NULL) != v)
+    if (decimal_strtod(buf, NULL) != v)
         snprintf(buf, len, "%.17g", v);
 }
 

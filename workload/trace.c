@@ -1,3 +1,4 @@
+#include "io/decimal.h"
 #include "workload/trace.h"
 
 #include <errno.h>
@@ -130,7 +131,7 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
     } else {
         char *end;
         errno = 0;
-        t->seconds = strtod(f[0], &end);
+        t->seconds = decimal_strtod(f[0], &end);
         if (end == f[0] || *end != '\0' || errno == ERANGE || !isfinite(t->seconds)) {
             fail(r, "bad arrival_time \"%s\" (expected seconds)", f[0]);
             return -1;
@@ -149,7 +150,7 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
         const char *a = r->csv.field[r->acceptance_col];
         char *end;
         errno = 0;
-        double v = strtod(a, &end);
+        double v = decimal_strtod(a, &end);
         if (end == a || *end != '\0' || errno == ERANGE || !(v >= 0 && v <= 1)) {
             fail(r, "bad acceptance_rate \"%s\" (expected a number in [0, 1])", a);
             return -1;

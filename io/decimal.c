@@ -1,0 +1,43 @@
+/* Decimal-only strtod (io/decimal.h): finds the extent of a decimal number, then lets strtod
+ * convert exactly that prefix, so rounding is the C library's. */
+#include "io/decimal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t digits(const char *p)
+{
+    size_t n = 0;
+    while (isdigit((unsigned char)p[n])) n++;
+    return n;
+}
+
+double decimal_strtod(const char *s, char **end)
+{
+    const char *p = s;
+    while (isspace((unsigned char)*p)) p++; /* as strtod, which callers' messages expect */
+    p += *p == '+' || *p == '-';
+    size_t whole = digits(p), frac = 0;
+    p += whole;
+    if (*p == '.') frac = digits(p + 1);
+    if (!whole && !frac) {
+        *end = (char *)s;
+        return 0;
+    }
+    if (*p == '.') p += 1 + frac;
+    if (*p == 'e' || *p == 'E') { /* an exponent only where digits follow, as strtod */
+        const char *q = p + 1;
+        q += *q == '+' || *q == '-';
+        if (digits(q)) p = q + digits(q);
+    }
+    size_t len = (size_t)(p - s);
+    char buf[128], *stop;
+    if (len >= sizeof buf) return strtod(s, end); /* decimal throughout: strtod reads just as far */
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    double v = strtod(buf, &stop);
+    *end = (char *)s + (stop - buf);
+    return v;
+}

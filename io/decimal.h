@@ -1,0 +1,12 @@
+/* Numbers a user writes (scenario values, flags, trace and table fields) in decimal notation
+ * only: strtod also reads hexadecimal (0x10 as 16, 0x1p4), "inf" and "nan", which no user
+ * means in a rate, a length or a time. */
+#ifndef SERVESIM_IO_DECIMAL_H
+#define SERVESIM_IO_DECIMAL_H
+
+/* As strtod(S, END), but only a decimal number is read: [+-] digits [. digits] [e [+-]
+ * digits], or [+-] . digits [e ...]; anything else reads nothing (*END == S, 0 returned).
+ * errno is ERANGE where strtod would set it. */
+double decimal_strtod(const char *s, char **end);
+
+#endif
