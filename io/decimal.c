@@ -16,6 +16,8 @@ static size_t digits(const char *p)
 
 double decimal_strtod(const char *s, char **end)
 {
+    char *ignored;
+    if (!end) end = &ignored; /* as strtod, END may be NULL */
     const char *p = s;
     while (isspace((unsigned char)*p)) p++; /* as strtod, which callers' messages expect */
     p += *p == '+' || *p == '-';

@@ -6,7 +6,7 @@
 
 /* As strtod(S, END), but only a decimal number is read: [+-] digits [. digits] [e [+-]
  * digits], or [+-] . digits [e ...]; anything else reads nothing (*END == S, 0 returned).
- * errno is ERANGE where strtod would set it. */
+ * errno is ERANGE where strtod would set it; END may be NULL. */
 double decimal_strtod(const char *s, char **end);
 
 #endif

@@ -151,6 +151,7 @@ Test(decimal, reads_decimal_notation_only)
         cr_assert_eq(decimal_strtod(none[i], &end), 0, "%s", none[i]);
         cr_assert_eq(end, none[i], "%s: nothing read", none[i]);
     }
+    cr_assert_eq(decimal_strtod("2.5", NULL), 2.5, "END may be NULL, as strtod's (dist_format passes it)");
     /* longer than its buffer: strtod's own answer */
     char longer[300];
     memset(longer, '1', 200);
