@@ -635,19 +635,37 @@ def allreduce_cost(m, ew, ar, tp, T):
     return (2 * m.layers + 1) * ar.latency(T * m.hidden, tp, T <= GRAPH_MAX_TOKENS) + norms_cost(m, ew, T)
 
 
-def fused_allreduce_cost(m, ew, fused, tp, T):
+def fused_allreduce_cost(m, ew, fused, tp, T, quantized=0):
     """The same all-reduces and norms as one kernel each (vLLM's fuse_allreduce_rms), priced as
     TensorRT-LLM's all-reduce of T x hidden (FlashInfer's fused kernel is its port), plus the
     bytes the norm adds to it at memory bandwidth: it adds the residual and normalizes in the
     pass that writes the sum, which saves the norm's launch and its re-read of the sum, not the
-    residual read nor the normalized row written (2 T x hidden elements; no launch floor)."""
-    return (2 * m.layers + 1) * (fused.latency(T * m.hidden, tp, True) + 2 * T * m.hidden * DTYPE_BYTES / ew.hbm_bandwidth())
+    residual read nor the normalized row written (2 T x hidden elements; no launch floor).
+    QUANTIZED of the norms (fused_quantizations) write their row in FP8, one byte an element:
+    the kernel quantizes it for the next GEMM."""
+    elements = 2 * T * m.hidden
+    return ((2 * m.layers + 1) * (fused.latency(T * m.hidden, tp, True) + elements * DTYPE_BYTES / ew.hbm_bandwidth())
+            - quantized * T * m.hidden * (DTYPE_BYTES - 1) / ew.hbm_bandwidth())
 
 
-def fused_price(m, ew, fused, tp, T, fused_mb, unfused):
+def fused_quantizations(m, fp8):
+    """How many of a step's fused norms also quantize their output to FP8 for the GEMM after
+    them (vLLM's AllReduceFused[Add]RMSNormStaticQuantFP8 patterns: the norm before each
+    layer's QKV GEMM, the first after the embedding's all-reduce, and the one before its
+    gate/up GEMM; with experts the MLP's input goes to the bf16 router, so only the first);
+    the final norm feeds the bf16 LM head. 0 without FP8 GEMMs."""
+    return 0 if not fp8 else m.layers if m.experts else 2 * m.layers
+
+
+def fused_price(m, ew, fused, tp, T, fused_mb, unfused, quantized=0):
     """allreduce_fused at T tokens: the stand-in's price, and within vLLM's default size FUSED_MB
-    (MiB of T x hidden x 2 bytes) at most UNFUSED, allreduce's (compose says why)."""
-    t = fused_allreduce_cost(m, ew, fused, tp, T)
+    (MiB of T x hidden x 2 bytes) at most UNFUSED, allreduce's (compose says why). With FP8
+    GEMMs, QUANTIZED of them (fused_quantizations) find their input quantized by the fused
+    kernel: their timings hold a quantization kernel (linear_cost) that does not run, taken
+    off here (vLLM weighs fused against unfused with that kernel in both, so the cap
+    compares them so too)."""
+    saved = quantized * ew(3 * T * m.hidden)  # each: T x hidden read in bf16, written in fp8
+    t = fused_allreduce_cost(m, ew, fused, tp, T, quantized) - saved
     return min(t, unfused) if T * m.hidden * DTYPE_BYTES <= fused_mb * 2**20 else t
 
 
@@ -704,7 +722,7 @@ COMPONENTS = ("linear", "allreduce", "allreduce_fused", "prefill_attn", "decode_
 
 
 def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_gemm=None, moe=None, fused=None,
-            fused_mb=None):
+            fused_mb=None, fused_quantized=0):
     """{component: [(x, y, seconds)]} for model M (one GPU's share when TP > 1). LM_GEMM prices
     the LM head and a mixture of experts' router (bf16 whatever GEMM prices the layers;
     default GEMM); MOE its experts. With TP > 1, AR prices the all-reduces (allreduce) and
@@ -712,7 +730,8 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_ge
     within that size never above the unfused price. vLLM benchmarks its fused kernel against
     the unfused path (benchmarks/kernels/benchmark_fused_collective.py) and fuses by default
     only up to those sizes; the stand-in's TensorRT-LLM kernel picks its own algorithm by
-    size, and on 8 Hopper GPUs it turns slower than the custom all-reduce below vLLM's size."""
+    size, and on 8 Hopper GPUs it turns slower than the custom all-reduce below vLLM's size.
+    FUSED_QUANTIZED: fused_quantizations."""
     lm_gemm = lm_gemm or gemm
     L = m.layers
     rows = {c: [] for c in COMPONENTS}
@@ -723,7 +742,8 @@ def compose(m, gemm, attn, ew, overhead_s, tp=1, ar=None, full_vocab=None, lm_ge
             unfused = allreduce_cost(m, ew, ar, tp, T)
             rows["allreduce"].append((T, 0, unfused))
             if fused:
-                rows["allreduce_fused"].append((T, 0, fused_price(m, ew, fused, tp, T, fused_mb, unfused)))
+                rows["allreduce_fused"].append((T, 0, fused_price(m, ew, fused, tp, T, fused_mb, unfused,
+                                                                  fused_quantized)))
     seqs = [s for s in gemm.ms if s <= 4096]
     for R in seqs:
         rows["lm_head"].append((R, 0, lm_head_cost(m, lm_gemm, R, tp, ar, full_vocab)))
@@ -893,7 +913,8 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                       "fp8" if fp8 else "bfloat16")
         fuse_mb = fusion_max_mb(g, tp)  # None at TP 1 and where vLLM does not fuse
         fuse = fused if fuse_mb and fused and tp in fused.groups() else None
-        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse, fuse_mb)
+        rows = compose(shard, gemm, attn, ew, args.overhead_ms * 1e-3, tp, ar, m.vocab, lm_gemm, moe, fuse, fuse_mb,
+                       fused_quantizations(m, fp8))
     except ImportError_ as e:
         skipped.append((g, label, str(e)))
         return None
@@ -922,6 +943,11 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                                     f"size, at most allreduce"),
                 ("allreduce_fusion_max_mb", f"{fuse_mb:g}"),
             ]
+            if fp8:
+                meta += [("allreduce_fused_fp8", f"{fused_quantizations(m, fp8)} of the fused norms also quantize their "
+                                                 f"output to FP8 for the GEMM after them (vLLM's "
+                                                 f"AllReduceFused*RMSNormStaticQuantFP8 patterns): the quantization "
+                                                 f"kernel the FP8 GEMM timings hold is taken off allreduce_fused")]
     if fp8:
         meta += [
             ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "

@@ -326,6 +326,32 @@ class ImportSlice(unittest.TestCase):
         # at TP 2 the bf16 attention of 16/4 heads exists where the fp8 one does not
         self.assertIn("exact.tp2.fp8-weights", " ".join(os.listdir(os.path.join(self.out, "h200"))))
 
+    def test_fp8_fused_all_reduce_takes_off_the_quantizations_it_does(self):
+        # With FP8 GEMMs vLLM's fused kernel also quantizes the norm's output for the QKV and
+        # gate/up GEMMs (2 a layer: 4 here), whose timings hold a quantization kernel that then
+        # does not run: allreduce_fused is the bf16 stand-in with those 4 norms writing one
+        # byte an element instead of two, less 4 quantizations of T x 4096 (3 bytes an
+        # element), and never above allreduce (within the 64 MB vLLM fuses on two Hopper
+        # GPUs). The bf16 table's is the stand-in alone: a stop-29 table took no
+        # quantization off, pricing each twice.
+        meta, t = read_table(os.path.join(self.out, "h200", "exact.tp2.fp8-weights.vllm-0.24.0.csv"))
+        _, tb = read_table(os.path.join(self.out, "h200", "exact.tp2.vllm-0.24.0.csv"))
+        self.assertIn("4 of the fused norms also quantize their output to FP8", meta["allreduce_fused_fp8"])
+        h = 4096
+        for T in (1, 64, 1024):
+            stand_in = tb["allreduce_fused"][(T, 0)]
+            want = min(stand_in - 4 * T * h / BW - 4 * ew(3 * T * h), t["allreduce"][(T, 0)])
+            self.assertAlmostEqual(t["allreduce_fused"][(T, 0)], want, delta=want * 1e-6)
+            self.assertLess(t["allreduce_fused"][(T, 0)], stand_in)
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        moe = aic_import.Model({"name": "m", "layers": "3", "hidden": "1024", "heads": "8", "kv_heads": "8",
+                                "head_dim": "128", "intermediate": "512", "vocab": "1000", "qk_norm": "0",
+                                "max_position": "4096", "params": "2000000000", "experts": "8",
+                                "experts_per_token": "2"})
+        self.assertEqual(aic_import.fused_quantizations(moe, True), 3, "the router takes the MLP's input in bf16")
+        self.assertEqual(aic_import.fused_quantizations(moe, False), 0)
+
     def test_gemm_timings_are_despiked_along_m(self):
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
         import aic_import
