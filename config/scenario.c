@@ -46,6 +46,37 @@ static int find_key(const char *section, const char *key)
     return -1;
 }
 
+static const struct vllm_option {
+    const char *match, *shown;
+    int key;
+} vllm_options[] = {
+#define X(match, shown, sec, key) {match, shown, K_##sec##_##key},
+    VLLM_OPTIONS(X)
+#undef X
+};
+
+/* The vLLM option NAME names (leading dashes, '_' for '-' and case aside), or NULL. */
+static const struct vllm_option *vllm_option(const char *name)
+{
+    char norm[128];
+    size_t n = 0;
+    while (*name == '-') name++;
+    for (; *name && n + 1 < sizeof norm; name++) norm[n++] = *name == '_' ? '-' : (char)tolower((unsigned char)*name);
+    norm[n] = 0;
+    for (size_t i = 0; i < sizeof vllm_options / sizeof *vllm_options; i++)
+        if (strcmp(vllm_options[i].match, norm) == 0) return &vllm_options[i];
+    return NULL;
+}
+
+/* "; vLLM's --NAME is SECTION.KEY here" when NAME is a vLLM option's; else "". */
+static const char *vllm_hint(const char *name, char *buf, size_t len)
+{
+    const struct vllm_option *o = vllm_option(name);
+    if (!o) return "";
+    snprintf(buf, len, "; vLLM's %s is %s.%s here", o->shown, keys[o->key].section, keys[o->key].key);
+    return buf;
+}
+
 static bool known_section(const char *section)
 {
     for (int k = 0; k < K_COUNT; k++)
@@ -191,7 +222,10 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     load_ctx *c = user;
     int k = find_key(section, name);
     if (k < 0) {
-        if (known_section(section)) snprintf(c->err, c->errlen, "unknown key %s.%s (see `servesim keys`)", section, name);
+        char hint[160];
+        if (known_section(section))
+            snprintf(c->err, c->errlen, "unknown key %s.%s%s (see `servesim keys`)", section, name,
+                     vllm_hint(name, hint, sizeof hint));
         else snprintf(c->err, c->errlen, "unknown section [%s]", section);
         return 0;
     }
@@ -342,15 +376,30 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 {
     char section[128], key[128];
     const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
+    char hint[200] = "";
     if (!dot || !eq || dot > eq || dot - assignment >= (long)sizeof section || eq - dot - 1 >= (long)sizeof key) {
-        snprintf(err, errlen, "--set %s: expected SECTION.KEY=VALUE", assignment);
+        /* a name without its section: vLLM's, or a key's of one section */
+        if (eq && eq - assignment < (long)sizeof key && !memchr(assignment, '.', (size_t)(eq - assignment))) {
+            snprintf(key, sizeof key, "%.*s", (int)(eq - assignment), assignment);
+            const struct vllm_option *o = vllm_option(key);
+            int k = o ? o->key : -1;
+            for (int i = 0; i < K_COUNT && !o; i++)
+                if (strcmp(keys[i].key, key) == 0) k = k < 0 ? i : K_COUNT; /* K_COUNT: in two sections */
+            if (o)
+                snprintf(hint, sizeof hint, "; vLLM's %s is %s.%s here (--set %s.%s=%s)", o->shown,
+                         keys[k].section, keys[k].key, keys[k].section, keys[k].key, eq + 1);
+            else if (k >= 0 && k < K_COUNT)
+                snprintf(hint, sizeof hint, "; did you mean %s.%s=%s?", keys[k].section, keys[k].key, eq + 1);
+        }
+        snprintf(err, errlen, "--set %s: expected SECTION.KEY=VALUE%s", assignment, hint);
         return -1;
     }
     snprintf(section, sizeof section, "%.*s", (int)(dot - assignment), assignment);
     snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
     int k = find_key(section, key);
     if (k < 0) {
-        snprintf(err, errlen, "--set %s: unknown key %s.%s (see `servesim keys`)", assignment, section, key);
+        snprintf(err, errlen, "--set %s: unknown key %s.%s%s (see `servesim keys`)", assignment, section, key,
+                 vllm_hint(key, hint, sizeof hint));
         return -1;
     }
     char why[512];
@@ -425,6 +474,8 @@ void scenario_print_keys(FILE *f)
         if (d->type == INT || d->type == NUM) snprintf(range, sizeof range, " in [%s, %s]", d->lo, d->hi);
         else if (d->type == CHOICE) snprintf(range, sizeof range, ": %s", d->lo);
         fprintf(f, "  %-24s %s%s, default \"%s\"\n      %s\n", d->key, type_names[d->type], range, d->def, d->help);
+        for (size_t i = 0; i < sizeof vllm_options / sizeof *vllm_options; i++)
+            if (vllm_options[i].key == k) fprintf(f, "      vLLM: %s\n", vllm_options[i].shown);
     }
 }
 

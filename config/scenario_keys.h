@@ -98,3 +98,25 @@
     X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics") \
     X(run, percentiles, TEXT, "99.9", "", "", "percentiles every latency reports besides P50, P90 and P99, comma-separated in (0, 100] (vLLM's --metric-percentiles; also --percentiles); summary.json keys pQ_NAME_ms") \
     X(run, token_times, BOOL, "off", "", "", "also write tokens.csv: every token's time (request_id, token_index, time), as `servesim load` does; large for long runs")
+
+/* vLLM's engine options and the scenario keys that model them: vLLM's name as a user would
+ * write it (matched with '-' or '_', with or without leading dashes or a section), how
+ * `servesim keys` shows it, and the key. A --set or a file line that uses vLLM's name is
+ * answered with servesim's, rather than aliased: one name per setting in files, summaries
+ * and docs. */
+#define VLLM_OPTIONS(X) \
+    X("tensor-parallel-size", "--tensor-parallel-size", deployment, tensor_parallel) \
+    X("data-parallel-size", "--data-parallel-size", deployment, replicas) \
+    X("max-num-seqs", "--max-num-seqs", scheduler, max_num_seqs) \
+    X("max-num-batched-tokens", "--max-num-batched-tokens", scheduler, max_num_batched_tokens) \
+    X("max-model-len", "--max-model-len", scheduler, max_model_len) \
+    X("enable-prefix-caching", "--enable-prefix-caching", scheduler, prefix_caching) \
+    X("enable-chunked-prefill", "--enable-chunked-prefill", scheduler, chunked_prefill) \
+    X("async-scheduling", "--async-scheduling", scheduler, async_scheduling) \
+    X("num-speculative-tokens", "--speculative-config's num_speculative_tokens", speculative, num_tokens) \
+    X("gpu-memory-utilization", "--gpu-memory-utilization", hardware, gpu_memory_utilization) \
+    X("kv-cache-dtype", "--kv-cache-dtype", kv, cache_dtype) \
+    X("block-size", "--block-size", kv, block_size) \
+    X("num-gpu-blocks-override", "--num-gpu-blocks-override", kv, num_blocks) \
+    X("quantization", "--quantization", model, quantization) \
+    X("dtype", "--dtype", model, dtype)

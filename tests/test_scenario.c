@@ -186,6 +186,45 @@ Test(scenario, values_and_booleans_parse_in_every_spelling)
     unlink(p);
 }
 
+/* A key named as vLLM names its option is answered with servesim's key (not taken: one name
+ * per setting), with '-' or '_', dashes or a section; a key without its section is named
+ * with it where one section has it; `servesim keys` shows vLLM's name beside each. */
+Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_stdout)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    const struct { const char *set, *says; } cases[] = {
+        {"tensor_parallel_size=4", "--set tensor_parallel_size=4: expected SECTION.KEY=VALUE; vLLM's "
+                                   "--tensor-parallel-size is deployment.tensor_parallel here (--set "
+                                   "deployment.tensor_parallel=4)"},
+        {"--max-num-seqs=8", "vLLM's --max-num-seqs is scheduler.max_num_seqs here (--set scheduler.max_num_seqs=8)"},
+        {"deployment.tensor-parallel-size=2", "unknown key deployment.tensor-parallel-size; vLLM's "
+                                              "--tensor-parallel-size is deployment.tensor_parallel here"},
+        {"kv.NUM_GPU_BLOCKS_OVERRIDE=9", "vLLM's --num-gpu-blocks-override is kv.num_blocks here"},
+        {"tensor_parallel=2", "expected SECTION.KEY=VALUE; did you mean deployment.tensor_parallel=2?"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_assert_eq(scenario_set(&sc, cases[i].set, err, sizeof err), -1, "%s", cases[i].set);
+        cr_assert(strstr(err, cases[i].says), "%s", err);
+    }
+    /* "preset" is a key of three sections: no guess */
+    cr_assert_eq(scenario_set(&sc, "preset=tiny", err, sizeof err), -1);
+    cr_assert_not(strstr(err, "did you mean"), "%s", err);
+    cr_assert_eq(sc.v[K_deployment_tensor_parallel].i, 1, "nothing was set");
+    expect_load_error("[scheduler]\nmax_num_seqs = 4\nenable_prefix_caching = true\n",
+                      "unknown key scheduler.enable_prefix_caching; vLLM's --enable-prefix-caching is "
+                      "scheduler.prefix_caching here", 3);
+    scenario_print_keys(stdout);
+    fflush(stdout);
+    char out[1 << 17];
+    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stdout())] = 0;
+    cr_assert(strstr(out, "  tensor_parallel          int in [1, 8], default \"1\"\n"), "%.300s", out);
+    const char *tp = strstr(out, "  tensor_parallel ");
+    cr_assert(tp && strstr(tp, "      vLLM: --tensor-parallel-size\n"));
+    cr_assert(strstr(out, "      vLLM: --speculative-config's num_speculative_tokens\n"));
+}
+
 /* llama-3-8b: 8,030,261,248 parameters, 16,060,522,496 bf16 bytes; an H200 reports
  * 143,771 MiB, 90% of which is 135,679,338,086.4 bytes; a block of 16 tokens holds
  * 16 x 2 x 32 layers x 8 heads x 128 x 2 bytes = 2,097,152 bytes: 57,038 blocks. */
