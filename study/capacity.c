@@ -1,4 +1,5 @@
-#include "io/decimal.h"
+/* The capacity search (study/capacity.h): SLOs parsed from --slo, and the highest rate a
+ * deployment serves within them. */
 #include "study/capacity.h"
 
 #include <math.h>
@@ -6,20 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/decimal.h"
 #include "metrics/sumfield.h"
 
-/* "ttft_p99_ms" → "p99_ttft_ms"; summary names pass through. */
+/* The summary field an SLO of NAME[0..len) limits: a latency statistic, as METRIC_STAT_ms
+ * ("ttft_p99_ms") or as the summary names it (STAT_METRIC_ms, "p99_ttft_ms"); -1 for
+ * anything else: a statistic the summary does not keep ("ttft_p99.9_ms" once read as P99,
+ * its ".9" dropped) or a field that is not a latency ("request_throughput" once passed as
+ * an upper bound). */
 static int slo_field(const char *name, size_t len)
 {
-    char buf[64], metric[16], stat[16];
+    static const char *const latencies[] = {
+#define S(name, type, csv, label, what)
+#define L(name, title, abbrev, what) #name,
+        SUMMARY_FIELDS(S, L)
+#undef S
+#undef L
+    };
+    char buf[64], a[16], b[16];
+    int used = 0;
     if (len >= sizeof buf) return -1;
     snprintf(buf, sizeof buf, "%.*s", (int)len, name);
-    int f = sumf_find(buf);
-    if (f >= 0) return f;
-    if (sscanf(buf, "%15[a-z2]_%15[a-z0-9]_ms", metric, stat) != 2) return -1;
-    char swapped[64];
-    snprintf(swapped, sizeof swapped, "%s_%s_ms", stat, metric);
-    return strcmp(buf + strlen(buf) - 3, "_ms") == 0 ? sumf_find(swapped) : -1;
+    if (sscanf(buf, "%15[a-z0-9]_%15[a-z0-9]_ms%n", a, b, &used) != 2 || (size_t)used != len) return -1;
+    for (size_t i = 0; i < sizeof latencies / sizeof *latencies; i++) {
+        char field[64];
+        if (strcmp(a, latencies[i]) == 0) snprintf(field, sizeof field, "%s_%s_ms", b, a);
+        else if (strcmp(b, latencies[i]) == 0) snprintf(field, sizeof field, "%s_%s_ms", a, b);
+        else continue;
+        return sumf_find(field);
+    }
+    return -1;
 }
 
 int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen)

@@ -58,9 +58,13 @@ Test(capacity, slo_names_in_both_spellings)
     cr_assert_eq(slo[1].field, sumf_find("median_tpot_ms"));
     cr_assert_eq(slo[2].field, sumf_find("p90_e2el_ms"));
     /* inf and 1e400, two limits of one metric and a trailing comma were taken (bad-input campaign) */
+    /* and p99.9 was read as p99 (its ".9" dropped), p99.9xyz too, and a field that is not a
+     * latency taken as an upper bound on it (new-user trial) */
     const char *bad[] = {"ttft_p95_ms=1", "ttft_p99_ms=0", "ttft_p99_ms", "ttft_p99_ms=1x", "nonsense=3",
-                         "ttft_p99_ms=inf", "ttft_p99_ms=1e400", "ttft_p99_ms=500,p99_ttft_ms=100", "ttft_p99_ms=500,"};
-    for (int i = 0; i < 9; i++) {
+                         "ttft_p99_ms=inf", "ttft_p99_ms=1e400", "ttft_p99_ms=500,p99_ttft_ms=100", "ttft_p99_ms=500,",
+                         "ttft_p99.9_ms=500", "tpot_p99.9xyz_ms=5", "request_throughput=5", "mean_step_time_ms=9",
+                         "ttft_p99_msx=1", "p99_ttft_ms_ms=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         n = 0;
         cr_assert_eq(cap_parse_slo(bad[i], slo, &n, err, sizeof err), -1, "%s", bad[i]);
     }
