@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +199,23 @@ int od_check(const char *dir, char *err, size_t errlen)
     }
     char path[sizeof ((outdir *)0)->final_path];
     snprintf(path, sizeof path, "%.*s", (int)len, dir);
+    /* the result is written beside the directory and renamed onto it: "." or ".." would put
+     * the temporary inside what it replaces (a run to --out . ended in a false "files
+     * servesim did not write"), and replacing the working directory, or a folder above it,
+     * leaves the shell in a deleted one */
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+        snprintf(err, errlen, "%s: name the output directory itself (such as results/NAME), not '.' or '..'", dir);
+        return -1;
+    }
+    char real[PATH_MAX], cwd[PATH_MAX];
+    size_t rlen;
+    if (realpath(path, real) && getcwd(cwd, sizeof cwd) && strncmp(cwd, real, rlen = strlen(real)) == 0 &&
+        (cwd[rlen] == '\0' || cwd[rlen] == '/' || rlen == 1)) {
+        snprintf(err, errlen, "%s: is the working directory or holds it; servesim replaces an output directory "
+                              "whole: choose one below it", dir);
+        return -1;
+    }
     return replaceable(path, err, errlen);
 }
 

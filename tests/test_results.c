@@ -501,3 +501,27 @@ Test(results, summary_json_names_the_percentiles_asked_for)
     cr_assert_not_null(json_object_get(o, "p99_itl_ms"), "the fixed ones stay");
     json_decref(o);
 }
+
+/* "." and ".." name no directory servesim can replace (the temporary went inside the target
+ * and an empty one ended in a false refusal after the whole run), and the working directory
+ * or one above it would leave the shell in a deleted folder (new-user trial). */
+Test(results, dot_dotdot_and_the_working_directory_are_refused)
+{
+    char dir[128], dot[160], err[512], here[4096];
+    snprintf(dir, sizeof dir, "%s/empty-target", root);
+    mkdir(dir, 0777);
+    cr_assert(getcwd(here, sizeof here));
+    const char *dots[] = {".", "..", "./", "x/.", "x/../"};
+    for (size_t i = 0; i < sizeof dots / sizeof *dots; i++) {
+        cr_assert_eq(od_check(dots[i], err, sizeof err), -1, "%s", dots[i]);
+        cr_assert(strstr(err, "not '.' or '..'"), "%s", err);
+    }
+    snprintf(dot, sizeof dot, "%s/.", dir);
+    cr_assert_eq(od_check(dot, err, sizeof err), -1);
+    cr_assert_eq(chdir(dir), 0);
+    cr_assert_eq(od_check(dir, err, sizeof err), -1, "the working directory");
+    cr_assert(strstr(err, "is the working directory or holds it"), "%s", err);
+    cr_assert_eq(od_check(root, err, sizeof err), -1, "a folder above it");
+    cr_assert_eq(chdir(here), 0);
+    cr_assert_eq(od_check(dir, err, sizeof err), 0, "%s", err);
+}
