@@ -34,9 +34,11 @@ double decimal_strtod(const char *s, char **end)
         q += *q == '+' || *q == '-';
         if (digits(q)) p = q + digits(q);
     }
+    /* from the sign or first digit: leading white space would count against the buffer */
+    while (isspace((unsigned char)*s)) s++;
     size_t len = (size_t)(p - s);
     char buf[128], *stop;
-    if (len >= sizeof buf) return strtod(s, end); /* decimal throughout: strtod reads just as far */
+    if (len >= sizeof buf) return strtod(s, end); /* a sign or digit, then decimal: strtod reads as far */
     memcpy(buf, s, len);
     buf[len] = 0;
     double v = strtod(buf, &stop);

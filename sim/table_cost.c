@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/decimal.h"
 #include "metrics/metrics.h"
 
 /* Sorted distinct values of V[0..n) (stride STRIDE doubles) into a new array. */
@@ -79,7 +80,7 @@ static int parse_seq_scales(table_cost *tc, const char *v, char *err, size_t err
                   bound == 1L << tc->num_seq_buckets;
         if (ok) {
             p = end + 1;
-            scale = strtod(p, &end);
+            scale = decimal_strtod(p, &end);
             ok = end != p && isfinite(scale) && scale > 0 && (*end == ' ' || *end == '\0');
         }
         if (!ok) {
@@ -110,7 +111,7 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
     for (int i = 0; i < 2; i++) {
         const char *v = ct_meta(t, keys[i]);
         char *end = NULL;
-        *scales[i] = v ? strtod(v, &end) : 1.0;
+        *scales[i] = v ? decimal_strtod(v, &end) : 1.0;
         if (!(*scales[i] > 0) || !isfinite(*scales[i]) || (v && (end == v || *end))) {
             snprintf(err, errlen, "cost table %s: %s must be a positive number (got \"%s\")", name, keys[i], v);
             return -1;

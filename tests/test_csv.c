@@ -2,6 +2,7 @@
  * errors that name the line, and the writer's output read back; the decimal-only number
  * reader its numeric fields (and every number a user writes) go through. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,4 +160,14 @@ Test(decimal, reads_decimal_notation_only)
     char *end;
     cr_assert_eq(decimal_strtod(longer, &end), strtod(longer, NULL));
     cr_assert_eq(*end, 0);
+    /* 200 spaces then hex: the spaces once sent it to strtod whole, which read 16 */
+    char spaced[300];
+    memset(spaced, ' ', 200);
+    strcpy(spaced + 200, "0x10");
+    cr_assert_eq(decimal_strtod(spaced, &end), 0);
+    cr_assert_eq(end, spaced + 201, "the 0, not the hex");
+    /* out of range: HUGE_VAL and ERANGE, as strtod */
+    errno = 0;
+    cr_assert_eq(decimal_strtod("1e999", NULL), HUGE_VAL);
+    cr_assert_eq(errno, ERANGE);
 }
