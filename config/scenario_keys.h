@@ -14,7 +14,7 @@
     X(model, num_experts, INT, "0", "0", "4096", "override the experts of a mixture of experts per layer (0 = keep; model.intermediate is then one expert's)") \
     X(model, experts_per_token, INT, "0", "0", "4096", "override the experts the router sends each token to (0 = keep)") \
     X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \
-    X(model, quantization, CHOICE, "none", "none|fp8", "", "fp8: the linear layers' weights and activations in FP8, as vLLM's --quantization fp8 (embedding and LM head stay model.dtype)") \
+    X(model, quantization, CHOICE, "none", "none|fp8", "", "fp8: the linear layers' weights and activations in FP8, as vLLM's --quantization fp8 on an FP8 checkpoint (per-tensor scales, static for the activations; embedding and LM head stay model.dtype)") \
     X(hardware, preset, HW, "h200", "", "", "accelerator, one of the presets listed at the top of `servesim keys`") \
     X(hardware, cost_model, CHOICE, "measured", "measured|roofline", "", "measured: the GPU's cost table from timed vLLM kernels (costs/), when one covers the model; roofline: datasheet peaks x efficiencies") \
     X(hardware, vllm_version, TEXT, "", "", "", "vLLM version of the measured table (empty: the newest there is for the GPU)") \

@@ -946,13 +946,14 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
             if fp8:
                 meta += [("allreduce_fused_fp8", f"{fused_quantizations(m, fp8)} of the fused norms also quantize their "
                                                  f"output to FP8 for the GEMM after them (vLLM's "
-                                                 f"AllReduceFused*RMSNormStaticQuantFP8 patterns): the quantization "
-                                                 f"kernel the FP8 GEMM timings hold is taken off allreduce_fused")]
+                                                 f"AllReduceFused*RMSNormStaticQuantFP8 patterns, static activation "
+                                                 f"scales): the quantization the FP8 GEMM timings hold is taken off "
+                                                 f"allreduce_fused")]
     if fp8:
         meta += [
-            ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales (vLLM's "
-                             "--quantization fp8), each timed as vLLM's FP8 linear layer, its input's "
-                             "quantization included; embedding and LM head bf16"),
+            ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales, static for the "
+                             "activations (vLLM's --quantization fp8 on an FP8 checkpoint), each timed as vLLM's "
+                             "FP8 linear layer, its input's quantization included; embedding and LM head bf16"),
             ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"
              if kv_dtype == "fp8" else "auto (vLLM's default: the model's bf16): attention timed with a bf16 KV cache"),
         ]
