@@ -161,10 +161,7 @@ static void print_table(const search_ctx *s, const cap_point *sorted)
 
 static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *res)
 {
-    fputs("SLO:", f);
-    for (int i = 0; i < s->cli->nslo; i++)
-        fprintf(f, " %s <= %g,", sumf_at((size_t)s->cli->slo[i].field)->name, s->cli->slo[i].limit);
-    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    cap_write_slo(f, s->cli->slo, s->cli->nslo);
     char cost[1400];
     job_cost_describe(s->base, cost, sizeof cost);
     fprintf(f, "Cost model: %s\n", cost);

@@ -25,6 +25,7 @@
 #include "sim/router.h"
 #include "study/capacity.h"
 #include "study/job.h"
+#include "study/simjob.h"
 #include "workload/workload.h"
 
 static const char plan_usage[] =
@@ -117,7 +118,7 @@ typedef struct plan {
     summary best_sum;
     char err[2048];
     int status;
-    char left_out[MAX_LEFT_OUT][400]; /* layouts that cannot be built and why, for plan.txt */
+    char left_out[MAX_LEFT_OUT][1700]; /* layouts that cannot be built and why, for plan.txt */
     int nleft_out;
 } plan;
 
@@ -414,13 +415,12 @@ static void layout_name(const plan *p, const layout *l, char *out, size_t len)
         n += snprintf(out + n, len - (size_t)n, " %s=%s", p->cli->vary[k].key, p->cli->vary[k].values[l->value[k]]);
 }
 
-/* Records that layout L cannot be built, and why: on stderr unless --quiet, and for plan.txt
- * (the first MAX_LEFT_OUT; a count beyond). */
+/* Records that layout L cannot be built, and why, for plan.txt (the first MAX_LEFT_OUT; a
+ * count beyond); where none can, the error names the first. */
 static void leave_out(plan *p, const layout *l, const char *why)
 {
     char name[600];
     layout_name(p, l, name, sizeof name);
-    if (!p->cli->quiet) fprintf(stderr, "plan: %s left out: %s\n", name, why);
     if (p->nleft_out < MAX_LEFT_OUT)
         snprintf(p->left_out[p->nleft_out], sizeof p->left_out[0], "%s: %s", name, why);
     p->nleft_out++;
@@ -428,13 +428,15 @@ static void leave_out(plan *p, const layout *l, const char *why)
 
 /* vLLM refuses to start an instance whose KV pool cannot hold one sequence of max_model_len
  * ("To serve at least one request with the model's max seq len ..."), so plan does not rank
- * one: writes why to WHY and returns true. */
+ * one: writes why to WHY and returns true. A pool the user sized (kv.num_blocks) is theirs
+ * to try: vLLM checks the memory, not that override; a run warns. */
 static bool pool_refused(const scenario_resolved *r, char *why, size_t len)
 {
-    long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
-    if (tokens >= r->sched.max_model_len) return false;
+    long long tokens = simjob_short_pool(r);
+    if (tokens < 0 || r->kv_blocks_set) return false;
     snprintf(why, len, "its KV pool holds %lld tokens, less than one sequence of scheduler.max_model_len (%d), and "
-             "vLLM refuses to start so; a smaller scheduler.max_model_len plans it", tokens, r->sched.max_model_len);
+             "vLLM refuses to start so; a scheduler.max_model_len of at most %lld plans it", tokens,
+             r->sched.max_model_len, tokens);
     return true;
 }
 
@@ -490,7 +492,10 @@ static int enumerate(plan *p)
                 p->lay[p->nlay++] = l;
             }
     }
-    if (p->nlay == 0) snprintf(p->err, sizeof p->err, "no layout fits (see above)");
+    if (p->nlay == 0)
+        snprintf(p->err, sizeof p->err, "no layout fits%s%.1700s%s", p->nleft_out ? ": " : "",
+                 p->nleft_out ? p->left_out[0] : "",
+                 p->nleft_out > 1 ? " (and the others likewise, or see --max-tp, --gpus and --pd)" : "");
     return p->nlay ? 0 : -1;
 }
 
@@ -563,9 +568,7 @@ static void write_points(FILE *f, const plan *p, bool front_only)
 static void write_answer(FILE *f, const plan *p, const int *order)
 {
     const plan_cli *c = p->cli;
-    fputs("SLO:", f);
-    for (int i = 0; i < c->nslo; i++) fprintf(f, " %s <= %g,", sumf_at((size_t)c->slo[i].field)->name, c->slo[i].limit);
-    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    cap_write_slo(f, c->slo, c->nslo);
     /* each tensor-parallel size its own table, or the roofline where none is measured */
     for (int i = 0; i < p->nlay; i++) {
         bool seen = false;
@@ -605,11 +608,12 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         if (best->have) {
             char name[600];
             layout_name(p, best, name, sizeof name);
-            fprintf(f, "Best on %ld GPUs: %s x %d, %.4g req/s (%.3g per GPU)%s\n", c->gpus, name, best->replicas,
+            fprintf(f, "Best on %ld GPU%s: %s x %d, %.4g req/s (%.3g per GPU)%s\n", c->gpus, c->gpus == 1 ? "" : "s",
+                    name, best->replicas,
                     best->capacity, best->capacity / gpus_of(best, best->replicas),
                     best->fail == 0 ? ", the --max-rate bound: it may serve more" : "");
         } else {
-            fprintf(f, "No layout on %ld GPUs meets the SLOs at any rate tried.\n", c->gpus);
+            fprintf(f, "No layout on %ld GPU%s meets the SLOs at any rate tried.\n", c->gpus, c->gpus == 1 ? "" : "s");
         }
     }
     if (c->target > 0) {
@@ -913,6 +917,22 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
             if (plan_refuses_frontend(&probe, c->vary[k].key, c->vary[k].values[v]) < 0) return EXIT_BAD_INPUT;
         }
     if (plan_refuses_frontend(sc, NULL, NULL) < 0) return EXIT_BAD_INPUT;
+    for (int k = 0; k < c->nvary; k++)
+        if (!c->npd && strncmp(c->vary[k].key, "deployment.kv_transfer_", 23) == 0) {
+            fprintf(stderr, "servesim: --vary %s: only disaggregated layouts (--pd) move KV; without --pd every value "
+                            "gives the same layouts\n", c->vary[k].key);
+            return EXIT_BAD_INPUT;
+        }
+    /* the deployment plan chooses itself: a value the scenario gives is not used, and said so */
+    static const scenario_key chosen[] = {K_deployment_tensor_parallel, K_deployment_replicas, K_deployment_router,
+                                          K_deployment_prefill_instances, K_deployment_decode_instances};
+    for (size_t i = 0; i < sizeof chosen / sizeof *chosen && !c->quiet; i++)
+        if (strcmp(sc->v[chosen[i]].origin, "default") != 0) {
+            char label[400];
+            scenario_key_label(sc, chosen[i], label, sizeof label);
+            fprintf(stderr, "plan: %s is not used: plan chooses the deployment itself (--max-tp, --gpus, --rate, "
+                            "--routers, --pd)\n", label);
+        }
     const char *arrival = sc->v[K_workload_arrival].s;
     if (strcmp(arrival, "closed") == 0 || strcmp(arrival, "all_at_once") == 0) {
         fprintf(stderr, "servesim: plan varies the arrival rate, but workload.arrival is %s (%s): use poisson, gamma, "

@@ -193,3 +193,13 @@ void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings
                 pts[lowest].sum.min_free_blocks, pts[lowest].rate);
     }
 }
+
+void cap_write_slo(FILE *f, const cap_slo *slo, int n)
+{
+    fputs("SLO:", f);
+    for (int i = 0; i < n; i++) fprintf(f, " %s <= %g,", sumf_at((size_t)slo[i].field)->name, slo[i].limit);
+    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    if (!n) /* a capacity whatever the latency: say so, lest it read as a served one */
+        fputs("No latency limit was given (--slo ttft_p99_ms=...,tpot_p99_ms=...): capacity is the highest rate\n"
+              "kept up with, whatever its latency ([slo] keys set goodput's objectives, not these).\n", f);
+}

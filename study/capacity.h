@@ -29,6 +29,10 @@ typedef struct cap_slo {
 /* "ttft_p99_ms=500,tpot_p99_ms=50": METRIC_STAT_ms with METRIC one of ttft, tpot, itl, e2el and
  * STAT one of mean, median, p90, p99 (summary.json's p99_ttft_ms spelling works too). */
 int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen);
+
+/* The answer's SLO line ("SLO: p99_ttft_ms <= 500, achieved >= 90% of offered"), and where
+ * no latency limit was given, a line saying the capacity holds whatever the latency. */
+void cap_write_slo(FILE *f, const cap_slo *slo, int n);
 /* Whether S, measured at offered RATE, is served (see above). WHY gets the first failure. */
 bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len);
 

@@ -111,13 +111,19 @@ static json_t *kv_cache_json(const scenario_resolved *r)
     return o;
 }
 
+long long simjob_short_pool(const scenario_resolved *r)
+{
+    long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
+    return tokens < r->sched.max_model_len ? tokens : -1;
+}
+
 /* vLLM refuses to start when its pool cannot hold one sequence of max_model_len; servesim
  * runs (rejecting what cannot fit) and says so, once a process. */
 static void warn_short_pool(const scenario_resolved *r)
 {
     static atomic_flag warned = ATOMIC_FLAG_INIT; /* a sweep's threads run jobs at once */
-    long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
-    if (tokens >= r->sched.max_model_len || atomic_flag_test_and_set(&warned)) return;
+    long long tokens = simjob_short_pool(r);
+    if (tokens < 0 || atomic_flag_test_and_set(&warned)) return;
     fprintf(stderr, "servesim: warning: the KV pool holds %lld tokens, less than one sequence of scheduler.max_model_len "
             "(%d); vLLM refuses to start so. Longer requests are rejected here (warned once)\n", tokens,
             r->sched.max_model_len);

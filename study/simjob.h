@@ -32,4 +32,8 @@ typedef struct simjob {
 /* Returns an exit status; on failure ERR says why. */
 int simjob_run(simjob *j, char *err, size_t errlen);
 
+/* The tokens R's KV pool holds, when they are fewer than one sequence of max_model_len:
+ * vLLM refuses to start so (a run here rejects what cannot fit, and warns); -1 otherwise. */
+long long simjob_short_pool(const scenario_resolved *r);
+
 #endif

@@ -269,7 +269,7 @@ Test(plan, searches_that_find_nothing_still_answer)
     cr_assert_not_null(f);
     char line[512];
     bool none = false;
-    while (fgets(line, sizeof line, f)) none |= strstr(line, "No layout on 1 GPUs meets the SLOs") != NULL;
+    while (fgets(line, sizeof line, f)) none |= strstr(line, "No layout on 1 GPU meets the SLOs") != NULL;
     fclose(f);
     cr_assert(none);
 }
