@@ -196,6 +196,8 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, dep), 2);
     char *tp[] = {"plan", "--gpus", "2", "--vary", "deployment.tensor_parallel=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, tp), 2, "plan chooses the tensor parallelism itself");
+    char *kvt[] = {"plan", "--gpus", "2", "--vary", "deployment.kv_transfer_gbs=10,50", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, kvt), 2, "without --pd every value gives the same layouts");
     char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pd), 2);
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
@@ -303,7 +305,8 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Left out:"), 1);
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt",
                                 ": its KV pool holds 98512 tokens, less than one sequence of "
-                                "scheduler.max_model_len (131072), and vLLM refuses to start so"), 2,
+                                "scheduler.max_model_len (131072), and vLLM refuses to start so; a "
+                                "scheduler.max_model_len of at most 98512 plans it"), 2,
                  "tp1 with fusion auto and with off");
     char *fits[] = {"plan", "--gpus", "2", "--max-tp", "1", "--set", "model.preset=llama-3.1-70b", "--set",
                     "model.quantization=fp8", "--set", "scheduler.max_model_len=32768", "--set",
@@ -312,4 +315,34 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
     cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.csv", "\"tp1 least_outstanding\",1,"), 1);
     cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.txt", "Left out:"), 0);
     system("rm -rf /tmp/ss-plan-short /tmp/ss-plan-short-ok");
+}
+
+/* A pool the user sized (kv.num_blocks) is theirs to try: not left out (vLLM checks memory,
+ * not that override). Where no layout fits, the error names the first reason even with
+ * --quiet (it said "see above" over nothing). */
+Test(plan, a_sized_pool_is_planned_and_nothing_fitting_says_why, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-plan-sized /tmp/ss-plan-none");
+    char *sized[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "kv.num_blocks=64", "--set",
+                     "workload.prompt_len=fixed:64", "--set", "workload.output_len=fixed:16", "--set",
+                     "workload.num_requests=50", "--out", "/tmp/ss-plan-sized", "--quiet"};
+    cr_assert_eq(cmd_plan(15, sized), 0);
+    cr_assert_eq(count_matching("/tmp/ss-plan-sized/plan.csv", "\"tp1 least_outstanding\",1,"), 1);
+    char *none[] = {"plan", "--gpus", "1", "--set", "model.preset=llama-3.1-70b", "--out", "/tmp/ss-plan-none", "--quiet"};
+    cr_assert_eq(cmd_plan(8, none), 2);
+    fflush(stderr);
+    char text[4096];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "servesim: no layout fits: tp1 least_outstanding: "), "%s", text);
+    cr_assert(strstr(text, "leave no room for a KV block"), "%s", text);
+    cr_assert_eq(count_lines("/tmp/ss-plan-none/plan.txt"), -1, "nothing written");
+    /* a deployment the scenario gives is not used, and said so (it was silently ignored) */
+    char *given[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "deployment.tensor_parallel=2", "--set",
+                     "workload.num_requests=50", "--out", "/tmp/ss-plan-sized"};
+    cr_assert_eq(cmd_plan(11, given), 0);
+    fflush(stderr);
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "plan: deployment.tensor_parallel (--set) is not used: plan chooses the deployment itself"),
+              "%s", text);
+    system("rm -rf /tmp/ss-plan-sized");
 }
