@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/scenario.h"
+
 static const cli_opt *find_opt(const cli_opt *opts, int n, const char *flag, size_t len)
 {
     for (int i = 0; i < n; i++)
@@ -27,7 +29,13 @@ int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt
     *opt = find_opt(opts, n, arg, len);
     *value = NULL;
     if (!*opt) {
-        fprintf(stderr, "servesim: unknown option %.*s\n%s", (int)len, arg, usage);
+        char name[128], key[160];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), arg);
+        if (scenario_vllm_key(name, key, sizeof key)) /* a vLLM user's flag: name servesim's key */
+            fprintf(stderr, "servesim: unknown option %s; vLLM's %s is %s here: --set %s=VALUE\n%s", name, name, key,
+                    key, usage);
+        else
+            fprintf(stderr, "servesim: unknown option %.*s\n%s", (int)len, arg, usage);
         return -1;
     }
     if (!(*opt)->has_value) return arg[len] ? misuse(usage, (*opt)->flag, " takes no value") : 0;

@@ -68,6 +68,14 @@ static const struct vllm_option *vllm_option(const char *name)
     return NULL;
 }
 
+const char *scenario_vllm_key(const char *name, char *buf, size_t len)
+{
+    const struct vllm_option *o = vllm_option(name);
+    if (!o) return NULL;
+    snprintf(buf, len, "%s.%s", keys[o->key].section, keys[o->key].key);
+    return buf;
+}
+
 /* "; vLLM's --NAME is SECTION.KEY here" when NAME is a vLLM option's; else "". */
 static const char *vllm_hint(const char *name, char *buf, size_t len)
 {
@@ -376,7 +384,7 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 {
     char section[128], key[128];
     const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
-    char hint[200] = "";
+    char hint[600] = "";
     if (!dot || !eq || dot > eq || dot - assignment >= (long)sizeof section || eq - dot - 1 >= (long)sizeof key) {
         /* a name without its section: vLLM's, or a key's of one section */
         if (eq && eq - assignment < (long)sizeof key && !memchr(assignment, '.', (size_t)(eq - assignment))) {
@@ -398,8 +406,13 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
     snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
     int k = find_key(section, key);
     if (k < 0) {
-        snprintf(err, errlen, "--set %s: unknown key %s.%s%s (see `servesim keys`)", assignment, section, key,
-                 vllm_hint(key, hint, sizeof hint));
+        const char *why = vllm_hint(key, hint, sizeof hint);
+        int other = -1; /* the key in another section, where one has it */
+        for (int i = 0; i < K_COUNT && !*why; i++)
+            if (strcmp(keys[i].key, key) == 0) other = other < 0 ? i : K_COUNT;
+        if (other >= 0 && other < K_COUNT)
+            why = (snprintf(hint, sizeof hint, "; did you mean %s.%s?", keys[other].section, key), hint);
+        snprintf(err, errlen, "--set %s: unknown key %s.%s%s (see `servesim keys`)", assignment, section, key, why);
         return -1;
     }
     char why[512];
@@ -850,7 +863,12 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     sched_config *c = &out->sched;
     out->replicas = (int)V(deployment, replicas).i;
     out->tensor_parallel = (int)V(deployment, tensor_parallel).i;
-    if (model_check_tp(&out->model, out->tensor_parallel, err, errlen) < 0) return -1;
+    char why[400];
+    if (model_check_tp(&out->model, out->tensor_parallel, why, sizeof why) < 0) {
+        /* the scenario's name leads the message: say where the value came from */
+        snprintf(err, errlen, "%s (given by %s)", why, V(deployment, tensor_parallel).origin);
+        return -1;
+    }
     out->token_times = V(run, token_times).b;
     router_parse(V(deployment, router).s, &out->router);
     sched_policy_parse(V(scheduler, policy).s, &c->policy);
@@ -887,7 +905,6 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                  out->draft_model.name, out->draft_model.vocab, out->model.name, out->model.vocab);
         return -1;
     }
-    char why[400];
     if (c->num_speculative_tokens > 0 && out->spec_draft_model &&
         model_check_tp(&out->draft_model, out->tensor_parallel, why, sizeof why) < 0) {
         snprintf(err, errlen, "speculative.draft_model (%s) runs at the target's tensor parallelism: %s",

@@ -93,6 +93,9 @@ void scenario_defaults(scenario *sc);
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
 /* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
+/* "SECTION.KEY" of the key that models vLLM's option NAME ("--max-num-seqs", "max_num_seqs"),
+ * written to BUF; NULL when NAME is none of VLLM_OPTIONS. */
+const char *scenario_vllm_key(const char *name, char *buf, size_t len);
 /* Checks the keys together and derives the run's settings. -1 with a reason naming the keys. */
 int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size_t errlen);
 /* The real engine's settings: backend options and sampling; when kv.num_blocks is 0 the pool

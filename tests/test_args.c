@@ -53,6 +53,19 @@ Test(args, an_unknown_option_is_named, .init = cr_redirect_stderr)
     cr_assert_stderr_eq_str("servesim: unknown option --bogus\nusage: test\n");
 }
 
+/* vLLM's engine flags are not servesim's options, but the message names the key that models
+ * one (a vLLM user typed --tensor-parallel-size 4 and got only "unknown option") */
+Test(args, a_vllm_flag_is_answered_with_its_key, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *argv[] = {"run", "--tensor-parallel-size=4"};
+    cr_assert_eq(parse(0, &sc, &a, 2, argv), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: unknown option --tensor-parallel-size; vLLM's --tensor-parallel-size is "
+                            "deployment.tensor_parallel here: --set deployment.tensor_parallel=VALUE\nusage: test\n");
+}
+
 Test(args, options_of_another_command_are_unknown, .init = cr_redirect_stderr)
 {
     scenario sc;

@@ -203,6 +203,7 @@ Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_
                                               "--tensor-parallel-size is deployment.tensor_parallel here"},
         {"kv.NUM_GPU_BLOCKS_OVERRIDE=9", "vLLM's --num-gpu-blocks-override is kv.num_blocks here"},
         {"tensor_parallel=2", "expected SECTION.KEY=VALUE; did you mean deployment.tensor_parallel=2?"},
+        {"scheduler.tensor_parallel=2", "unknown key scheduler.tensor_parallel; did you mean deployment.tensor_parallel?"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cr_assert_eq(scenario_set(&sc, cases[i].set, err, sizeof err), -1, "%s", cases[i].set);
@@ -375,7 +376,7 @@ Test(scenario, tensor_parallelism_splits_weights_and_kv_over_the_group)
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=3", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "deployment.tensor_parallel = 3 does not split llama-3-70b: its 64 attention heads "
-                      "(model.num_heads) do not divide by 3, as vLLM requires; sizes that do: 1, 2, 4, 8"),
+                      "(model.num_heads) do not divide by 3, as vLLM requires; sizes that do: 1, 2, 4, 8 (given by --set)"),
               "%s", err);
     shard = model_shard(&r.model, 16);
     cr_assert_eq(shard.num_kv_heads, 1);
