@@ -201,18 +201,47 @@ static bool first_warning_of(const char *name)
     return first;
 }
 
+/* The first price a step takes from beyond its component's sweep, for the warning. */
+typedef struct off_sweep {
+    ct_component c;
+    double x, y;
+} off_sweep;
+
+/* tc_component, noting in *O the first price from beyond the sweep. */
+static double price(const table_cost *tc, ct_component c, double x, double y, bool *outside, off_sweep *o)
+{
+    bool out = false;
+    double v = tc_component(tc, c, x, y, &out);
+    if (out && !*outside) *o = (off_sweep){c, x, y};
+    *outside |= out;
+    return v;
+}
+
+/* "linear at 131072 (its sweep 1-65536)": what a step took from beyond its table. */
+static void describe_off_sweep(const table_cost *tc, const off_sweep *o, char *buf, size_t len)
+{
+    const grid *g = &tc->g[o->c];
+    int n = snprintf(buf, len, "%s at %.6g", ct_component_name(o->c), o->x);
+    if (g->ny > 1 && n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", %.6g", o->y);
+    if (n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, " (its sweep %.6g-%.6g", g->x[0], g->x[g->nx - 1]);
+    if (g->ny > 1 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " by %.6g-%.6g", g->y[0], g->y[g->ny - 1]);
+    if (n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ")");
+}
+
 double tc_step_time(const void *ctx, const sched_batch *b)
 {
     table_cost *tc = (table_cost *)ctx;
     bool outside = false;
+    off_sweep off = {0};
     /* a row of logits per sequence, and one per draft token a verification checks */
     double rows = b->num_items + b->num_draft_tokens;
-    double t = tc_component(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside) +
-               tc_component(tc, CT_LM_HEAD, rows, 0, &outside) +
-               tc_component(tc, CT_SAMPLE, rows, 0, &outside);
+    double t = price(tc, CT_LINEAR, b->num_batched_tokens, 0, &outside, &off) +
+               price(tc, CT_LM_HEAD, rows, 0, &outside, &off) +
+               price(tc, CT_SAMPLE, rows, 0, &outside, &off);
     double tokens = b->num_batched_tokens;
     bool fused = tokens <= tc->fused_max_tokens && tc_has(tc, CT_ALLREDUCE_FUSED);
-    t += tc_component(tc, fused ? CT_ALLREDUCE_FUSED : CT_ALLREDUCE, tokens, 0, &outside);
+    t += price(tc, fused ? CT_ALLREDUCE_FUSED : CT_ALLREDUCE, tokens, 0, &outside, &off);
     int decodes = b->num_items - b->num_multi_token_items;
     double decode_context = (double)b->decode_context_sum;
     for (int i = 0, left = b->num_multi_token_items; left > 0; i++) {
@@ -227,17 +256,19 @@ double tc_step_time(const void *ctx, const sched_batch *b)
             decode_context += it->context_len + n;
             continue;
         }
-        t += tc_component(tc, CT_PREFILL_ATTN, n, it->context_len, &outside);
+        t += price(tc, CT_PREFILL_ATTN, n, it->context_len, &outside, &off);
     }
-    if (decodes > 0) t += tc_component(tc, CT_DECODE_ATTN, decodes, decode_context / decodes, &outside);
+    if (decodes > 0) t += price(tc, CT_DECODE_ATTN, decodes, decode_context / decodes, &outside, &off);
     t = (tc_prompt_bound(b->num_prefill_tokens, b->num_decode_seqs) ? tc->scale_prefill
                                                                       : tc_decode_scale(tc, b->num_decode_seqs + b->num_prefill_seqs)) * t +
         tc->g[CT_OVERHEAD].s[0];
     if (outside && !tc->warned) {
         tc->warned = true;
+        char what[200];
+        describe_off_sweep(tc, &off, what, sizeof what);
         if (first_warning_of(tc->name))
-            fprintf(stderr, "servesim: warning: a step falls outside the sweep of cost table %s; "
-                            "extrapolating (warned once)\n", tc->name);
+            fprintf(stderr, "servesim: warning: cost table %s: a step's %s lies outside the table; "
+                            "extrapolating (warned once)\n", tc->name, what);
     }
     return t;
 }

@@ -168,8 +168,9 @@ Test(table_cost, a_table_is_warned_about_once_a_process, .init = cr_redirect_std
     fflush(stderr);
     char text[1024];
     text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
-    cr_assert_str_eq(text, "servesim: warning: a step falls outside the sweep of cost table once.csv; extrapolating "
-                           "(warned once)\n");
+    /* it names what lies outside, and the sweep (it once said only "a step") */
+    cr_assert_str_eq(text, "servesim: warning: cost table once.csv: a step's linear at 16 (its sweep 1-8) lies "
+                           "outside the table; extrapolating (warned once)\n");
 }
 
 /* A table of zeros priced every run at 0 ms and exited 0 (bad-input campaign) */
