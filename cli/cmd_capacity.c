@@ -165,6 +165,9 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     char cost[1400];
     job_cost_describe(s->base, cost, sizeof cost);
     fprintf(f, "Cost model: %s\n", cost);
+    char note[700];
+    job_scheduler_note(s->base, note, sizeof note);
+    if (*note) fprintf(f, "%s\n", note);
     if (res->best == 0) fprintf(f, "Capacity: no rate down to %.4g req/s is served.\n", res->fail);
     else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
     else {

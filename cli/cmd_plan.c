@@ -580,6 +580,9 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         job_cost_describe(&sc, cost, sizeof cost);
         fprintf(f, "Cost model at tensor parallel %d: %s\n", p->lay[i].tp, cost);
     }
+    char note[700];
+    job_scheduler_note(p->base, note, sizeof note);
+    if (*note) fprintf(f, "%s\n", note);
     bool mixed = false;
     for (int i = 1; i < p->nlay; i++) mixed |= strcmp(p->lay[i].cost, p->lay[0].cost) != 0;
     if (mixed)

@@ -264,6 +264,23 @@ void job_cost_describe(const scenario *sc, char *out, size_t len)
     job_cost_free(&c);
 }
 
+void job_scheduler_note(const scenario *sc, char *out, size_t len)
+{
+    scenario_resolved r;
+    char err[1024];
+    *out = 0;
+    if (scenario_resolve(sc, &r, err, sizeof err) < 0 || r.sched.policy != POLICY_PAGED ||
+        (r.sched.chunked_prefill && r.sched.prefix_caching))
+        return;
+    snprintf(out, len,
+             "Scheduler: chunked prefill %s, prefix caching %s, a budget of %d tokens a step (servesim's defaults). "
+             "vLLM's V1 engine has both on, with a budget of 8,192 tokens on GPUs of 70 GiB or more but the A100 "
+             "and 2,048 otherwise: --set scheduler.chunked_prefill=on --set scheduler.prefix_caching=on --set "
+             "scheduler.max_num_batched_tokens=N.",
+             r.sched.chunked_prefill ? "on" : "off", r.sched.prefix_caching ? "on" : "off",
+             r.sched.max_num_batched_tokens);
+}
+
 int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen)
 {
     memset(sp, 0, sizeof *sp);

@@ -308,12 +308,16 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
                                 "scheduler.max_model_len (131072), and vLLM refuses to start so; a "
                                 "scheduler.max_model_len of at most 98512 plans it"), 2,
                  "tp1 with fusion auto and with off");
+    /* servesim's scheduler defaults are not vLLM V1's, and the answer says so */
+    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Scheduler: chunked prefill off, prefix caching off"), 1);
     char *fits[] = {"plan", "--gpus", "2", "--max-tp", "1", "--set", "model.preset=llama-3.1-70b", "--set",
                     "model.quantization=fp8", "--set", "scheduler.max_model_len=32768", "--set",
-                    "workload.num_requests=100", "--out", "/tmp/ss-plan-short-ok", "--quiet"};
-    cr_assert_eq(cmd_plan(15, fits), 0);
+                    "workload.num_requests=100", "--set", "scheduler.chunked_prefill=on", "--set",
+                    "scheduler.prefix_caching=on", "--out", "/tmp/ss-plan-short-ok", "--quiet"};
+    cr_assert_eq(cmd_plan(19, fits), 0);
     cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.csv", "\"tp1 least_outstanding\",1,"), 1);
     cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.txt", "Left out:"), 0);
+    cr_assert_eq(count_matching("/tmp/ss-plan-short-ok/plan.txt", "Scheduler:"), 0, "vLLM's settings: no note");
     system("rm -rf /tmp/ss-plan-short /tmp/ss-plan-short-ok");
 }
 
