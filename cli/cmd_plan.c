@@ -118,7 +118,8 @@ typedef struct plan {
     summary best_sum;
     char err[2048];
     int status;
-    char left_out[MAX_LEFT_OUT][1700]; /* layouts that cannot be built and why, for plan.txt */
+    char left_name[MAX_LEFT_OUT][600]; /* layouts that cannot be built, for plan.txt */
+    char left_why[MAX_LEFT_OUT][1100]; /* and why */
     int nleft_out;
 } plan;
 
@@ -419,10 +420,10 @@ static void layout_name(const plan *p, const layout *l, char *out, size_t len)
  * count beyond); where none can, the error names the first. */
 static void leave_out(plan *p, const layout *l, const char *why)
 {
-    char name[600];
-    layout_name(p, l, name, sizeof name);
-    if (p->nleft_out < MAX_LEFT_OUT)
-        snprintf(p->left_out[p->nleft_out], sizeof p->left_out[0], "%s: %s", name, why);
+    if (p->nleft_out < MAX_LEFT_OUT) {
+        layout_name(p, l, p->left_name[p->nleft_out], sizeof p->left_name[0]);
+        snprintf(p->left_why[p->nleft_out], sizeof p->left_why[0], "%s", why);
+    }
     p->nleft_out++;
 }
 
@@ -493,8 +494,8 @@ static int enumerate(plan *p)
             }
     }
     if (p->nlay == 0)
-        snprintf(p->err, sizeof p->err, "no layout fits%s%.1700s%s", p->nleft_out ? ": " : "",
-                 p->nleft_out ? p->left_out[0] : "",
+        snprintf(p->err, sizeof p->err, "no layout fits%s%.600s%s%.1100s%s", p->nleft_out ? ": " : "",
+                 p->nleft_out ? p->left_name[0] : "", p->nleft_out ? ": " : "", p->nleft_out ? p->left_why[0] : "",
                  p->nleft_out > 1 ? " (and the others likewise, or see --max-tp, --gpus and --pd)" : "");
     return p->nlay ? 0 : -1;
 }
@@ -645,7 +646,18 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         }
     }
     if (p->nleft_out) fputs("\nLeft out:\n", f);
-    for (int i = 0; i < p->nleft_out && i < MAX_LEFT_OUT; i++) fprintf(f, "  %s\n", p->left_out[i]);
+    /* the layouts one reason leaves out on one line: a TP that does not fit takes every router,
+     * --pd ratio and --vary value with it */
+    int kept = p->nleft_out < MAX_LEFT_OUT ? p->nleft_out : MAX_LEFT_OUT;
+    for (int i = 0; i < kept; i++) {
+        bool said = false;
+        for (int k = 0; k < i && !said; k++) said = strcmp(p->left_why[k], p->left_why[i]) == 0;
+        if (said) continue;
+        fprintf(f, "  %s", p->left_name[i]);
+        for (int k = i + 1; k < kept; k++)
+            if (strcmp(p->left_why[k], p->left_why[i]) == 0) fprintf(f, ", %s", p->left_name[k]);
+        fprintf(f, ": %s\n", p->left_why[i]);
+    }
     if (p->nleft_out > MAX_LEFT_OUT) fprintf(f, "  and %d more\n", p->nleft_out - MAX_LEFT_OUT);
 }
 

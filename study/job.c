@@ -266,19 +266,20 @@ void job_cost_describe(const scenario *sc, char *out, size_t len)
 
 void job_scheduler_note(const scenario *sc, char *out, size_t len)
 {
-    scenario_resolved r;
-    char err[1024];
+    /* from the keys, not a resolved scenario: plan's base may not fit one GPU as it stands */
+    bool chunked = sc->v[K_scheduler_chunked_prefill].b, prefix = sc->v[K_scheduler_prefix_caching].b;
+    long long budget = sc->v[K_scheduler_max_num_batched_tokens].i;
     *out = 0;
-    if (scenario_resolve(sc, &r, err, sizeof err) < 0 || r.sched.policy != POLICY_PAGED ||
-        (r.sched.chunked_prefill && r.sched.prefix_caching))
-        return;
+    if (strcmp(sc->v[K_scheduler_policy].s, "paged") != 0 || (chunked && prefix)) return;
+    char tokens[64];
+    if (budget) snprintf(tokens, sizeof tokens, "%lld tokens", budget);
+    else snprintf(tokens, sizeof tokens, "%s", chunked ? "2,048 tokens" : "scheduler.max_model_len");
     snprintf(out, len,
-             "Scheduler: chunked prefill %s, prefix caching %s, a budget of %d tokens a step (servesim's defaults). "
+             "Scheduler: chunked prefill %s, prefix caching %s, a budget of %s a step; "
              "vLLM's V1 engine has both on, with a budget of 8,192 tokens on GPUs of 70 GiB or more but the A100 "
              "and 2,048 otherwise: --set scheduler.chunked_prefill=on --set scheduler.prefix_caching=on --set "
              "scheduler.max_num_batched_tokens=N.",
-             r.sched.chunked_prefill ? "on" : "off", r.sched.prefix_caching ? "on" : "off",
-             r.sched.max_num_batched_tokens);
+             chunked ? "on" : "off", prefix ? "on" : "off", tokens);
 }
 
 int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen)

@@ -304,10 +304,11 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.csv", "\"tp2 least_outstanding deployment.allreduce_fusion="), 2);
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Left out:"), 1);
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt",
-                                ": its KV pool holds 98512 tokens, less than one sequence of "
-                                "scheduler.max_model_len (131072), and vLLM refuses to start so; a "
-                                "scheduler.max_model_len of at most 98512 plans it"), 2,
-                 "tp1 with fusion auto and with off");
+                                "  tp1 least_outstanding deployment.allreduce_fusion=auto, tp1 least_outstanding "
+                                "deployment.allreduce_fusion=off: its KV pool holds 98512 tokens, less than one "
+                                "sequence of scheduler.max_model_len (131072), and vLLM refuses to start so; a "
+                                "scheduler.max_model_len of at most 98512 plans it"), 1,
+                 "tp1 with fusion auto and with off, on one line: one reason");
     /* servesim's scheduler defaults are not vLLM V1's, and the answer says so */
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Scheduler: chunked prefill off, prefix caching off"), 1);
     char *fits[] = {"plan", "--gpus", "2", "--max-tp", "1", "--set", "model.preset=llama-3.1-70b", "--set",
