@@ -16,7 +16,7 @@
 #include "cli/study_args.h"
 
 static const char capacity_usage[] =
-    "usage: servesim capacity SCENARIO.ini [--slo METRIC=LIMIT,...] [--max-rate R] [--out DIR]\n"
+    "usage: servesim capacity [SCENARIO.ini] [--slo METRIC=LIMIT,...] [--max-rate R] [--out DIR]\n"
     "                         [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
     "  Finds the highest Poisson arrival rate (workload.rate; the search starts there) that the\n"
     "  scenario serves: every SLO met (METRIC is ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"

@@ -29,7 +29,7 @@
 #include "workload/workload.h"
 
 static const char plan_usage[] =
-    "usage: servesim plan SCENARIO.ini (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
+    "usage: servesim plan [SCENARIO.ini] (--gpus N | --rate R | both) [--slo METRIC=LIMIT,...]\n"
     "                     [--routers A,B] [--pd P:D,...] [--vary SECTION.KEY=V1,V2]... [--max-tp N]\n"
     "                     [--max-rate R] [--shard K/N]\n"
     "                     [--out DIR] [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
@@ -174,6 +174,11 @@ static int parse_vary(const char *v, plan_cli *c)
             fprintf(stderr, "servesim: --vary %s: at most %d values\n", v, MAX_VALUES);
             return -1;
         }
+        for (int i = 0; i < k->n; i++)
+            if (strcmp(k->values[i], tok) == 0) { /* one layout twice: searched and ranked twice */
+                fprintf(stderr, "servesim: --vary %s: %s is given twice\n", v, tok);
+                return -1;
+            }
         snprintf(k->values[k->n++], sizeof k->values[0], "%s", tok);
     }
     /* the deployment keys plan chooses itself; the others (the all-reduce fusion, the KV

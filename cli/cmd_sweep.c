@@ -14,7 +14,7 @@
 #include "study/sweep.h"
 
 static const char sweep_usage[] =
-    "usage: servesim sweep SCENARIO.ini [--vary SECTION.KEY=V1,V2,...]... [--point [LABEL:]K=V,K=V]...\n"
+    "usage: servesim sweep [SCENARIO.ini] [--vary SECTION.KEY=V1,V2,...]... [--point [LABEL:]K=V,K=V]...\n"
     "                      [--jobs N] [--repeat N] [--shard K/N] [--out DIR] [--keep-runs]\n"
     "                      [--report EXPERIMENT] [--seed N] [--percentiles P,...]\n"
     "                      [--set SECTION.KEY=VALUE]... [--quiet]\n"

@@ -196,6 +196,8 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, dep), 2);
     char *tp[] = {"plan", "--gpus", "2", "--vary", "deployment.tensor_parallel=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, tp), 2, "plan chooses the tensor parallelism itself");
+    char *twice[] = {"plan", "--gpus", "2", "--vary", "kv.block_size=16,32,16", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, twice), 2, "a value twice: one layout searched twice");
     char *kvt[] = {"plan", "--gpus", "2", "--vary", "deployment.kv_transfer_gbs=10,50", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, kvt), 2, "without --pd every value gives the same layouts");
     char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
