@@ -594,8 +594,16 @@ static void write_answer(FILE *f, const plan *p, const int *order)
     if (mixed)
         fputs("Note: measured tables price some layouts and the roofline others; the roofline runs 10-50% fast at\n"
               "tensor parallel > 1 and with FP8 (docs/cost-model.md), so compare layouts of one cost model.\n", f);
+    /* the layout column as wide as its longest label (--vary values lengthen them) */
+    int w = 44;
+    for (int i = 0; i < p->nlay; i++) {
+        char name[600];
+        layout_name(p, &p->lay[i], name, sizeof name);
+        int n = (int)strlen(name) + 8; /* " x 4096" */
+        if (n > w) w = n;
+    }
     if (c->gpus) {
-        fprintf(f, "\n%-44s %-9s %6s %10s %10s %12s %10s %10s %10s\n", "layout on all GPUs", "cost", "GPUs", "req/s",
+        fprintf(f, "\n%-*s %-9s %6s %10s %10s %12s %10s %10s %10s\n", w, "layout on all GPUs", "cost", "GPUs", "req/s",
                 "req/s/GPU", "tok/s/GPU", "tok/s/user", "TTFT p99", "TPOT p99");
         for (int o = 0; o < p->nlay; o++) {
             const layout *l = &p->lay[order[o]];
@@ -605,10 +613,10 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             char label[700];
             snprintf(label, sizeof label, "%s x %d", name, l->replicas);
             if (!l->have) {
-                fprintf(f, "%-44s %-9s %6d %10s  none served down to %.3g req/s\n", label, l->cost, gpus, "-", l->fail);
+                fprintf(f, "%-*s %-9s %6d %10s  none served down to %.3g req/s\n", w, label, l->cost, gpus, "-", l->fail);
                 continue;
             }
-            fprintf(f, "%-44s %-9s %6d %10.3g %10.3g %12.0f %10.1f %10.0f %10.1f\n", label, l->cost, gpus, l->capacity,
+            fprintf(f, "%-*s %-9s %6d %10.3g %10.3g %12.0f %10.1f %10.0f %10.1f\n", w, label, l->cost, gpus, l->capacity,
                     l->capacity / gpus, l->at.output_throughput / gpus,
                     l->at.tpot_ms.median > 0 ? 1000.0 / l->at.tpot_ms.median : 0, l->at.ttft_ms.p99,
                     l->at.tpot_ms.p99);
@@ -633,10 +641,10 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             char name[600];
             layout_name(p, l, name, sizeof name);
             if (!l->min_replicas) {
-                fprintf(f, "  %-44s none up to the replica limit\n", name);
+                fprintf(f, "  %-*s none up to the replica limit\n", w, name);
                 continue;
             }
-            fprintf(f, "  %-44s %4d %s = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", name, l->min_replicas,
+            fprintf(f, "  %-*s %4d %s = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", w, name, l->min_replicas,
                     l->ratio_p ? "groups  " : "replicas", gpus_of(l, l->min_replicas), l->at_target.ttft_ms.p99,
                     l->at_target.tpot_ms.p99);
             if (best < 0 || gpus_of(l, l->min_replicas) < gpus_of(&p->lay[best], p->lay[best].min_replicas)) best = i;
