@@ -134,6 +134,11 @@ static int parse_routers(const char *v, plan_cli *c)
                     c->nrouters == ROUTER_COUNT ? "named twice?" : ROUTER_CHOICES);
             return -1;
         }
+        for (int i = 0; i < c->nrouters; i++)
+            if (c->routers[i] == c->routers[c->nrouters]) {
+                fprintf(stderr, "servesim: --routers %s: %s is named twice\n", v, tok);
+                return -1;
+            }
         c->nrouters++;
     }
     if (c->nrouters) return 0;
@@ -166,6 +171,11 @@ static int parse_vary(const char *v, plan_cli *c)
     }
     vary_key *k = &c->vary[c->nvary];
     snprintf(k->key, sizeof k->key, "%.*s", (int)(eq - v), v);
+    for (int i = 0; i < c->nvary; i++)
+        if (strcmp(c->vary[i].key, k->key) == 0) {
+            fprintf(stderr, "servesim: --vary %s: %s is varied twice; give its values in one --vary\n", v, k->key);
+            return -1;
+        }
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", eq + 1);
     k->n = 0;
@@ -249,6 +259,8 @@ static const cli_opt plan_opts[] = {
     {"--routers", true}, {"--vary", true}, {"--pd", true}, {"--out", true}, {"--quiet", false}, {"--shard", true},
 };
 
+/* Sets a key of a layout's scenario; messages name plan's layout as the value's origin (a
+ * tensor parallelism plan chose was once blamed on --set). */
 static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...)
 {
@@ -257,7 +269,7 @@ static int set(scenario *sc, char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(a, sizeof a, fmt, ap);
     va_end(ap);
-    return scenario_set(sc, a, err, errlen);
+    return scenario_set_from(sc, a, "plan's layout", err, errlen);
 }
 
 /* GPUs of layout L at UNITS replicas (aggregated) or groups of ratio_p + ratio_d instances. */
@@ -432,6 +444,23 @@ static void leave_out(plan *p, const layout *l, const char *why)
     p->nleft_out++;
 }
 
+/* The layouts left out and why, a line a reason: a TP that does not fit takes every router,
+ * --pd ratio and --vary value with it. */
+static void write_left_out(FILE *f, const plan *p)
+{
+    int kept = p->nleft_out < MAX_LEFT_OUT ? p->nleft_out : MAX_LEFT_OUT;
+    for (int i = 0; i < kept; i++) {
+        bool said = false;
+        for (int k = 0; k < i && !said; k++) said = strcmp(p->left_why[k], p->left_why[i]) == 0;
+        if (said) continue;
+        fprintf(f, "  %s", p->left_name[i]);
+        for (int k = i + 1; k < kept; k++)
+            if (strcmp(p->left_why[k], p->left_why[i]) == 0) fprintf(f, ", %s", p->left_name[k]);
+        fprintf(f, ": %s\n", p->left_why[i]);
+    }
+    if (p->nleft_out > MAX_LEFT_OUT) fprintf(f, "  and %d more, their reasons not kept\n", p->nleft_out - MAX_LEFT_OUT);
+}
+
 /* vLLM refuses to start an instance whose KV pool cannot hold one sequence of max_model_len
  * ("To serve at least one request with the model's max seq len ..."), so plan does not rank
  * one: writes why to WHY and returns true. A pool the user sized (kv.num_blocks) is theirs
@@ -472,10 +501,13 @@ static int enumerate(plan *p)
                         continue;
                     }
                 }
+                bool same = false; /* an aggregated layout moves no KV: one kv_transfer_* value is enough */
                 for (int k = 0, rest = combo; k < c->nvary; k++) {
                     l.value[k] = rest % c->vary[k].n;
                     rest /= c->vary[k].n;
+                    same |= pd < 0 && l.value[k] > 0 && strncmp(c->vary[k].key, "deployment.kv_transfer_", 23) == 0;
                 }
+                if (same) continue;
                 scenario sc;
                 scenario_resolved r;
                 char err[1024];
@@ -498,10 +530,11 @@ static int enumerate(plan *p)
                 p->lay[p->nlay++] = l;
             }
     }
-    if (p->nlay == 0)
-        snprintf(p->err, sizeof p->err, "no layout fits%s%.600s%s%.1100s%s", p->nleft_out ? ": " : "",
-                 p->nleft_out ? p->left_name[0] : "", p->nleft_out ? ": " : "", p->nleft_out ? p->left_why[0] : "",
-                 p->nleft_out > 1 ? " (and the others likewise, or see --max-tp, --gpus and --pd)" : "");
+    if (p->nlay == 0) { /* every reason, --quiet or not: they are the answer */
+        fputs("plan: every layout is left out:\n", stderr);
+        write_left_out(stderr, p);
+        snprintf(p->err, sizeof p->err, "no layout fits (the reasons above)");
+    }
     return p->nlay ? 0 : -1;
 }
 
@@ -586,8 +619,10 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         job_cost_describe(&sc, cost, sizeof cost);
         fprintf(f, "Cost model at tensor parallel %d: %s\n", p->lay[i].tp, cost);
     }
-    char note[700];
-    job_scheduler_note(p->base, note, sizeof note);
+    char note[700] = "";
+    bool varied = false; /* the base's scheduler is not every layout's */
+    for (int k = 0; k < c->nvary; k++) varied |= strncmp(c->vary[k].key, "scheduler.", 10) == 0;
+    if (!varied) job_scheduler_note(p->base, note, sizeof note);
     if (*note) fprintf(f, "%s\n", note);
     bool mixed = false;
     for (int i = 1; i < p->nlay; i++) mixed |= strcmp(p->lay[i].cost, p->lay[0].cost) != 0;
@@ -659,19 +694,7 @@ static void write_answer(FILE *f, const plan *p, const int *order)
         }
     }
     if (p->nleft_out) fputs("\nLeft out:\n", f);
-    /* the layouts one reason leaves out on one line: a TP that does not fit takes every router,
-     * --pd ratio and --vary value with it */
-    int kept = p->nleft_out < MAX_LEFT_OUT ? p->nleft_out : MAX_LEFT_OUT;
-    for (int i = 0; i < kept; i++) {
-        bool said = false;
-        for (int k = 0; k < i && !said; k++) said = strcmp(p->left_why[k], p->left_why[i]) == 0;
-        if (said) continue;
-        fprintf(f, "  %s", p->left_name[i]);
-        for (int k = i + 1; k < kept; k++)
-            if (strcmp(p->left_why[k], p->left_why[i]) == 0) fprintf(f, ", %s", p->left_name[k]);
-        fprintf(f, ": %s\n", p->left_why[i]);
-    }
-    if (p->nleft_out > MAX_LEFT_OUT) fprintf(f, "  and %d more\n", p->nleft_out - MAX_LEFT_OUT);
+    write_left_out(f, p);
 }
 
 static int plot_pareto(const char *dir, char *err, size_t errlen)

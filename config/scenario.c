@@ -382,6 +382,11 @@ int scenario_load(scenario *sc, const char *path, char *err, size_t errlen)
 
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 {
+    return scenario_set_from(sc, assignment, "--set", err, errlen);
+}
+
+int scenario_set_from(scenario *sc, const char *assignment, const char *origin, char *err, size_t errlen)
+{
     char section[128], key[128];
     const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
     char hint[600] = "";
@@ -420,7 +425,7 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
         snprintf(err, errlen, "--set %s: %s", assignment, why);
         return -1;
     }
-    snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "--set");
+    snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "%s", origin);
     return 0;
 }
 
@@ -933,12 +938,12 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     return sched_config_check(c, err, errlen);
 }
 
-/* A relative path in a scenario file is taken from the file's folder; one given with --set
- * from the working directory. */
+/* A relative path in a scenario file (origin "FILE:LINE") is taken from the file's folder; one
+ * given on the command line (--set, a sweep's or plan's values) from the working directory. */
 static void resolve_path(const scenario *sc, int key, char *out, size_t len)
 {
     const char *path = sc->v[key].s;
-    if (path[0] == '/' || strcmp(sc->v[key].origin, "--set") == 0 || !sc->dir[0])
+    if (path[0] == '/' || !strchr(sc->v[key].origin, ':') || !sc->dir[0])
         snprintf(out, len, "%s", path);
     else
         snprintf(out, len, "%s%s", sc->dir, path);

@@ -29,7 +29,7 @@ typedef struct scenario_value {
     double d;
     bool b;
     char s[256];
-    char origin[300];   /* "file:line" or "--set" or "default": where the value came from */
+    char origin[300];   /* "file:line", "--set", another command-line source (no ':'), or "default" */
 } scenario_value;
 
 typedef struct scenario {
@@ -93,6 +93,9 @@ void scenario_defaults(scenario *sc);
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
 /* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
+/* scenario_set with the value's ORIGIN named otherwise than "--set" (a sweep's point, plan's
+ * layout): messages say where a value came from. */
+int scenario_set_from(scenario *sc, const char *assignment, const char *origin, char *err, size_t errlen);
 /* "SECTION.KEY" of the key that models vLLM's option NAME ("--max-num-seqs", "max_num_seqs"),
  * written to BUF; NULL when NAME is none of VLLM_OPTIONS. */
 const char *scenario_vllm_key(const char *name, char *buf, size_t len);

@@ -273,11 +273,11 @@ void job_scheduler_note(const scenario *sc, char *out, size_t len)
     if (strcmp(sc->v[K_scheduler_policy].s, "paged") != 0 || (chunked && prefix)) return;
     char tokens[64];
     if (budget) snprintf(tokens, sizeof tokens, "%lld tokens", budget);
-    else snprintf(tokens, sizeof tokens, "%s", chunked ? "2,048 tokens" : "scheduler.max_model_len");
+    else snprintf(tokens, sizeof tokens, "%s", chunked ? "2048 tokens" : "scheduler.max_model_len");
     snprintf(out, len,
              "Scheduler: chunked prefill %s, prefix caching %s, a budget of %s a step; "
-             "vLLM's V1 engine has both on, with a budget of 8,192 tokens on GPUs of 70 GiB or more but the A100 "
-             "and 2,048 otherwise: --set scheduler.chunked_prefill=on --set scheduler.prefix_caching=on --set "
+             "vLLM's V1 engine has both on, with a budget of 8192 tokens on GPUs of 70 GiB or more but the A100 "
+             "and 2048 otherwise: --set scheduler.chunked_prefill=on --set scheduler.prefix_caching=on --set "
              "scheduler.max_num_batched_tokens=N.",
              chunked ? "on" : "off", prefix ? "on" : "off", tokens);
 }

@@ -255,7 +255,7 @@ static int apply(scenario *sc, int key, const char *value, char *err, size_t err
 {
     char assignment[600];
     snprintf(assignment, sizeof assignment, "%s=%s", key_names[key], value);
-    return scenario_set(sc, assignment, err, errlen);
+    return scenario_set_from(sc, assignment, "the sweep's point", err, errlen);
 }
 
 int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *err, size_t errlen)

@@ -198,6 +198,11 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, tp), 2, "plan chooses the tensor parallelism itself");
     char *twice[] = {"plan", "--gpus", "2", "--vary", "kv.block_size=16,32,16", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, twice), 2, "a value twice: one layout searched twice");
+    char *key_twice[] = {"plan", "--gpus", "2", "--vary", "kv.block_size=16", "--vary", "kv.block_size=32",
+                         "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(9, key_twice), 2, "a key varied twice: the last value applied under both labels");
+    char *routers_twice[] = {"plan", "--gpus", "2", "--routers", "round_robin,round_robin", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, routers_twice), 2);
     char *kvt[] = {"plan", "--gpus", "2", "--vary", "deployment.kv_transfer_gbs=10,50", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, kvt), 2, "without --pd every value gives the same layouts");
     char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
@@ -340,8 +345,9 @@ Test(plan, a_sized_pool_is_planned_and_nothing_fitting_says_why, .init = cr_redi
     fflush(stderr);
     char text[4096];
     text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
-    cr_assert(strstr(text, "servesim: no layout fits: tp1 least_outstanding: "), "%s", text);
+    cr_assert(strstr(text, "plan: every layout is left out:\n  tp1 least_outstanding: "), "%s", text);
     cr_assert(strstr(text, "leave no room for a KV block"), "%s", text);
+    cr_assert(strstr(text, "servesim: no layout fits (the reasons above)"), "%s", text);
     cr_assert_eq(count_lines("/tmp/ss-plan-none/plan.txt"), -1, "nothing written");
     /* a deployment the scenario gives is not used, and said so (it was silently ignored) */
     char *given[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "deployment.tensor_parallel=2", "--set",
@@ -352,4 +358,25 @@ Test(plan, a_sized_pool_is_planned_and_nothing_fitting_says_why, .init = cr_redi
     cr_assert(strstr(text, "plan: deployment.tensor_parallel (--set) is not used: plan chooses the deployment itself"),
               "%s", text);
     system("rm -rf /tmp/ss-plan-sized");
+}
+
+/* A tensor parallelism plan chose and the model refuses is named as plan's, not the user's
+ * --set (it said "given by --set"); an aggregated layout, which moves no KV, is searched for
+ * one kv_transfer_* value, not each (identical layouts were searched and ranked twice). */
+Test(plan, its_own_choices_are_named_and_kv_transfer_varies_disaggregated_layouts_only)
+{
+    system("rm -rf /tmp/ss-plan-own");
+    char *argv[] = {"plan", "--gpus", "4", "--pd", "1:1", "--vary", "deployment.kv_transfer_gbs=10,50", "--set",
+                    "model.preset=qwen2.5-7b", "--set", "workload.num_requests=30", "--out", "/tmp/ss-plan-own", "--quiet"};
+    cr_assert_eq(cmd_plan(14, argv), 0);
+    cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.txt", "do not divide by 8"), 0, "--gpus 4: no TP 8");
+    cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.csv", ",aggregated,"), 3, "TP 1, 2, 4 once each");
+    cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.csv", ",1:1,"), 4, "TP 1 and 2 at both bandwidths");
+    system("rm -rf /tmp/ss-plan-own");
+    char *eight[] = {"plan", "--gpus", "8", "--set", "model.preset=qwen2.5-7b", "--set", "workload.num_requests=30",
+                     "--out", "/tmp/ss-plan-own", "--quiet"};
+    cr_assert_eq(cmd_plan(10, eight), 0);
+    cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.txt", "do not divide by 8, as vLLM requires; sizes that do: "
+                                                             "1, 2, 4 (given by plan's layout)"), 1);
+    system("rm -rf /tmp/ss-plan-own");
 }

@@ -522,6 +522,13 @@ Test(results, dot_dotdot_and_the_working_directory_are_refused)
     cr_assert_eq(od_check(dir, err, sizeof err), -1, "the working directory");
     cr_assert(strstr(err, "is the working directory or holds it"), "%s", err);
     cr_assert_eq(od_check(root, err, sizeof err), -1, "a folder above it");
+    /* a sibling whose name the working directory's extends is neither (the prefix test
+     * compares whole components) */
+    char longer[160];
+    snprintf(longer, sizeof longer, "%sx", dir);
+    mkdir(longer, 0777);
+    cr_assert_eq(chdir(longer), 0);
+    cr_assert_eq(od_check(dir, err, sizeof err), 0, "%s", err);
     cr_assert_eq(chdir(here), 0);
     cr_assert_eq(od_check(dir, err, sizeof err), 0, "%s", err);
 }

@@ -436,3 +436,18 @@ Test(sweep, reports_refuse_points_they_cannot_plot, .init = cr_redirect_stderr)
     cr_assert_null(strstr(md, "-token to "), "no block sizes to compare: %s", md);
     system("rm -rf /tmp/ss-refuse");
 }
+
+/* A point the model refuses names the sweep's point as the value's origin (it said --set). */
+Test(sweep, a_refused_point_names_the_sweep_as_its_origin, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-bad-origin");
+    const char *args[] = {"sweep", "--vary", "deployment.tensor_parallel=1,3", "--set", "workload.num_requests=10",
+                          "--out", "/tmp/ss-bad-origin", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 2);
+    fflush(stderr);
+    char text[4096];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "deployment.tensor_parallel = 3 does not split llama-3-8b"), "%s", text);
+    cr_assert(strstr(text, "(given by the sweep's point)"), "%s", text);
+    cr_assert_not(exists("/tmp/ss-bad-origin"));
+}
