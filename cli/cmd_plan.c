@@ -434,7 +434,7 @@ static void layout_name(const plan *p, const layout *l, char *out, size_t len)
 }
 
 /* Records that layout L cannot be built, and why, for plan.txt (the first MAX_LEFT_OUT; a
- * count beyond); where none can, the error names the first. */
+ * count beyond); where none can, enumerate prints them all. */
 static void leave_out(plan *p, const layout *l, const char *why)
 {
     if (p->nleft_out < MAX_LEFT_OUT) {
