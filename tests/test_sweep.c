@@ -14,6 +14,13 @@
 #include "study/sweep.h"
 #include "tests/file_fixture.h"
 
+/* What the redirected stderr holds so far, into BUF. */
+static void stderr_text(char *buf, size_t len)
+{
+    fflush(stderr);
+    buf[fread(buf, 1, len - 1, cr_get_redirected_stderr())] = 0;
+}
+
 static bool exists(const char *p)
 {
     struct stat st;
@@ -406,9 +413,8 @@ Test(sweep, reports_refuse_points_they_cannot_plot, .init = cr_redirect_stderr)
     const char *first[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=paged", "--set",
                            "workload.num_requests=20", "--out", "/tmp/ss-refuse/mine", "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, first), 2);
-    fflush(stderr);
     char text[4096];
-    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    stderr_text(text, sizeof text);
     cr_assert(strstr(text, "servesim: memory report: needs paged points at two or more kv.block_size values"), "%s", text);
     cr_assert_null(strstr(text, "ss-refuse/mine"), "the plan was checked first: %s", text);
     const char *mem[] = {"sweep", "--report", "memory", "--point", "scheduler.policy=paged", "--set",
@@ -444,9 +450,8 @@ Test(sweep, a_refused_point_names_the_sweep_as_its_origin, .init = cr_redirect_s
     const char *args[] = {"sweep", "--vary", "deployment.tensor_parallel=1,3", "--set", "workload.num_requests=10",
                           "--out", "/tmp/ss-bad-origin", "--quiet", NULL};
     cr_assert_eq(cli(cmd_sweep, args), 2);
-    fflush(stderr);
     char text[4096];
-    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    stderr_text(text, sizeof text);
     cr_assert(strstr(text, "deployment.tensor_parallel = 3 does not split llama-3-8b"), "%s", text);
     cr_assert(strstr(text, "(given by the sweep's point)"), "%s", text);
     cr_assert_not(exists("/tmp/ss-bad-origin"));
