@@ -85,6 +85,18 @@ static const char *vllm_hint(const char *name, char *buf, size_t len)
     return buf;
 }
 
+/* The key named KEY in exactly one section, or -1 (none, or several: "preset"). */
+static int key_of_one_section(const char *key)
+{
+    int k = -1;
+    for (int i = 0; i < K_COUNT; i++)
+        if (strcmp(keys[i].key, key) == 0) {
+            if (k >= 0) return -1;
+            k = i;
+        }
+    return k;
+}
+
 static bool known_section(const char *section)
 {
     for (int k = 0; k < K_COUNT; k++)
@@ -395,13 +407,11 @@ int scenario_set_from(scenario *sc, const char *assignment, const char *origin, 
         if (eq && eq - assignment < (long)sizeof key && !memchr(assignment, '.', (size_t)(eq - assignment))) {
             snprintf(key, sizeof key, "%.*s", (int)(eq - assignment), assignment);
             const struct vllm_option *o = vllm_option(key);
-            int k = o ? o->key : -1;
-            for (int i = 0; i < K_COUNT && !o; i++)
-                if (strcmp(keys[i].key, key) == 0) k = k < 0 ? i : K_COUNT; /* K_COUNT: in two sections */
+            int k = o ? o->key : key_of_one_section(key);
             if (o)
                 snprintf(hint, sizeof hint, "; vLLM's %s is %s.%s here (--set %s.%s=%s)", o->shown,
                          keys[k].section, keys[k].key, keys[k].section, keys[k].key, eq + 1);
-            else if (k >= 0 && k < K_COUNT)
+            else if (k >= 0)
                 snprintf(hint, sizeof hint, "; did you mean %s.%s=%s?", keys[k].section, keys[k].key, eq + 1);
         }
         snprintf(err, errlen, "--set %s: expected SECTION.KEY=VALUE%s", assignment, hint);
@@ -412,10 +422,8 @@ int scenario_set_from(scenario *sc, const char *assignment, const char *origin, 
     int k = find_key(section, key);
     if (k < 0) {
         const char *why = vllm_hint(key, hint, sizeof hint);
-        int other = -1; /* the key in another section, where one has it */
-        for (int i = 0; i < K_COUNT && !*why; i++)
-            if (strcmp(keys[i].key, key) == 0) other = other < 0 ? i : K_COUNT;
-        if (other >= 0 && other < K_COUNT)
+        int other = *why ? -1 : key_of_one_section(key); /* the key in another section */
+        if (other >= 0)
             why = (snprintf(hint, sizeof hint, "; did you mean %s.%s?", keys[other].section, key), hint);
         snprintf(err, errlen, "--set %s: unknown key %s.%s%s (see `servesim keys`)", assignment, section, key, why);
         return -1;
@@ -918,7 +926,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     }
     c->max_num_batched_tokens = V(scheduler, max_num_batched_tokens).i
                                     ? (int)V(scheduler, max_num_batched_tokens).i
-                                    : (c->chunked_prefill ? 2048 : c->max_model_len);
+                                    : (c->chunked_prefill ? SCENARIO_CHUNKED_BUDGET : c->max_model_len);
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
     out->kv_reserve_gib = V(kv, reserve_gib).d;
     if (out->kv_reserve_gib < 0 && out->kv_reserve_gib != -1) {

@@ -92,6 +92,9 @@ void scenario_defaults(scenario *sc);
 /* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
 /* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
+/* The token budget scheduler.max_num_batched_tokens = 0 takes with chunked prefill. */
+#define SCENARIO_CHUNKED_BUDGET 2048
+
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
 /* scenario_set with the value's ORIGIN named otherwise than "--set" (a sweep's point, plan's
  * layout): messages say where a value came from. */

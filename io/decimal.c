@@ -18,9 +18,9 @@ double decimal_strtod(const char *s, char **end)
 {
     char *ignored;
     if (!end) end = &ignored; /* as strtod, END may be NULL */
-    const char *p = s;
-    while (isspace((unsigned char)*p)) p++; /* as strtod, which callers' messages expect */
-    p += *p == '+' || *p == '-';
+    const char *num = s;
+    while (isspace((unsigned char)*num)) num++; /* as strtod, which callers' messages expect */
+    const char *p = num + (*num == '+' || *num == '-');
     size_t whole = digits(p), frac = 0;
     p += whole;
     if (*p == '.') frac = digits(p + 1);
@@ -35,13 +35,12 @@ double decimal_strtod(const char *s, char **end)
         if (digits(q)) p = q + digits(q);
     }
     /* from the sign or first digit: leading white space would count against the buffer */
-    while (isspace((unsigned char)*s)) s++;
-    size_t len = (size_t)(p - s);
+    size_t len = (size_t)(p - num);
     char buf[128], *stop;
-    if (len >= sizeof buf) return strtod(s, end); /* a sign or digit, then decimal: strtod reads as far */
-    memcpy(buf, s, len);
+    if (len >= sizeof buf) return strtod(num, end); /* a sign or digit, then decimal: strtod reads as far */
+    memcpy(buf, num, len);
     buf[len] = 0;
     double v = strtod(buf, &stop);
-    *end = (char *)s + (stop - buf);
+    *end = (char *)num + (stop - buf);
     return v;
 }

@@ -1,7 +1,6 @@
 /* Measured runs read back. A servesim directory gives every time; vLLM's JSON gives lengths,
  * TTFTs and per-request ITL lists, and its end is taken as TTFT plus the sum of the gaps
  * (vLLM measures its latency as the time of the last chunk, which is that sum). */
-#include "io/decimal.h"
 #include "load/measured.h"
 
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include <jansson.h>
 
 #include "io/csv.h"
+#include "io/decimal.h"
 #include "io/errmsg.h"
 
 

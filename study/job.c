@@ -1,4 +1,3 @@
-#include "io/decimal.h"
 #include "study/job.h"
 
 #include <math.h>
@@ -7,6 +6,7 @@
 #include <string.h>
 
 #include "config/measured.h"
+#include "io/decimal.h"
 
 double job_seconds_since(const struct timespec *t0)
 {
@@ -272,8 +272,8 @@ void job_scheduler_note(const scenario *sc, char *out, size_t len)
     *out = 0;
     if (strcmp(sc->v[K_scheduler_policy].s, "paged") != 0 || (chunked && prefix)) return;
     char tokens[64];
-    if (budget) snprintf(tokens, sizeof tokens, "%lld tokens", budget);
-    else snprintf(tokens, sizeof tokens, "%s", chunked ? "2048 tokens" : "scheduler.max_model_len");
+    if (budget || chunked) snprintf(tokens, sizeof tokens, "%lld tokens", budget ? budget : SCENARIO_CHUNKED_BUDGET);
+    else snprintf(tokens, sizeof tokens, "scheduler.max_model_len");
     snprintf(out, len,
              "Scheduler: chunked prefill %s, prefix caching %s, a budget of %s a step; "
              "vLLM's V1 engine has both on, with a budget of 8192 tokens on GPUs of 70 GiB or more but the A100 "

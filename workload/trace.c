@@ -1,4 +1,3 @@
-#include "io/decimal.h"
 #include "workload/trace.h"
 
 #include <errno.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 #include "io/csv.h"
+#include "io/decimal.h"
 
 #define TRACE_LEN_LIMIT (1 << 24)
 #define TICKS_PER_SECOND 10000000LL
