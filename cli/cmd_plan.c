@@ -26,6 +26,7 @@
 #include "study/capacity.h"
 #include "study/job.h"
 #include "study/simjob.h"
+#include "study/sweep.h"
 #include "workload/workload.h"
 
 static const char plan_usage[] =
@@ -162,6 +163,11 @@ static int parse_pd(const char *v, plan_cli *c)
     return 0;
 }
 
+/* The deployment keys plan sets on every layout: --vary refuses them, and a scenario's value
+ * of one is said to be unused. */
+static const scenario_key plan_chosen[] = {K_deployment_tensor_parallel, K_deployment_replicas, K_deployment_router,
+                                           K_deployment_prefill_instances, K_deployment_decode_instances};
+
 static int parse_vary(const char *v, plan_cli *c)
 {
     const char *eq = strchr(v, '=');
@@ -193,12 +199,10 @@ static int parse_vary(const char *v, plan_cli *c)
     }
     /* the deployment keys plan chooses itself; the others (the all-reduce fusion, the KV
      * transfer) vary like any scenario key */
-    static const char *const chosen[] = {"deployment.tensor_parallel", "deployment.replicas", "deployment.router",
-                                         "deployment.prefill_instances", "deployment.decode_instances"};
-    for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
-        if (strcmp(k->key, chosen[i]) == 0) {
+    for (size_t i = 0; i < sizeof plan_chosen / sizeof *plan_chosen; i++)
+        if (strcmp(k->key, sweep_key_name(plan_chosen[i])) == 0) {
             fprintf(stderr, "servesim: --vary %s: plan chooses %s itself (--max-tp, --routers, --pd, --gpus)\n", v,
-                    chosen[i]);
+                    k->key);
             return -1;
         }
     static const char *const own[] = {"workload.rate", "workload.arrival", "workload.trace_time_scale",
@@ -975,12 +979,10 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
             return EXIT_BAD_INPUT;
         }
     /* the deployment plan chooses itself: a value the scenario gives is not used, and said so */
-    static const scenario_key chosen[] = {K_deployment_tensor_parallel, K_deployment_replicas, K_deployment_router,
-                                          K_deployment_prefill_instances, K_deployment_decode_instances};
-    for (size_t i = 0; i < sizeof chosen / sizeof *chosen && !c->quiet; i++)
-        if (strcmp(sc->v[chosen[i]].origin, "default") != 0) {
+    for (size_t i = 0; i < sizeof plan_chosen / sizeof *plan_chosen && !c->quiet; i++)
+        if (strcmp(sc->v[plan_chosen[i]].origin, "default") != 0) {
             char label[400];
-            scenario_key_label(sc, chosen[i], label, sizeof label);
+            scenario_key_label(sc, plan_chosen[i], label, sizeof label);
             fprintf(stderr, "plan: %s is not used: plan chooses the deployment itself (--max-tp, --gpus, --rate, "
                             "--routers, --pd)\n", label);
         }
