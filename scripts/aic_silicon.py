@@ -30,13 +30,18 @@ the script's sizes meant 1,024, 512 and 64 tokens of the 70B; servesim's
 deployment.allreduce_fusion_max_mb counts tokens x hidden x 2 bytes, as vLLM does now, so the
 rows give the script's sizes divided by TP.
 
-One departure: the H100 runs are replayed with the KV cache in bf16 (kv.cache_dtype = auto),
-though the H100 scripts ask for fp8. Two things they measured say their cache was bf16: the
-three points that run out of KV (TP 2; 1k/8k with 64 clients, 8k/1k with 32 and 64) queue as a
-pool of 13,500-14,000 blocks does (servesim's pool with kv.num_blocks; a bf16 cache gives
-14,861, an fp8 one 29,722); the H200's starved points queue as an fp8 pool does, as scripted
-(docs/published.head.md). Decode agrees (H100 TPOT within 10% on 40 of 45 runs with a bf16
-cache, 28 with an fp8 one) but does not decide on its own.
+One departure: the H100 runs are replayed with vLLM 0.10.2's defaults for what the scripts'
+config file says, because vLLM never read that file. The H100 scripts pass it as
+`--config=config.yaml`; vLLM 0.10.2 pulls a config file's options in only when `--config` is an
+argument of its own (FlexibleArgumentParser.parse_args: `if '--config' in args`), and its
+argument parser then takes `--config=...` as a declared option and drops it. The H200 and B200
+scripts write `--config config.yaml` and were read. So on the H100: a bf16 KV cache
+(kv.cache_dtype = auto), no async scheduling, prefix caching on, and the model's own
+max_model_len; the token budget of 8,192 is vLLM's default there too. What the runs measured
+says the same: the three points that run out of KV (TP 2; 1k/8k with 64 clients, 8k/1k with 32
+and 64) queue as a pool of 13,500-14,000 blocks does (servesim's pool with kv.num_blocks; a
+bf16 cache gives 14,861, an fp8 one 29,722), where the H200's starved points queue as an fp8
+pool does (docs/published.head.md).
 
 Not taken: other frameworks, disaggregated runs, FP4 and INT4 models, models without a
 preset, and the vLLM 0.12.0 runs of Qwen3-32B and Llama-3.1-8B-FP8, whose client, request
@@ -61,14 +66,17 @@ SOURCE_URL = "https://pypi.org/project/aiconfigurator-core/0.12.0/"
 RECIPE_URL = "https://github.com/SemiAnalysisAI/InferenceX/tree/c198b20eb/benchmarks"
 GPUS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
 RANGE_RATIO = 0.8
-# The KV cache the runs had: the scripts' fp8, but on the H100 the bf16 their queueing and
-# decode times show (the docstring above)
+# The KV cache the runs had: the scripts' fp8, but vLLM's default (bf16) on the H100, whose
+# config file vLLM did not read (the docstring above)
 KV_CACHE_DTYPE = {"h100": "auto", "h200": "fp8", "b200": "fp8"}
 # The fused all-reduce's largest message, MiB of a GPU's tokens x hidden, by TP, where the
 # script asks for it: its sizes divided by TP, as vLLM 0.10 read them (the docstring)
 FUSION_MB = {"b200": {2: 32 / 2, 4: 32 / 4, 8: 8 / 8}}
-KV_NOTE = {"h100": "; KV cache bf16, not the script's fp8: the runs' queueing under KV pressure and decode times "
-                   "fit a bf16 cache (docs/published.md)"}
+# The rest of the H100 config file that vLLM did not read: its defaults instead
+H100_IGNORED = {"scheduler.async_scheduling": "off", "scheduler.prefix_caching": "on"}
+KV_NOTE = {"h100": "; vLLM 0.10.2 did not read the script's --config=config.yaml (only '--config FILE' is "
+                   "pulled in), so its defaults are replayed: KV cache bf16, no async scheduling, prefix caching "
+                   "on, the model's max_model_len (docs/published.md)"}
 
 
 def published_columns():
@@ -86,7 +94,7 @@ def inferencemax_70b(r):
     ttft, tpot = float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"])
     gpu = GPUS[r["system"]]
     if gpu == "h100":
-        max_len = 10240                       # 70b_fp8_h100_docker.sh
+        max_len = 131072                      # the model's: the config file was not read (docstring)
     elif gpu == "h200" and (isl, osl) == (1024, 1024):
         max_len = isl + osl + 20              # 70b_fp8_h200_slurm.sh
     elif gpu == "h200":
@@ -103,6 +111,8 @@ def inferencemax_70b(r):
         "workload.output_len": f"uniform:{int(osl * RANGE_RATIO)}:{osl}",
         "frontend.preset": "vllm",
     }
+    if gpu == "h100":
+        sets.update(H100_IGNORED)
     if tp > 1 and gpu in FUSION_MB:
         sets.update({"deployment.allreduce_fusion": "on", "deployment.allreduce_fusion_max_mb": f"{FUSION_MB[gpu][tp]:g}"})
     elif tp > 1:

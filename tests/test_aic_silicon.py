@@ -103,11 +103,15 @@ class AicSilicon(unittest.TestCase):
         h200 = dict(a.split("=", 1) for a in pts["IM-H200-tp4-1k8k-c32"]["sets"].split(";"))
         self.assertEqual((h200["scheduler.max_model_len"], h200["workload.output_len"]), ("9416", "uniform:6553:8192"))
         h100 = dict(a.split("=", 1) for a in pts["IM-H100-tp2-1k8k-c64"]["sets"].split(";"))
-        self.assertEqual(h100["scheduler.max_model_len"], "10240")
-        # the H100's KV cache as its runs show it, bf16, and the note saying so
+        # vLLM 0.10.2 did not read the H100 scripts' --config=config.yaml: its defaults, not the
+        # file's fp8 KV cache, async scheduling, no prefix caching and max-model-len 10240
         self.assertEqual((h100["kv.cache_dtype"], h100["model.quantization"]), ("auto", "fp8"))
-        self.assertIn("KV cache bf16, not the script's fp8", pts["IM-H100-tp2-1k8k-c64"]["notes"])
-        self.assertNotIn("KV cache bf16", p["notes"])
+        self.assertEqual((h100["scheduler.async_scheduling"], h100["scheduler.prefix_caching"],
+                          h100["scheduler.max_model_len"], h100["scheduler.max_num_batched_tokens"]),
+                         ("off", "on", "131072", "8192"))
+        self.assertIn("did not read the script's --config=config.yaml", pts["IM-H100-tp2-1k8k-c64"]["notes"])
+        self.assertNotIn("did not read", p["notes"])
+        self.assertNotIn("scheduler.async_scheduling", sets)  # the H200 read its file: async, servesim's default
         b200 = dict(a.split("=", 1) for a in pts["IM-B200-tp4-1k1k-c8"]["sets"].split(";"))
         self.assertEqual((b200["scheduler.max_num_seqs"], b200["scheduler.max_model_len"],
                           b200["deployment.tensor_parallel"]), ("512", "2048", "4"))
