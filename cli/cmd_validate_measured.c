@@ -239,7 +239,8 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
             met_keep_requests(sim_met);
             recorder rc;
             rec_init(&rc, sim_met, &dir);
-            sim_options so = {.sched = r.sched, .cost = job_cost_fn(&cost), .num_replicas = 1, .frontend = r.frontend};
+            sim_options so = {.sched = r.sched, .cost = job_cost_fn(&cost), .num_replicas = 1, .frontend = r.frontend,
+                               .async_scheduling = r.async_scheduling};
             job_spec_options(&spec, &r, &cost, &so);
             sim_stats st;
             if (sim_run(&so, &w, &w.cfg, &rc, &st, err, sizeof err) < 0 || met_summarize(sim_met, &r.slo, &ssum) < 0 ||

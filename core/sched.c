@@ -208,15 +208,25 @@ static int64_t waiting_need(const sched *s, const request *r)
 
 static int kv_tokens_needed(const request *r) { return r->prompt_len + r->output_len - 1; }
 
-bool sched_add(sched *s, request *r, double now)
+/* Why S can never run R (STOP_NONE: it can). */
+static stop_reason refusal(const sched *s, const request *r)
 {
     const sched_config *c = &s->cfg;
-    if (r->prompt_len + r->output_len > c->max_model_len) {
-        end_request(r, now, STOP_TOO_LONG);
-        return false;
-    }
-    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) {
-        end_request(r, now, STOP_KV_CAPACITY);
+    if (r->prompt_len + r->output_len > c->max_model_len) return STOP_TOO_LONG;
+    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) return STOP_KV_CAPACITY;
+    return STOP_NONE;
+}
+
+bool sched_fits(const sched *s, const request *r)
+{
+    return refusal(s, r) == STOP_NONE;
+}
+
+bool sched_add(sched *s, request *r, double now)
+{
+    stop_reason why = refusal(s, r);
+    if (why != STOP_NONE) {
+        end_request(r, now, why);
         return false;
     }
     /* Keep room for every running request to be preempted back to the front. */

@@ -116,6 +116,10 @@ void sched_free(sched *s);
 /* R arrives at NOW. Returns false when R can never run (too long, or more KV than the pool):
  * it is then finished at NOW with its stop_reason, and the scheduler keeps nothing of it. */
 bool sched_add(sched *s, request *r, double now);
+/* Whether sched_add would take R. */
+bool sched_fits(const sched *s, const request *r);
+/* Whether sched_add would take R. */
+bool sched_fits(const sched *s, const request *r);
 /* Picks the next batch; the batch lives until the next call. Returns its item count,
  * 0 when nothing can run. Stamps scheduled_time of requests computed for the first time. */
 int sched_schedule(sched *s, double now, const sched_batch **out);

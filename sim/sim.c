@@ -2,7 +2,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -28,6 +30,13 @@ typedef struct samples {
     size_t n, cap;
 } samples;
 
+/* A request the API server has handed over that the scheduler may not see yet (async
+ * scheduling): it joins after the step numbered after_step is formed. */
+typedef struct deferred {
+    request *req;
+    int64_t after_step;
+} deferred;
+
 typedef struct replica {
     sched *s;
     sim_event done, wake;
@@ -37,6 +46,9 @@ typedef struct replica {
     double frontend_free_at[FRONTEND_MAX_SERVERS]; /* when each API server's loop finishes its work */
     step_record step;        /* the step in flight */
     int64_t next_step_id;
+    double last_end;         /* when its last step ended (-1: none yet) */
+    deferred *held;          /* async scheduling: admitted, not yet seen by the scheduler (a FIFO) */
+    size_t held_head, held_len, held_cap;
 } replica;
 
 typedef struct sim {
@@ -166,12 +178,58 @@ static double acceptance_of(const sim *m, const wl_request *wr)
     return gsl_ran_beta(m->beta_rng, mu * nu, (1 - mu) * nu);
 }
 
-static void admit(sim *m, replica *rep, request *r, double now)
+static void add_to_scheduler(sim *m, replica *rep, request *r, double now)
 {
     if (!sched_add(rep->s, r, now)) {
         request_ended(m, r, now);
         req_pool_put(&m->reqs, r);
     }
+}
+
+/* With async scheduling vLLM's engine core schedules step N + 1 as soon as step N is
+ * launched, and takes in new requests only once step N's output is processed, when it
+ * schedules N + 2. A request that comes while a step runs therefore misses the step the
+ * engine has already scheduled: it joins the one after, a step later than a synchronous
+ * engine would take it. One that comes as a step ends (a closed-loop client's next request,
+ * sent on seeing that step's last token) comes after the engine has scheduled the step after
+ * the next. An idle engine takes a request at once. (vLLM V1's EngineCore.step_with_batch_queue,
+ * a batch queue of 2 under --async-scheduling.) */
+static void admit(sim *m, replica *rep, request *r, double now)
+{
+    bool ended_now = rep->last_end == now && !sched_idle(rep->s);
+    if (!m->o->async_scheduling || !sched_fits(rep->s, r) || (!rep->busy && !ended_now)) {
+        add_to_scheduler(m, rep, r, now);
+        return;
+    }
+    if (rep->held_head + rep->held_len == rep->held_cap) {
+        if (rep->held_head > 0) {
+            memmove(rep->held, rep->held + rep->held_head, rep->held_len * sizeof *rep->held);
+            rep->held_head = 0;
+        } else {
+            size_t cap = rep->held_cap ? 2 * rep->held_cap : 64;
+            deferred *p = realloc(rep->held, cap * sizeof *p);
+            if (!p) {
+                m->failed = true;
+                return;
+            }
+            rep->held = p;
+            rep->held_cap = cap;
+        }
+    }
+    rep->held[rep->held_head + rep->held_len++] =
+        (deferred){.req = r, .after_step = rep->next_step_id + (rep->busy ? 0 : 1)};
+}
+
+/* The held requests of REP the scheduler may see once the step numbered FORMED is formed
+ * (all of them for INT64_MAX): added to it, in the order they came. */
+static void release_held(sim *m, replica *rep, int64_t formed, double now)
+{
+    while (rep->held_len > 0 && rep->held[rep->held_head].after_step <= formed) {
+        add_to_scheduler(m, rep, rep->held[rep->held_head].req, now);
+        rep->held_head++;
+        rep->held_len--;
+    }
+    if (rep->held_len == 0) rep->held_head = 0;
 }
 
 static int send_due_requests(sim *m, double now)
@@ -227,6 +285,20 @@ static void start_step(sim *m, replica *rep, double now)
     }
     rep->busy = true;
     heap_push(&m->events, &rep->done.node, now + dt);
+}
+
+/* Starts REP's next step at NOW, then hands its scheduler the held requests that step's
+ * forming makes visible; with no step to form, the engine is idle and takes them all at once. */
+static void start_step_async(sim *m, replica *rep, double now)
+{
+    start_step(m, rep, now);
+    if (rep->held_len == 0) return;
+    if (rep->busy) {
+        release_held(m, rep, rep->next_step_id - 1, now);
+    } else {
+        release_held(m, rep, INT64_MAX, now);
+        start_step(m, rep, now);
+    }
 }
 
 /* R's prefill is done and its first token out: its KV leaves REP for the decode side, after
@@ -298,6 +370,7 @@ static void finish_step(sim *m, replica *rep, double now)
 {
     request **fin;
     rep->busy = false;
+    rep->last_end = now;
     accept_drafts(m, rep);
     /* the engine goes on at NOW; its tokens' times (first, last, gaps, ends) are the clients' */
     double seen = tokens_seen_at(m, rep, now);
@@ -379,7 +452,7 @@ static int loop(sim *m)
                 rep->waking = true;
                 heap_push(&m->events, &rep->wake.node, ready);
             } else {
-                start_step(m, rep, now);
+                start_step_async(m, rep, now);
             }
         }
         m->num_touched = 0;
@@ -409,6 +482,7 @@ static int setup(sim *m, const sim_options *o, workload *w, const wl_config *cfg
         m->reps[i].s = m->scheds[i] = sched_create(o->num_prefill > 0 && i >= o->num_prefill ? &decode_side : &o->sched);
         m->reps[i].done = (sim_event){.kind = EV_STEP_DONE, .replica = i};
         m->reps[i].wake = (sim_event){.kind = EV_WAKE, .replica = i};
+        m->reps[i].last_end = -1;
         if (!m->reps[i].s) return -1;
     }
     return 0;
@@ -423,7 +497,10 @@ static void teardown(sim *m)
     }
     free(m->transfer_s.v);
     free(m->decode_wait_s.v);
-    for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
+    for (int i = 0; m->reps && i < m->o->num_replicas; i++) {
+        sched_free(m->reps[i].s);
+        free(m->reps[i].held);
+    }
     free(m->reps);
     free(m->scheds);
     free(m->touched);

@@ -49,6 +49,10 @@ typedef struct sim_options {
      * streamed by server i mod servers, each its own loop; a step's tokens are seen when
      * the last server with some of them is done. Aggregated, one instance. */
     sim_frontend frontend;
+    /* vLLM's async scheduling: the engine schedules step N + 1 while step N runs, so a new
+     * request joins a step later than a synchronous engine's (sim.c, admit). The price of a
+     * step is the cost model's; this is only when a request is first seen. */
+    bool async_scheduling;
     /* Speculative decoding (sched.num_speculative_tokens > 0): each draft token is accepted
      * with its request's rate once those before it were (the workload's, else drawn from a
      * Beta distribution of mean ACCEPTANCE_RATE and std ACCEPTANCE_SPREAD, per request), drawn from a hash of (ACCEPTANCE_SEED,

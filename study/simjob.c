@@ -261,6 +261,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
         .kv_latency_s = r->kv_latency_s,
         .kv_s_per_token = r->kv_s_per_token,
         .frontend = r->frontend,
+        .async_scheduling = r->async_scheduling,
         .router = r->router,
         .replica_requests = j->replica_requests,
         .instances = j->instances,

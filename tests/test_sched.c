@@ -244,6 +244,9 @@ Test(sched, a_request_exactly_at_a_limit_runs)
     int pl[] = {2000, 2000, 200, 200}, ol[] = {48, 49, 57, 58};
     workload_t w = make_workload(4, pl, ol, NULL);
     sched_config c = base_config(POLICY_PAGED);
+    sched *s = sched_create(&c);
+    cr_assert(sched_fits(s, &w.reqs[0]) && !sched_fits(s, &w.reqs[1]), "sched_fits says what sched_add takes");
+    sched_free(s);
     run_stats st = drive(&c, &w, 0.01);
     cr_assert_eq(w.reqs[0].stop, STOP_LENGTH, "2000 + 48 == max_model_len 2048");
     cr_assert_eq(w.reqs[1].stop, STOP_TOO_LONG);
@@ -251,6 +254,9 @@ Test(sched, a_request_exactly_at_a_limit_runs)
     free_workload(&w);
     w = make_workload(4, pl, ol, NULL);
     c.num_blocks = 16; /* 256 slots */
+    s = sched_create(&c);
+    cr_assert(sched_fits(s, &w.reqs[2]) && !sched_fits(s, &w.reqs[3]));
+    sched_free(s);
     st = drive(&c, &w, 0.01);
     cr_assert_eq(w.reqs[2].stop, STOP_LENGTH, "256 KV tokens in 256 slots");
     cr_assert_eq(w.reqs[3].stop, STOP_KV_CAPACITY);

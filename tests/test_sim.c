@@ -309,6 +309,61 @@ Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
     cr_assert_float_eq(sum.ttft_ms.mean, 3500.0 / 3, 1e-9);
 }
 
+/* The same trace under vLLM's async scheduling (sim_options.async_scheduling), by hand. The
+ * engine schedules step N + 1 as N starts and takes in arrivals only as N ends, for N + 2.
+ * A comes to an idle engine: prefilled on [0,1], TTFT 1 s. B comes at 1.5, during step 1
+ * ([1,2], whose successor [2,3] is already scheduled): first seen at 2, prefilled on [3,4],
+ * TTFT 2.5 s. C comes at 2.0, as step 1 ends, after the engine has scheduled [3,4] too:
+ * prefilled on [4,5], TTFT 3 s. Mean 6.5/3 s, against 3.5/3 synchronously. */
+Test(sim, async_scheduling_takes_a_request_a_step_later_by_hand)
+{
+    double step = 1.0;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .async_scheduling = true};
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
+    cr_assert_eq(sum.completed, 3);
+    cr_assert_float_eq(sum.ttft_ms.min, 1000.0, 1e-9, "A, to an idle engine, went at once");
+    cr_assert_float_eq(sum.ttft_ms.max, 3000.0, 1e-9, "C waited two steps: max TTFT %g ms", sum.ttft_ms.max);
+    cr_assert_float_eq(sum.ttft_ms.mean, 6500.0 / 3, 1e-9);
+}
+
+/* An engine with nothing in flight schedules a request at once, async or not: the
+ * hand-computed single request keeps its TTFT of one step. */
+Test(sim, async_scheduling_takes_a_request_to_an_idle_engine_at_once)
+{
+    double step = 0.025;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .async_scheduling = true};
+    wl_config wc = one_request();
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.mean, 25.0, 1e-9);
+    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
+}
+
+/* Under load, every request still ends, and each waits at most about one step more for its
+ * first token: arrivals are held back one step, and a constant-cost engine serves the same
+ * tokens in the same steps. */
+Test(sim, async_scheduling_under_load_delays_first_tokens_by_up_to_a_step)
+{
+    double step = 0.02;
+    wl_config wc = constant_workload(5000, 40);
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
+    summary sync, async;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sync, &st), 0);
+    o.async_scheduling = true;
+    cr_assert_eq(run_sim(&o, &wc, &async, &st), 0);
+    cr_assert_eq(async.completed, 5000);
+    double extra = async.ttft_ms.mean - sync.ttft_ms.mean;
+    cr_assert(extra > 0.5 * step * 1e3 && extra < 1.5 * step * 1e3, "mean TTFT %g ms sync, %g async",
+              sync.ttft_ms.mean, async.ttft_ms.mean);
+    cr_assert_float_eq(async.tpot_ms.mean, sync.tpot_ms.mean, 0.05 * sync.tpot_ms.mean);
+}
+
 /* L = lambda W: the time-average number of requests in the system equals the arrival rate
  * times the mean time in the system. Steps see the queue at their start; idle time holds
  * no request, so the busy-time average is scaled by the busy fraction. */
