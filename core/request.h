@@ -50,6 +50,7 @@ typedef struct request {
     int draft_tokens, accepted_tokens; /* its drafts verified and kept so far */
 
     /* Scheduler-private. */
+    int64_t first_step;        /* the first step (the scheduler's count) that may take it */
     int num_hashed_blocks;     /* leading full prompt blocks registered in the prefix cache */
     uint64_t last_hash;        /* chained hash of its last hashed block */
     void *user;                /* the executor's own per-request state */

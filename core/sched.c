@@ -28,6 +28,7 @@ struct sched {
     request **released;      /* finished requests the scheduler no longer refers to */
     int num_released;
     int64_t waiting_blocks;  /* KV blocks the waiting requests need for what they hold */
+    int64_t steps_formed;    /* batches formed with any item: the index of the next one */
 };
 
 static const sched_policy_caps policies[] = {
@@ -208,34 +209,52 @@ static int64_t waiting_need(const sched *s, const request *r)
 
 static int kv_tokens_needed(const request *r) { return r->prompt_len + r->output_len - 1; }
 
-/* Why S can never run R (STOP_NONE: it can). */
-static stop_reason refusal(const sched *s, const request *r)
+bool sched_add_after(sched *s, request *r, double now, int skip)
 {
     const sched_config *c = &s->cfg;
-    if (r->prompt_len + r->output_len > c->max_model_len) return STOP_TOO_LONG;
-    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) return STOP_KV_CAPACITY;
-    return STOP_NONE;
-}
-
-bool sched_fits(const sched *s, const request *r)
-{
-    return refusal(s, r) == STOP_NONE;
-}
-
-bool sched_add(sched *s, request *r, double now)
-{
-    stop_reason why = refusal(s, r);
-    if (why != STOP_NONE) {
-        end_request(r, now, why);
+    if (r->prompt_len + r->output_len > c->max_model_len) {
+        end_request(r, now, STOP_TOO_LONG);
+        return false;
+    }
+    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) {
+        end_request(r, now, STOP_KV_CAPACITY);
         return false;
     }
     /* Keep room for every running request to be preempted back to the front. */
     if (s->waiting.len + s->max_seqs + 1 > s->waiting.cap && !deque_grow(&s->waiting)) return false;
     r->state = REQ_WAITING;
     r->num_computed = 0; /* no KV of it here yet (a handed-off request's arrives as kv_transferred) */
+    r->first_step = s->steps_formed + (skip > 0 ? skip : 0);
     deque_push_back(&s->waiting, r);
     s->waiting_blocks += waiting_need(s, r);
     return true;
+}
+
+bool sched_add(sched *s, request *r, double now)
+{
+    return sched_add_after(s, r, now, 0);
+}
+
+/* Whether the step being formed may take waiting request R (sched_add_after). Requests come
+ * in order, so one that may not be taken has none that may behind it. */
+static bool may_take(const sched *s, const request *r)
+{
+    return r->first_step <= s->steps_formed;
+}
+
+/* With nothing to run, an engine takes the requests it holds back at once: their holds end.
+ * Returns whether any was held. */
+static bool end_holds(sched *s)
+{
+    bool any = false;
+    for (size_t i = 0; i < s->waiting.len; i++) {
+        request *r = *deque_at(&s->waiting, i);
+        if (!may_take(s, r)) {
+            r->first_step = s->steps_formed;
+            any = true;
+        }
+    }
+    return any;
 }
 
 /* ---- running set ---- */
@@ -405,7 +424,7 @@ static int admit_head(sched *s, int budget, double now)
 
 static int admit_waiting(sched *s, int budget, double now)
 {
-    while (budget > 0 && s->waiting.len > 0 && s->num_running < s->max_seqs) {
+    while (budget > 0 && s->waiting.len > 0 && s->num_running < s->max_seqs && may_take(s, deque_front(&s->waiting))) {
         int n = admit_head(s, budget, now);
         if (n == 0) break;
         budget -= n;
@@ -475,7 +494,7 @@ static void schedule_decode_first(sched *s, double now)
 static void form_static_batch(sched *s, double now)
 {
     int longest = 0, count = 0;
-    while (s->waiting.len > 0 && count < s->max_seqs) {
+    while (s->waiting.len > 0 && count < s->max_seqs && may_take(s, deque_front(&s->waiting))) {
         request *r = deque_front(&s->waiting);
         int len = req_num_tokens(r);
         int next_longest = len > longest ? len : longest;
@@ -518,14 +537,21 @@ static void schedule_static(sched *s, double now)
     }
 }
 
-int sched_schedule(sched *s, double now, const sched_batch **out)
+static void form_batch(sched *s, double now)
 {
     batch_reset(&s->batch);
-    int64_t evicted = bm_evictions(s->bm);
     if (s->policy->whole_batch) schedule_static(s, now);
     else if (s->cfg.chunked_prefill) schedule_decode_first(s, now);
     else schedule_prefill_first(s, now);
+}
+
+int sched_schedule(sched *s, double now, const sched_batch **out)
+{
+    int64_t evicted = bm_evictions(s->bm);
+    form_batch(s, now);
+    if (s->batch.num_items == 0 && s->waiting.len > 0 && end_holds(s)) form_batch(s, now);
     s->batch.prefix_evictions = bm_evictions(s->bm) - evicted;
+    if (s->batch.num_items > 0) s->steps_formed++;
     *out = &s->batch;
     return s->batch.num_items;
 }

@@ -116,8 +116,10 @@ void sched_free(sched *s);
 /* R arrives at NOW. Returns false when R can never run (too long, or more KV than the pool):
  * it is then finished at NOW with its stop_reason, and the scheduler keeps nothing of it. */
 bool sched_add(sched *s, request *r, double now);
-/* Whether sched_add would take R. */
-bool sched_fits(const sched *s, const request *r);
+/* sched_add, but the next SKIP steps formed do not take R unless they would otherwise be
+ * empty: an engine that schedules ahead (vLLM's async scheduling, sim/sim.c) sees a new
+ * request only after the steps it has already scheduled. R counts as waiting meanwhile. */
+bool sched_add_after(sched *s, request *r, double now, int skip);
 /* Whether sched_add would take R. */
 bool sched_fits(const sched *s, const request *r);
 /* Picks the next batch; the batch lives until the next call. Returns its item count,

@@ -2,9 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -30,13 +28,6 @@ typedef struct samples {
     size_t n, cap;
 } samples;
 
-/* A request the API server has handed over that the scheduler may not see yet (async
- * scheduling): it joins after the step numbered after_step is formed. */
-typedef struct deferred {
-    request *req;
-    int64_t after_step;
-} deferred;
-
 typedef struct replica {
     sched *s;
     sim_event done, wake;
@@ -47,8 +38,6 @@ typedef struct replica {
     step_record step;        /* the step in flight */
     int64_t next_step_id;
     double last_end;         /* when its last step ended (-1: none yet) */
-    deferred *held;          /* async scheduling: admitted, not yet seen by the scheduler (a FIFO) */
-    size_t held_head, held_len, held_cap;
 } replica;
 
 typedef struct sim {
@@ -178,58 +167,23 @@ static double acceptance_of(const sim *m, const wl_request *wr)
     return gsl_ran_beta(m->beta_rng, mu * nu, (1 - mu) * nu);
 }
 
-static void add_to_scheduler(sim *m, replica *rep, request *r, double now)
-{
-    if (!sched_add(rep->s, r, now)) {
-        request_ended(m, r, now);
-        req_pool_put(&m->reqs, r);
-    }
-}
-
 /* With async scheduling vLLM's engine core schedules step N + 1 as soon as step N is
  * launched, and takes in new requests only once step N's output is processed, when it
  * schedules N + 2. A request that comes while a step runs therefore misses the step the
  * engine has already scheduled: it joins the one after, a step later than a synchronous
  * engine would take it. One that comes as a step ends (a closed-loop client's next request,
  * sent on seeing that step's last token) comes after the engine has scheduled the step after
- * the next. An idle engine takes a request at once. (vLLM V1's EngineCore.step_with_batch_queue,
- * a batch queue of 2 under --async-scheduling.) */
+ * the next. An engine with nothing else to run takes it at once (sched_add_after). (vLLM V1's
+ * EngineCore.step_with_batch_queue, a batch queue of 2 under --async-scheduling.) */
 static void admit(sim *m, replica *rep, request *r, double now)
 {
-    bool ended_now = rep->last_end == now && !sched_idle(rep->s);
-    if (!m->o->async_scheduling || !sched_fits(rep->s, r) || (!rep->busy && !ended_now)) {
-        add_to_scheduler(m, rep, r, now);
-        return;
+    int skip = 0;
+    if (m->o->async_scheduling && rep->busy) skip = 1;
+    else if (m->o->async_scheduling && rep->last_end == now && !sched_idle(rep->s)) skip = 2;
+    if (!sched_add_after(rep->s, r, now, skip)) {
+        request_ended(m, r, now);
+        req_pool_put(&m->reqs, r);
     }
-    if (rep->held_head + rep->held_len == rep->held_cap) {
-        if (rep->held_head > 0) {
-            memmove(rep->held, rep->held + rep->held_head, rep->held_len * sizeof *rep->held);
-            rep->held_head = 0;
-        } else {
-            size_t cap = rep->held_cap ? 2 * rep->held_cap : 64;
-            deferred *p = realloc(rep->held, cap * sizeof *p);
-            if (!p) {
-                m->failed = true;
-                return;
-            }
-            rep->held = p;
-            rep->held_cap = cap;
-        }
-    }
-    rep->held[rep->held_head + rep->held_len++] =
-        (deferred){.req = r, .after_step = rep->next_step_id + (rep->busy ? 0 : 1)};
-}
-
-/* The held requests of REP the scheduler may see once the step numbered FORMED is formed
- * (all of them for INT64_MAX): added to it, in the order they came. */
-static void release_held(sim *m, replica *rep, int64_t formed, double now)
-{
-    while (rep->held_len > 0 && rep->held[rep->held_head].after_step <= formed) {
-        add_to_scheduler(m, rep, rep->held[rep->held_head].req, now);
-        rep->held_head++;
-        rep->held_len--;
-    }
-    if (rep->held_len == 0) rep->held_head = 0;
 }
 
 static int send_due_requests(sim *m, double now)
@@ -285,20 +239,6 @@ static void start_step(sim *m, replica *rep, double now)
     }
     rep->busy = true;
     heap_push(&m->events, &rep->done.node, now + dt);
-}
-
-/* Starts REP's next step at NOW, then hands its scheduler the held requests that step's
- * forming makes visible; with no step to form, the engine is idle and takes them all at once. */
-static void start_step_async(sim *m, replica *rep, double now)
-{
-    start_step(m, rep, now);
-    if (rep->held_len == 0) return;
-    if (rep->busy) {
-        release_held(m, rep, rep->next_step_id - 1, now);
-    } else {
-        release_held(m, rep, INT64_MAX, now);
-        start_step(m, rep, now);
-    }
 }
 
 /* R's prefill is done and its first token out: its KV leaves REP for the decode side, after
@@ -452,7 +392,7 @@ static int loop(sim *m)
                 rep->waking = true;
                 heap_push(&m->events, &rep->wake.node, ready);
             } else {
-                start_step_async(m, rep, now);
+                start_step(m, rep, now);
             }
         }
         m->num_touched = 0;
@@ -497,10 +437,7 @@ static void teardown(sim *m)
     }
     free(m->transfer_s.v);
     free(m->decode_wait_s.v);
-    for (int i = 0; m->reps && i < m->o->num_replicas; i++) {
-        sched_free(m->reps[i].s);
-        free(m->reps[i].held);
-    }
+    for (int i = 0; m->reps && i < m->o->num_replicas; i++) sched_free(m->reps[i].s);
     free(m->reps);
     free(m->scheds);
     free(m->touched);

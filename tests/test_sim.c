@@ -364,6 +364,27 @@ Test(sim, async_scheduling_under_load_delays_first_tokens_by_up_to_a_step)
     cr_assert_float_eq(async.tpot_ms.mean, sync.tpot_ms.mean, 0.05 * sync.tpot_ms.mean);
 }
 
+/* Requests held back for a step still count for the router: two replicas, steps of 1 s.
+ * A and B at 0 go to replicas 0 and 1 (A waiting makes 0 the busier). C and D come at 0.5,
+ * while both run a step: C goes to replica 0 (a tie), where it waits for the step after the
+ * next; D must see C there and go to replica 1. A router blind to held requests sent both
+ * to replica 0, and a 4-replica plan lost a quarter of its capacity. */
+Test(sim, async_scheduling_held_requests_count_for_the_router)
+{
+    double step = 1.0;
+    int64_t per_replica[2] = {0};
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 2,
+                     .async_scheduling = true, .replica_requests = per_replica};
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_trace(&o, "0,100,4\n0,100,4\n0.5,100,2\n0.5,100,2\n", &sum, &st), 0);
+    cr_assert_eq(sum.completed, 4);
+    cr_assert(per_replica[0] == 2 && per_replica[1] == 2, "requests per replica: %lld, %lld",
+              (long long)per_replica[0], (long long)per_replica[1]);
+    /* C and D: seen at 1, prefilled on [2,3] on their replicas: TTFT 2.5 s */
+    cr_assert_float_eq(sum.ttft_ms.max, 2500.0, 1e-9);
+}
+
 /* L = lambda W: the time-average number of requests in the system equals the arrival rate
  * times the mean time in the system. Steps see the queue at their start; idle time holds
  * no request, so the busy-time average is scaled by the busy fraction. */
