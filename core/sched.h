@@ -120,8 +120,6 @@ bool sched_add(sched *s, request *r, double now);
  * empty: an engine that schedules ahead (vLLM's async scheduling, sim/sim.c) sees a new
  * request only after the steps it has already scheduled. R counts as waiting meanwhile. */
 bool sched_add_after(sched *s, request *r, double now, int skip);
-/* Whether sched_add would take R. */
-bool sched_fits(const sched *s, const request *r);
 /* Picks the next batch; the batch lives until the next call. Returns its item count,
  * 0 when nothing can run. Stamps scheduled_time of requests computed for the first time. */
 int sched_schedule(sched *s, double now, const sched_batch **out);

@@ -167,20 +167,29 @@ static double acceptance_of(const sim *m, const wl_request *wr)
     return gsl_ran_beta(m->beta_rng, mu * nu, (1 - mu) * nu);
 }
 
-/* With async scheduling vLLM's engine core schedules step N + 1 as soon as step N is
- * launched, and takes in new requests only once step N's output is processed, when it
- * schedules N + 2. A request that comes while a step runs therefore misses the step the
- * engine has already scheduled: it joins the one after, a step later than a synchronous
- * engine would take it. One that comes as a step ends (a closed-loop client's next request,
- * sent on seeing that step's last token) comes after the engine has scheduled the step after
- * the next. An engine with nothing else to run takes it at once (sched_add_after). (vLLM V1's
- * EngineCore.step_with_batch_queue, a batch queue of 2 under --async-scheduling.) */
+/* The steps a request that reaches REP at NOW must let pass before one may take it. With
+ * async scheduling vLLM's engine core schedules step N + 1 as soon as step N is launched, and
+ * takes in new requests only once step N's output is processed, when it schedules N + 2. A
+ * request that comes while a step runs therefore misses the step the engine has already
+ * scheduled: it joins the one after, a step later than a synchronous engine would take it.
+ * One that comes as a step ends (a closed-loop client's next request, sent on seeing that
+ * step's last token), before or after the simulator has handled that end, comes after the
+ * engine has scheduled the step after the next. An engine with nothing else to run takes it
+ * at once: sched_add_after's holds end when a step would otherwise be empty, so requests
+ * that come together to an idle engine go together. Only the paged policy is vLLM's own.
+ * (vLLM V1's EngineCore.step_with_batch_queue, a batch queue of 2 under --async-scheduling.) */
+static int steps_to_skip(const sim *m, const replica *rep, double now)
+{
+    if (!m->o->async_scheduling || m->o->sched.policy != POLICY_PAGED) return 0;
+    if (rep->busy) return now == rep->step.end_time ? 2 : 1;
+    return rep->last_end == now ? 2 : 0;
+}
+
+/* R reaches REP at NOW (from a client, or from a prefill instance with its KV): into its
+ * scheduler's queue, or ended there when it can never run. */
 static void admit(sim *m, replica *rep, request *r, double now)
 {
-    int skip = 0;
-    if (m->o->async_scheduling && rep->busy) skip = 1;
-    else if (m->o->async_scheduling && rep->last_end == now && !sched_idle(rep->s)) skip = 2;
-    if (!sched_add_after(rep->s, r, now, skip)) {
+    if (!sched_add_after(rep->s, r, now, steps_to_skip(m, rep, now))) {
         request_ended(m, r, now);
         req_pool_put(&m->reqs, r);
     }
@@ -264,10 +273,9 @@ static void kv_arrived(sim *m, request *r, double now)
     r->kv_transferred = r->num_computed;
     r->handoff_time = now;
     int first = m->o->num_prefill;
-    if (!sched_add(route(m, &m->decode_router, first, m->o->num_replicas - first, r)->s, r, now)) {
-        request_ended(m, r, now);
-        req_pool_put(&m->reqs, r);
-    }
+    /* vLLM's decode side learns that KV has landed from a step's output, as it learns of a
+     * new request: the same hold */
+    admit(m, route(m, &m->decode_router, first, m->o->num_replicas - first, r), r, now);
 }
 
 /* How many of the batch's draft tokens the target accepts: for each verifying sequence, the

@@ -364,6 +364,68 @@ Test(sim, async_scheduling_under_load_delays_first_tokens_by_up_to_a_step)
     cr_assert_float_eq(async.tpot_ms.mean, sync.tpot_ms.mean, 0.05 * sync.tpot_ms.mean);
 }
 
+/* Requests that reach an idle engine together go together. Two closed-loop clients, 100-token
+ * prompts, 5 tokens out, steps of 1 s, no API server: each wave's two requests end together
+ * at a step's end and both clients send again at that instant, when nothing else runs; the
+ * engine takes both at once, as vLLM drains its whole input queue. Every TTFT is one step.
+ * (Asked whether the scheduler was idle request by request, the first made it busy and the
+ * second waited two steps: TTFT 3 s, and the waves fell out of step.) */
+Test(sim, async_scheduling_keeps_requests_that_come_together_together)
+{
+    double step = 1.0;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .async_scheduling = true};
+    wl_config wc = constant_workload(6, 1);
+    wc.arrival = ARRIVAL_CLOSED;
+    wc.concurrency = 2;
+    char err[200];
+    cr_assert_eq(dist_parse("fixed:100", &wc.prompt_len, err, sizeof err), 0);
+    cr_assert_eq(dist_parse("fixed:5", &wc.output_len, err, sizeof err), 0);
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+    cr_assert_eq(sum.completed, 6);
+    cr_assert_float_eq(sum.ttft_ms.max, 1000.0, 1e-9, "max TTFT %g ms", sum.ttft_ms.max);
+    cr_assert_eq(st.steps, 15, "three waves of one prefill and four decodes");
+}
+
+/* A request whose arrival time is a step's end counts as coming as the step ends, whichever
+ * event the simulator handles first. B's arrival at 2.0 is queued at 0, before A's step
+ * [1,2] is: it pops while that step is still in flight. The engine has A to run, so B joins
+ * the step after the next: prefilled on [4,5], TTFT 3 s (mean with A's 1 s: 2 s). */
+Test(sim, async_scheduling_an_arrival_at_a_step_end_counts_as_coming_at_the_end)
+{
+    double step = 1.0;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .async_scheduling = true};
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_trace(&o, "0,100,6\n2.0,100,2\n", &sum, &st), 0);
+    cr_assert_float_eq(sum.ttft_ms.max, 3000.0, 1e-9, "max TTFT %g ms", sum.ttft_ms.max);
+    cr_assert_float_eq(sum.ttft_ms.mean, 2000.0, 1e-9);
+}
+
+/* Only the paged policy is vLLM's scheduler: the older policies take arrivals as a
+ * synchronous engine does, async scheduling or not (a static batch would otherwise hold a
+ * request back for a whole batch). */
+Test(sim, async_scheduling_holds_requests_back_under_the_paged_policy_only)
+{
+    double step = 1.0;
+    const char *rows = "0,100,6\n1.5,100,2\n2.0,100,2\n";
+    for (sched_policy p = 0; p < POLICY_PAGED; p++) {
+        sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
+        o.sched.policy = p;
+        if (p == POLICY_STATIC) o.sched.max_num_batched_tokens = 65536;
+        summary sync, async;
+        sim_stats st;
+        cr_assert_eq(run_trace(&o, rows, &sync, &st), 0);
+        o.async_scheduling = true;
+        cr_assert_eq(run_trace(&o, rows, &async, &st), 0);
+        cr_assert_float_eq(async.ttft_ms.mean, sync.ttft_ms.mean, 1e-9, "%s", sched_policy_name(p));
+        cr_assert_float_eq(async.e2el_ms.mean, sync.e2el_ms.mean, 1e-9, "%s", sched_policy_name(p));
+    }
+}
+
 /* Requests held back for a step still count for the router: two replicas, steps of 1 s.
  * A and B at 0 go to replicas 0 and 1 (A waiting makes 0 the busier). C and D come at 0.5,
  * while both run a step: C goes to replica 0 (a tie), where it waits for the step after the
