@@ -871,6 +871,15 @@ static int resolve_frontend(const scenario *sc, scenario_resolved *out, char *er
     return -1;
 }
 
+/* vLLM's test: device memory of 70 GiB or more and a name without "a100" */
+static bool vllm_large_gpu(const hw_spec *hw)
+{
+    return hw->mem_gib >= 70 && !strstr(hw->name, "a100");
+}
+
+int scenario_vllm_budget(const hw_spec *hw) { return vllm_large_gpu(hw) ? 8192 : 2048; }
+int scenario_vllm_max_seqs(const hw_spec *hw) { return vllm_large_gpu(hw) ? 1024 : 256; }
+
 static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     sched_config *c = &out->sched;
@@ -885,9 +894,11 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     out->token_times = V(run, token_times).b;
     router_parse(V(deployment, router).s, &out->router);
     sched_policy_parse(V(scheduler, policy).s, &c->policy);
-    c->prefix_caching = V(scheduler, prefix_caching).b;
-    c->chunked_prefill = V(scheduler, chunked_prefill).b;
-    c->max_num_seqs = (int)V(scheduler, max_num_seqs).i;
+    /* on by default for vLLM's own scheduler; the older policies refuse them only if asked */
+    bool paged = sched_policy_info(c->policy)->paged;
+    c->prefix_caching = V(scheduler, prefix_caching).b && (paged || GIVEN(scheduler, prefix_caching));
+    c->chunked_prefill = V(scheduler, chunked_prefill).b && (paged || GIVEN(scheduler, chunked_prefill));
+    c->max_num_seqs = V(scheduler, max_num_seqs).i ? (int)V(scheduler, max_num_seqs).i : scenario_vllm_max_seqs(&out->hw);
     c->chunk_size = (int)V(scheduler, chunk_size).i;
     c->block_size = (int)V(kv, block_size).i;
     c->max_model_len = V(scheduler, max_model_len).i ? (int)V(scheduler, max_model_len).i
@@ -924,9 +935,14 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                  out->draft_model.name, why);
         return -1;
     }
-    c->max_num_batched_tokens = V(scheduler, max_num_batched_tokens).i
-                                    ? (int)V(scheduler, max_num_batched_tokens).i
-                                    : (c->chunked_prefill ? SCENARIO_CHUNKED_BUDGET : c->max_model_len);
+    if (V(scheduler, max_num_batched_tokens).i) {
+        c->max_num_batched_tokens = (int)V(scheduler, max_num_batched_tokens).i;
+    } else { /* vLLM's: its default, at least a whole prompt without chunks, at most every sequence whole */
+        int64_t budget = scenario_vllm_budget(&out->hw);
+        if (!c->chunked_prefill && budget < c->max_model_len) budget = c->max_model_len;
+        if (budget > (int64_t)c->max_num_seqs * c->max_model_len) budget = (int64_t)c->max_num_seqs * c->max_model_len;
+        c->max_num_batched_tokens = (int)budget;
+    }
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
     out->kv_reserve_gib = V(kv, reserve_gib).d;
     if (out->kv_reserve_gib < 0 && out->kv_reserve_gib != -1) {

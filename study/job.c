@@ -268,18 +268,12 @@ void job_scheduler_note(const scenario *sc, char *out, size_t len)
 {
     /* from the keys, not a resolved scenario: plan's base may not fit one GPU as it stands */
     bool chunked = sc->v[K_scheduler_chunked_prefill].b, prefix = sc->v[K_scheduler_prefix_caching].b;
-    long long budget = sc->v[K_scheduler_max_num_batched_tokens].i;
     *out = 0;
     if (strcmp(sc->v[K_scheduler_policy].s, "paged") != 0 || (chunked && prefix)) return;
-    char tokens[64];
-    if (budget || chunked) snprintf(tokens, sizeof tokens, "%lld tokens", budget ? budget : SCENARIO_CHUNKED_BUDGET);
-    else snprintf(tokens, sizeof tokens, "scheduler.max_model_len");
     snprintf(out, len,
-             "Scheduler: chunked prefill %s, prefix caching %s, a budget of %s a step; "
-             "vLLM's V1 engine has both on, with a budget of 8192 tokens on GPUs of 70 GiB or more but the A100 "
-             "and 2048 otherwise: --set scheduler.chunked_prefill=on --set scheduler.prefix_caching=on --set "
-             "scheduler.max_num_batched_tokens=N.",
-             chunked ? "on" : "off", prefix ? "on" : "off", tokens);
+             "Scheduler: chunked prefill %s, prefix caching %s, as the scenario sets them; vLLM's V1 engine, and "
+             "servesim by default, have both on.",
+             chunked ? "on" : "off", prefix ? "on" : "off");
 }
 
 int job_spec_init(job_spec *sp, const scenario_resolved *r, char *err, size_t errlen)

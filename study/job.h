@@ -63,8 +63,8 @@ double job_cost_step_overhead(const job_cost *c);
 /* "measured, costs/..." or "roofline, ...": which cost model prices SC, for reports; "?"
  * with the reason when SC does not resolve. */
 void job_cost_describe(const scenario *sc, char *out, size_t len);
-/* Where SC's paged scheduler leaves chunked prefill or prefix caching off (servesim's
- * defaults; vLLM's V1 engine has both on), a note saying so and how to set vLLM's; "" else. */
+/* Where SC's paged scheduler has chunked prefill or prefix caching off (vLLM's V1 engine, and
+ * servesim by default, have both on), a note saying so; "" else. */
 void job_scheduler_note(const scenario *sc, char *out, size_t len);
 /* `"cost_model": ..., "cost_source": ...` as summary.json members (no trailing comma). */
 int job_cost_json(json_t *obj, const job_cost *c);

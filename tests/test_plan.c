@@ -295,8 +295,9 @@ static int count_matching(const char *path, const char *needle)
     return n;
 }
 
-/* llama-3.1-70b in FP8 on one H200 leaves a pool of 98,512 tokens (6,157 blocks), less than
- * one sequence of its 131,072-token context: vLLM refuses to start, so plan leaves TP 1 out
+/* llama-3.1-70b in FP8 on one H200 without chunked prefill (whose budget, max_model_len, vLLM's
+ * profile run holds a forward of) and 256 sequences leaves a pool of 98,512 tokens (6,157
+ * blocks), less than one sequence of its 131,072-token context: vLLM refuses to start, so plan leaves TP 1 out
  * and says why in plan.txt (it once ranked it, with a warning on stderr only). A
  * max_model_len the pool holds plans it. --vary takes the deployment keys plan does not
  * choose itself (it once refused every deployment.* key). */
@@ -305,8 +306,9 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
     system("rm -rf /tmp/ss-plan-short /tmp/ss-plan-short-ok");
     char *argv[] = {"plan", "--gpus", "2", "--max-tp", "2", "--vary", "deployment.allreduce_fusion=auto,off", "--set",
                     "model.preset=llama-3.1-70b", "--set", "model.quantization=fp8", "--set",
-                    "workload.num_requests=100", "--out", "/tmp/ss-plan-short", "--quiet"};
-    cr_assert_eq(cmd_plan(15, argv), 0);
+                    "workload.num_requests=100", "--set", "scheduler.chunked_prefill=off", "--set",
+                    "scheduler.max_num_seqs=256", "--out", "/tmp/ss-plan-short", "--quiet"};
+    cr_assert_eq(cmd_plan(19, argv), 0);
     cr_assert_eq(count_lines("/tmp/ss-plan-short/plan.csv"), 3, "a header and TP 2 with fusion auto and off");
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.csv", "\"tp2 least_outstanding deployment.allreduce_fusion="), 2);
     cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Left out:"), 1);
@@ -316,8 +318,9 @@ Test(plan, a_layout_vllm_refuses_to_start_is_left_out_and_named)
                                 "sequence of scheduler.max_model_len (131072), and vLLM refuses to start so; a "
                                 "scheduler.max_model_len of at most 98512 plans it"), 1,
                  "tp1 with fusion auto and with off, on one line: one reason");
-    /* servesim's scheduler defaults are not vLLM V1's, and the answer says so */
-    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt", "Scheduler: chunked prefill off, prefix caching off"), 1);
+    /* a scheduler set apart from vLLM V1's is named in the answer */
+    cr_assert_eq(count_matching("/tmp/ss-plan-short/plan.txt",
+                                "Scheduler: chunked prefill off, prefix caching on, as the scenario sets them"), 1);
     char *fits[] = {"plan", "--gpus", "2", "--max-tp", "1", "--set", "model.preset=llama-3.1-70b", "--set",
                     "model.quantization=fp8", "--set", "scheduler.max_model_len=32768", "--set",
                     "workload.num_requests=100", "--set", "scheduler.chunked_prefill=on", "--set",

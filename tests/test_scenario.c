@@ -249,8 +249,50 @@ Test(scenario, kv_blocks_are_derived_from_memory_and_weights)
     cr_assert(strstr(err, "leave no room"), "%s", err);
 }
 
+/* The scheduler's defaults are vLLM V1's (EngineArgs.get_batch_defaults for its OpenAI
+ * server): chunked prefill and prefix caching on; 8,192 tokens and 1,024 sequences a step on
+ * GPUs of 70 GiB or more but the A100, 2,048 and 256 on the others; without chunked prefill
+ * at least max_model_len. The older policies go without both unless asked (and then refuse). */
+Test(scenario, the_scheduler_defaults_are_vllm_v1s_for_the_gpu)
+{
+    const struct { const char *set[3]; int seqs, budget; bool chunked, prefix; } cases[] = {
+        {{"hardware.preset=h200", NULL}, 1024, 8192, true, true},
+        {{"hardware.preset=b200", NULL}, 1024, 8192, true, true},
+        {{"hardware.preset=a100", NULL}, 256, 2048, true, true},                 /* 80 GiB, but an A100 */
+        {{"hardware.preset=l40s", NULL}, 256, 2048, true, true},                 /* 45 GiB */
+        {{"hardware.preset=h200", "scheduler.chunked_prefill=off"}, 1024, 8192, false, true}, /* llama-3-8b: 8,192 */
+        {{"hardware.preset=a100", "scheduler.chunked_prefill=off"}, 256, 8192, false, true},  /* its max_model_len */
+        {{"hardware.preset=h200", "scheduler.max_model_len=4"}, 1024, 4096, true, true},      /* 1,024 x 4 */
+        {{"scheduler.policy=continuous", NULL}, 1024, 8192, false, false},
+        {{"scheduler.max_num_seqs=8", "scheduler.max_num_batched_tokens=512"}, 8, 512, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario sc;
+        scenario_defaults(&sc);
+        char err[1024];
+        for (int k = 0; k < 3 && cases[i].set[k]; k++)
+            cr_assert_eq(scenario_set(&sc, cases[i].set[k], err, sizeof err), 0, "%s", err);
+        scenario_resolved r;
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "case %zu: %s", i, err);
+        cr_assert_eq(r.sched.max_num_seqs, cases[i].seqs, "case %zu", i);
+        cr_assert_eq(r.sched.max_num_batched_tokens, cases[i].budget, "case %zu", i);
+        cr_assert_eq(r.sched.chunked_prefill, cases[i].chunked, "case %zu", i);
+        cr_assert_eq(r.sched.prefix_caching, cases[i].prefix, "case %zu", i);
+    }
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    scenario_resolved r;
+    cr_assert_eq(scenario_set(&sc, "scheduler.policy=continuous", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1, "asked for, chunked prefill is refused there");
+    cr_assert(strstr(err, "chunked_prefill"), "%s", err);
+}
+
 /* What vLLM's profile run holds out of the pool (kv.reserve_gib = -1, the default), by hand
- * for llama-3-8b on an H200: the sampler's 38.9 bytes a logit over max_num_seqs 256 x 128,256
+ * for llama-3-8b on an H200. With vLLM's defaults there (1,024 sequences, 8,192 tokens), the
+ * sampler's 38.9 bytes a logit x 1,024 x 128,256 = 5,108,898,201.6 and 0.13 GiB beside it:
+ * 5,248,484,638.72 bytes, 54,536 blocks. At max_num_seqs 256: the sampler's 256 x 128,256
  * = 1,277,224,550.4 bytes, more than the forward's 8192 tokens x (2 x 4096 x 2 + 3 x 14,336 x
  * 2) = 838,860,800, plus 0.13 GiB of non-PyTorch memory (139,586,437.12): 1,416,810,987.52,
  * which leaves (135,679,338,086.4 - 16,060,522,496 - 1,416,810,987.52) / 2,097,152 = 56,363
@@ -263,6 +305,12 @@ Test(scenario, the_kv_pool_leaves_out_what_vllms_profile_run_holds)
     scenario_defaults(&sc);
     scenario_resolved r;
     char err[1024];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.max_num_seqs, 1024);
+    cr_assert_eq(r.sched.max_num_batched_tokens, 8192);
+    cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 5248484638.72, 1e-3);
+    cr_assert_eq(r.sched.num_blocks, 54536);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_seqs=256", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_float_eq(scenario_kv_reserve_bytes(&r), 1416810987.52, 1e-3);
     cr_assert_eq(r.sched.num_blocks, 56363);
@@ -316,14 +364,15 @@ Test(scenario, a_reserve_too_large_for_the_gpu_names_its_larger_term)
     scenario_defaults(&sc);
     scenario_resolved r;
     char err[1024];
-    const char *sets[] = {"model.preset=llama-3.1-70b", "model.quantization=fp8", "hardware.preset=h100"};
+    const char *sets[] = {"model.preset=llama-3.1-70b", "model.quantization=fp8", "hardware.preset=h100",
+                          "scheduler.chunked_prefill=off", "scheduler.max_num_seqs=256"};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
         cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "the reserve is one forward of scheduler.max_num_batched_tokens tokens"), "%s", err);
     cr_assert_not(strstr(err, "max_num_seqs"), "%s", err);
     cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=on", err, sizeof err), 0);
-    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err); /* a 2,048-token budget leaves room */
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err); /* an 8,192-token budget leaves room */
     /* where the sampler's logits set it (qwen3-32b at 2,048 sequences: 38.9 x 2048 x 151,936
      * bytes, 11.3 GiB), the refusal names max_num_seqs */
     cr_assert_eq(scenario_set(&sc, "model.quantization=none", err, sizeof err), 0);
@@ -682,9 +731,9 @@ Test(run_command, a_run_says_which_api_server_priced_it, .init = cr_redirect_std
 }
 
 /* The KV pool a run had, as vLLM logs its "GPU KV cache size", on screen and in summary.json.
- * By hand, llama-3-8b on an H200: (143771 / 1024 GiB x 0.9 - 8,030,261,248 params x 2 bytes -
- * the reserve's 1,416,810,987.52 bytes, above) / (32 layers x 8 KV heads x 128 x K and V x 2
- * bytes x 16 tokens a block) = 56,363 blocks. */
+ * By hand, llama-3-8b on an H200 with vLLM's defaults: (143771 / 1024 GiB x 0.9 - 8,030,261,248
+ * params x 2 bytes - the reserve's 5,248,484,638.72 bytes, above) / (32 layers x 8 KV heads x
+ * 128 x K and V x 2 bytes x 16 tokens a block) = 54,536 blocks. */
 Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_stdout)
 {
     const char *out = "/tmp/servesim-test-kv-run", *set = "/tmp/servesim-test-kv-set";
@@ -699,8 +748,8 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     static char text[65536];
     FILE *o = cr_get_redirected_stdout();
     text[fread(text, 1, sizeof text - 1, o)] = 0;
-    const char *line = "\nKV cache: 901808 tokens (56363 blocks of 16), 110.1 GiB a GPU, derived from "
-                       "hardware.gpu_memory_utilization less the weights and 1.32 GiB of activations and buffers "
+    const char *line = "\nKV cache: 872576 tokens (54536 blocks of 16), 106.5 GiB a GPU, derived from "
+                       "hardware.gpu_memory_utilization less the weights and 4.89 GiB of activations and buffers "
                        "(estimated, kv.reserve_gib)\n";
     const char *first = strstr(text, line);
     cr_assert(first && strstr(first + 1, line), "%s", text);
@@ -708,10 +757,10 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     json_t *s = json_load_file("/tmp/servesim-test-kv-run/summary.json", 0, &je);
     cr_assert_not_null(s, "%s", je.text);
     json_t *kv = json_object_get(s, "kv_cache");
-    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 56363);
-    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 56363 * 16);
-    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 56363 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
-    cr_assert_float_eq(json_number_value(json_object_get(kv, "reserve_gib")), 1416810987.52 / 1073741824, 1e-5);
+    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 54536);
+    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 54536 * 16);
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "gib_per_gpu")), 54536 * 2.0 / 1024, 1e-5); /* printed to 10 figures */
+    cr_assert_float_eq(json_number_value(json_object_get(kv, "reserve_gib")), 5248484638.72 / 1073741824, 1e-5);
     cr_assert_str_eq(json_string_value(json_object_get(kv, "reserve_source")), "estimated");
     cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "derived");
     json_decref(s);
@@ -743,13 +792,14 @@ static void run_warns(const char **args, int n, const char *out, const char *wan
 }
 
 /* A pool that cannot hold one sequence of max_model_len, which vLLM refuses to start with:
- * qwen3-32b on an H100 holds 15,920 tokens of its 40,960; the run goes on, and says so. */
+ * qwen3-32b on an H100, with vLLM's defaults there (1,024 sequences, 8,192 tokens), holds
+ * 20,032 tokens of its 40,960; the run goes on, and says so. */
 Test(run_command, a_pool_shorter_than_one_sequence_is_warned_of, .init = cr_redirect_stderr)
 {
     const char *a[] = {"run", "--set", "model.preset=qwen3-32b", "--set", "hardware.preset=h100", "--set",
                        "workload.num_requests=5", "--out", "/tmp/servesim-test-shortpool", "--quiet"};
     run_warns(a, 10, "/tmp/servesim-test-shortpool",
-              "warning: the KV pool holds 15920 tokens, less than one sequence of scheduler.max_model_len (40960)");
+              "warning: the KV pool holds 20032 tokens, less than one sequence of scheduler.max_model_len (40960)");
 }
 
 /* kv.num_blocks past the GPU's memory is taken (a what-if) but warned of: a billion blocks
