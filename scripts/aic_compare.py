@@ -111,7 +111,8 @@ def servesim(binary, gpu, model, version, b, isl, osl, tmp, tp=1, prec="bf16"):
         "hardware.step_overhead_ms": "0", "hardware.host_us_per_seq": "0",
         "deployment.allreduce_fusion": "off", "workload.arrival": "all_at_once", "workload.num_requests": str(b),
         "workload.prompt_len": f"fixed:{isl}", "workload.output_len": f"fixed:{osl}",
-        "scheduler.policy": "paged", "scheduler.max_num_seqs": str(b),
+        "scheduler.policy": "paged", "scheduler.chunked_prefill": "off", "scheduler.prefix_caching": "off",
+        "scheduler.max_num_seqs": str(b),
         "scheduler.max_num_batched_tokens": str(max(b * isl, isl + osl)), "scheduler.max_model_len": str(isl + osl),
         "kv.num_blocks": str(blocks),
     }
