@@ -131,15 +131,16 @@ Test(plan, shards_merge_into_exactly_what_one_run_writes)
 {
     system("rm -rf /tmp/ss-pshard && mkdir -p /tmp/ss-pshard");
     char *base[] = {"plan", "--gpus", "2", "--rate", "30", "--max-tp", "2", "--routers", "least_outstanding,round_robin",
-                    "--slo", "ttft_p99_ms=2000", "--set", "workload.num_requests=100", "--quiet", "--out", NULL, NULL, NULL};
-    base[15] = "/tmp/ss-pshard/whole";
-    cr_assert_eq(cmd_plan(16, base), 0);
-    base[15] = "/tmp/ss-pshard/s1";
-    base[16] = "--shard=1/2";
-    cr_assert_eq(cmd_plan(17, base), 0);
-    base[15] = "/tmp/ss-pshard/s2";
-    base[16] = "--shard=2/2";
-    cr_assert_eq(cmd_plan(17, base), 0);
+                    "--slo", "ttft_p99_ms=2000", "--set", "workload.num_requests=100", "--max-rate", "32", "--quiet",
+                    "--out", NULL, NULL, NULL};
+    base[17] = "/tmp/ss-pshard/whole";
+    cr_assert_eq(cmd_plan(18, base), 0);
+    base[17] = "/tmp/ss-pshard/s1";
+    base[18] = "--shard=1/2";
+    cr_assert_eq(cmd_plan(19, base), 0);
+    base[17] = "/tmp/ss-pshard/s2";
+    base[18] = "--shard=2/2";
+    cr_assert_eq(cmd_plan(19, base), 0);
     cr_assert_null(fopen("/tmp/ss-pshard/s1/plan.csv", "r"), "a shard writes plan-shard.json only");
     char *merge[] = {"merge", "/tmp/ss-pshard/merged", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1"};
     cr_assert_eq(cmd_merge(4, merge), 0);
@@ -156,8 +157,9 @@ Test(plan, shards_merge_into_exactly_what_one_run_writes)
     char *twice[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s1"};
     cr_assert_eq(cmd_merge(4, twice), 2);
     base[12] = "workload.num_requests=101";
-    base[15] = "/tmp/ss-pshard/other";
-    cr_assert_eq(cmd_plan(17, base), 0);
+    base[17] = "/tmp/ss-pshard/other";
+    cr_assert_eq(cmd_plan(19, base), 0);
+    cr_assert(count_lines("/tmp/ss-pshard/other/plan-shard.json") > 0, "a shard of another search");
     char *other[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/other"};
     cr_assert_eq(cmd_merge(4, other), 2);
     cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
@@ -369,16 +371,18 @@ Test(plan, a_sized_pool_is_planned_and_nothing_fitting_says_why, .init = cr_redi
 Test(plan, its_own_choices_are_named_and_kv_transfer_varies_disaggregated_layouts_only)
 {
     system("rm -rf /tmp/ss-plan-own");
+    /* --max-rate bounds each search: the test is about the layouts, not their capacities */
     char *argv[] = {"plan", "--gpus", "4", "--pd", "1:1", "--vary", "deployment.kv_transfer_gbs=10,50", "--set",
-                    "model.preset=qwen2.5-7b", "--set", "workload.num_requests=30", "--out", "/tmp/ss-plan-own", "--quiet"};
-    cr_assert_eq(cmd_plan(14, argv), 0);
+                    "model.preset=qwen2.5-7b", "--set", "workload.num_requests=30", "--max-rate", "8", "--out",
+                    "/tmp/ss-plan-own", "--quiet"};
+    cr_assert_eq(cmd_plan(16, argv), 0);
     cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.txt", "do not divide by 8"), 0, "--gpus 4: no TP 8");
     cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.csv", ",aggregated,"), 3, "TP 1, 2, 4 once each");
     cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.csv", ",1:1,"), 4, "TP 1 and 2 at both bandwidths");
     system("rm -rf /tmp/ss-plan-own");
     char *eight[] = {"plan", "--gpus", "8", "--set", "model.preset=qwen2.5-7b", "--set", "workload.num_requests=30",
-                     "--out", "/tmp/ss-plan-own", "--quiet"};
-    cr_assert_eq(cmd_plan(10, eight), 0);
+                     "--max-rate", "8", "--out", "/tmp/ss-plan-own", "--quiet"};
+    cr_assert_eq(cmd_plan(12, eight), 0);
     cr_assert_eq(count_matching("/tmp/ss-plan-own/plan.txt", "do not divide by 8, as vLLM requires; sizes that do: "
                                                              "1, 2, 4 (given by plan's layout)"), 1);
     system("rm -rf /tmp/ss-plan-own");
