@@ -291,6 +291,22 @@ Test(frontend, a_run_stopped_with_work_queued_in_the_api_server_frees_it)
     wl_free(&w);
 }
 
+/* The trace below, simulated with or without async scheduling: 3 requests ended, A (to an
+ * idle engine) after one step, the largest and mean TTFT as given. */
+static void three_arrivals(bool async, double max_ms, double mean_ms)
+{
+    double step = 1.0;
+    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                     .async_scheduling = async};
+    summary sum;
+    sim_stats st;
+    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
+    cr_assert_eq(sum.completed, 3);
+    cr_assert_float_eq(sum.ttft_ms.min, 1000.0, 1e-9, "A, to an idle engine, went at once");
+    cr_assert_float_eq(sum.ttft_ms.max, max_ms, 1e-9, "max TTFT %g ms", sum.ttft_ms.max);
+    cr_assert_float_eq(sum.ttft_ms.mean, mean_ms, 1e-9);
+}
+
 /* Requests arriving at the instant a step ends join the next step. Step cost 1 s, vLLM's
  * prefill-first order. A arrives at 0 (prefill [0,1], decodes [1,2], [2,3]...), B at 1.5
  * while A decodes, C at 2.0, the end of A's second step. C's arrival is armed when B's is
@@ -299,14 +315,7 @@ Test(frontend, a_run_stopped_with_work_queued_in_the_api_server_frees_it)
  * Handled together, B and C prefill on [2,3]: TTFTs 1, 1.5 and 1 s, mean 3.5/3. */
 Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
 {
-    double step = 1.0;
-    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
-    summary sum;
-    sim_stats st;
-    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
-    cr_assert_eq(sum.completed, 3);
-    cr_assert_float_eq(sum.ttft_ms.max, 1500.0, 1e-9, "C waited a step: max TTFT %g ms", sum.ttft_ms.max);
-    cr_assert_float_eq(sum.ttft_ms.mean, 3500.0 / 3, 1e-9);
+    three_arrivals(false, 1500.0, 3500.0 / 3); /* C waited a step */
 }
 
 /* The same trace under vLLM's async scheduling (sim_options.async_scheduling), by hand. The
@@ -317,16 +326,7 @@ Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
  * prefilled on [4,5], TTFT 3 s. Mean 6.5/3 s, against 3.5/3 synchronously. */
 Test(sim, async_scheduling_takes_a_request_a_step_later_by_hand)
 {
-    double step = 1.0;
-    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
-                     .async_scheduling = true};
-    summary sum;
-    sim_stats st;
-    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
-    cr_assert_eq(sum.completed, 3);
-    cr_assert_float_eq(sum.ttft_ms.min, 1000.0, 1e-9, "A, to an idle engine, went at once");
-    cr_assert_float_eq(sum.ttft_ms.max, 3000.0, 1e-9, "C waited two steps: max TTFT %g ms", sum.ttft_ms.max);
-    cr_assert_float_eq(sum.ttft_ms.mean, 6500.0 / 3, 1e-9);
+    three_arrivals(true, 3000.0, 6500.0 / 3); /* C waited two steps */
 }
 
 /* An engine with nothing in flight schedules a request at once, async or not: the
