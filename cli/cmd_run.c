@@ -52,6 +52,7 @@ int cmd_run(int argc, char **argv)
         printf("Cost model: %s, %s\n", j.cost_kind, j.cost_source);
         if (j.frontend[0]) printf("API server: %s\n", j.frontend);
         printf("KV cache: %s\n", j.kv_cache);
+        printf("Scheduler: %s\n", j.scheduler);
         printf("Simulated %.1f s of serving in %.2f s (%zu events). Results in %s/\n",
                j.stats.end_time, wall, j.stats.events, out);
     }

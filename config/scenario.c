@@ -820,6 +820,19 @@ void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t le
              r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), how);
 }
 
+void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t len)
+{
+    const sched_config *c = &r->sched;
+    const char *whence = r->seqs_from_vllm && r->budget_from_vllm ? "vLLM's defaults for"
+                         : r->seqs_from_vllm ? "the sequences by vLLM's default for"
+                         : r->budget_from_vllm ? "the tokens by vLLM's default for" : "";
+    char from[96] = "";
+    if (*whence) snprintf(from, sizeof from, " (%s %s)", whence, r->hw.name);
+    snprintf(out, len, "%s, chunked prefill %s, prefix caching %s, %d sequences and %d tokens a step%s",
+             sched_policy_name(c->policy), c->chunked_prefill ? "on" : "off", c->prefix_caching ? "on" : "off",
+             c->max_num_seqs, c->max_num_batched_tokens, from);
+}
+
 scenario_key scenario_frontend_key(const scenario *sc)
 {
     double ms[3];
@@ -935,6 +948,8 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
                  out->draft_model.name, why);
         return -1;
     }
+    out->seqs_from_vllm = V(scheduler, max_num_seqs).i == 0;
+    out->budget_from_vllm = V(scheduler, max_num_batched_tokens).i == 0;
     if (V(scheduler, max_num_batched_tokens).i) {
         c->max_num_batched_tokens = (int)V(scheduler, max_num_batched_tokens).i;
     } else { /* vLLM's: its default, at least a whole prompt without chunks, at most every sequence whole */
@@ -943,6 +958,9 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
         if (budget > (int64_t)c->max_num_seqs * c->max_model_len) budget = (int64_t)c->max_num_seqs * c->max_model_len;
         c->max_num_batched_tokens = (int)budget;
     }
+    /* and vLLM's default sequences never outnumber the budget's tokens */
+    if (!V(scheduler, max_num_seqs).i && c->max_num_seqs > c->max_num_batched_tokens)
+        c->max_num_seqs = c->max_num_batched_tokens;
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
     out->kv_reserve_gib = V(kv, reserve_gib).d;
     if (out->kv_reserve_gib < 0 && out->kv_reserve_gib != -1) {

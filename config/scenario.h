@@ -46,6 +46,7 @@ typedef struct scenario_resolved {
     int dtype_bytes;
     bool fp8_weights, fp8_kv;   /* model.quantization = fp8, kv.cache_dtype = fp8 */
     bool kv_blocks_set;         /* kv.num_blocks gave the KV pool (else it was derived) */
+    bool seqs_from_vllm, budget_from_vllm; /* max_num_seqs, max_num_batched_tokens = 0: vLLM's for the GPU */
     double kv_reserve_gib;      /* kv.reserve_gib; < 0 = estimated (scenario_kv_reserve_bytes) */
     sched_config sched;
     wl_config workload;
@@ -121,6 +122,10 @@ void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t le
  * SCENARIO_KV_CACHE_TEXT holds the longest. */
 #define SCENARIO_KV_CACHE_TEXT 256
 void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t len);
+/* The scheduler a run had, in words: "paged, chunked prefill on, prefix caching on, 1024
+ * sequences and 8192 tokens a step (vLLM's defaults for h200)"; SCENARIO_SCHED_TEXT holds it. */
+#define SCENARIO_SCHED_TEXT 256
+void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t len);
 /* "section.key (origin)" of K in SC. */
 void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */

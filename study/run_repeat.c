@@ -68,12 +68,14 @@ int run_repeats(const scenario *sc, const char *out, int repeat, int jobs, bool 
         job_cost_describe(sc, cost, sizeof cost);
         printf("Cost model: %s\n", cost);
         scenario_resolved res;
-        char frontend[200], kv[SCENARIO_KV_CACHE_TEXT], why[1024];
+        char frontend[200], kv[SCENARIO_KV_CACHE_TEXT], sched[SCENARIO_SCHED_TEXT], why[1024];
         if (scenario_resolve(sc, &res, why, sizeof why) == 0) {
             scenario_frontend_describe(&res, frontend, sizeof frontend);
             if (frontend[0]) printf("API server: %s\n", frontend);
             scenario_kv_cache_describe(&res, kv, sizeof kv);
             printf("KV cache: %s\n", kv);
+            scenario_scheduler_describe(&res, sched, sizeof sched);
+            printf("Scheduler: %s\n", sched);
         }
         printf("Seeds %llu..%llu. Results in %s/ (the first seed's run, repeats.csv, repeat_stats.csv)\n",
                (unsigned long long)r.seeds[0], (unsigned long long)r.seeds[r.nruns - 1], out);

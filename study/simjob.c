@@ -98,6 +98,19 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
 /* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
  * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
  * allows, less the weights and the reserve, which it then names). */
+/* The scheduler as resolved: the scenario's keys record 0 where vLLM's defaults for the GPU
+ * stood in. */
+static json_t *scheduler_json(const scenario_resolved *r)
+{
+    const sched_config *c = &r->sched;
+    return json_pack("{s:s, s:b, s:b, s:i, s:s, s:i, s:s, s:i, s:b}", "policy", sched_policy_name(c->policy),
+                     "chunked_prefill", c->chunked_prefill, "prefix_caching", c->prefix_caching, "max_num_seqs",
+                     c->max_num_seqs, "max_num_seqs_source", r->seqs_from_vllm ? "vllm_default" : "scenario",
+                     "max_num_batched_tokens", c->max_num_batched_tokens, "max_num_batched_tokens_source",
+                     r->budget_from_vllm ? "vllm_default" : "scenario", "max_model_len", c->max_model_len,
+                     "async_scheduling", r->async_scheduling);
+}
+
 static json_t *kv_cache_json(const scenario_resolved *r)
 {
     json_t *o = json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
@@ -149,6 +162,7 @@ static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, c
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
                     json_put(obj, "deployment", deployment_json(j, r)) | json_put(obj, "kv_cache", kv_cache_json(r)) |
+                    json_put(obj, "scheduler", scheduler_json(r)) |
                     (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", speculative_json(r, sp)) : 0) |
                     (frontend ? json_put(obj, "frontend", frontend) : 0) |
                     job_scenario_json(obj, j->sc)) {
@@ -329,6 +343,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
     snprintf(j->cost_source, sizeof j->cost_source, "%s", cost.source);
     scenario_frontend_describe(&r, j->frontend, sizeof j->frontend);
     scenario_kv_cache_describe(&r, j->kv_cache, sizeof j->kv_cache);
+    scenario_scheduler_describe(&r, j->scheduler, sizeof j->scheduler);
     if (status < 0 && opened) res_abort(&dir);
     wl_free(&w);
     job_spec_free(&spec);

@@ -27,6 +27,7 @@ typedef struct simjob {
     char cost_source[1024];  /* which table or roofline priced the steps */
     char frontend[160];      /* after the run: the API server it priced, "" for none */
     char kv_cache[SCENARIO_KV_CACHE_TEXT]; /* after the run: each instance's KV pool, in words */
+    char scheduler[SCENARIO_SCHED_TEXT];   /* and its scheduler */
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */

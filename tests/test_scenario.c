@@ -265,6 +265,11 @@ Test(scenario, the_scheduler_defaults_are_vllm_v1s_for_the_gpu)
         {{"hardware.preset=h200", "scheduler.max_model_len=4"}, 1024, 4096, true, true},      /* 1,024 x 4 */
         {{"scheduler.policy=continuous", NULL}, 1024, 8192, false, false},
         {{"scheduler.max_num_seqs=8", "scheduler.max_num_batched_tokens=512"}, 8, 512, true, true},
+        {{"hardware.preset=a100", "scheduler.policy=continuous"}, 256, 8192, false, false}, /* max_model_len */
+        {{"hardware.mem_gib=48", NULL}, 256, 2048, true, true},                  /* an H200 of 48 GiB */
+        {{"hardware.preset=a100", "hardware.mem_gib=141"}, 256, 2048, true, true}, /* still an A100 */
+        {{"scheduler.max_num_batched_tokens=512", NULL}, 512, 512, true, true},  /* sequences <= tokens */
+        {{"scheduler.max_num_batched_tokens=10000", "scheduler.max_model_len=4"}, 1024, 10000, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scenario sc;
@@ -287,6 +292,22 @@ Test(scenario, the_scheduler_defaults_are_vllm_v1s_for_the_gpu)
     cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=on", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1, "asked for, chunked prefill is refused there");
     cr_assert(strstr(err, "chunked_prefill"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=off", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.prefix_caching=on", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1, "and so is prefix caching");
+    cr_assert(strstr(err, "prefix_caching"), "%s", err);
+    /* the run says which scheduler it had, and whence its sizes */
+    char line[SCENARIO_SCHED_TEXT];
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    scenario_scheduler_describe(&r, line, sizeof line);
+    cr_assert_str_eq(line, "paged, chunked prefill on, prefix caching on, 1024 sequences and 8192 tokens a step "
+                           "(vLLM's defaults for h200)");
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_batched_tokens=300", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    scenario_scheduler_describe(&r, line, sizeof line);
+    cr_assert_str_eq(line, "paged, chunked prefill on, prefix caching on, 300 sequences and 300 tokens a step "
+                           "(the sequences by vLLM's default for h200)");
 }
 
 /* What vLLM's profile run holds out of the pool (kv.reserve_gib = -1, the default), by hand
@@ -763,6 +784,11 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     cr_assert_float_eq(json_number_value(json_object_get(kv, "reserve_gib")), 5248484638.72 / 1073741824, 1e-5);
     cr_assert_str_eq(json_string_value(json_object_get(kv, "reserve_source")), "estimated");
     cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "derived");
+    json_t *sched = json_object_get(s, "scheduler");
+    cr_assert_eq(json_integer_value(json_object_get(sched, "max_num_seqs")), 1024);
+    cr_assert_str_eq(json_string_value(json_object_get(sched, "max_num_seqs_source")), "vllm_default");
+    cr_assert_eq(json_integer_value(json_object_get(sched, "max_num_batched_tokens")), 8192);
+    cr_assert(json_is_true(json_object_get(sched, "chunked_prefill")) && json_is_true(json_object_get(sched, "prefix_caching")));
     json_decref(s);
     s = json_load_file("/tmp/servesim-test-kv-set/summary.json", 0, &je);
     cr_assert_not_null(s, "%s", je.text);
