@@ -37,7 +37,7 @@
     X(scheduler, policy, CHOICE, "paged", SCHED_POLICY_CHOICES, "", "serving policy (docs/method.md section 5)") \
     X(scheduler, prefix_caching, BOOL, "on", "", "", "share full prompt blocks by hash (paged only; on as in vLLM's V1 engine, the older policies without it unless asked, which they refuse; it costs the simulator 2-6x the time per request even where no prompt shares a block)") \
     X(scheduler, chunked_prefill, BOOL, "on", "", "", "decodes first, prefill chunks fill the budget (paged only; on as in vLLM's V1 engine, the older policies without it unless asked, which they refuse); off: prefills first, each prompt whole, as vLLM's V0 engine") \
-    X(scheduler, max_num_seqs, INT, "0", "0", "65536", "most sequences in one step (0 = vLLM's default for the GPU: 1024 on GPUs of 70 GiB or more but the A100, 256 on the others)") \
+    X(scheduler, max_num_seqs, INT, "0", "0", "65536", "most sequences in one step (0 = vLLM's default for the GPU: 1024 on GPUs of 70 GiB or more but the A100, 256 on the others, at most the token budget)") \
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = vLLM's default for the GPU: 8192 on GPUs of 70 GiB or more but the A100, 2048 on the others; without chunked prefill at least max_model_len; at most max_num_seqs x max_model_len)") \
     X(scheduler, chunk_size, INT, "0", "0", "16777216", "largest prefill chunk (0 = the budget left)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
