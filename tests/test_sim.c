@@ -291,17 +291,18 @@ Test(frontend, a_run_stopped_with_work_queued_in_the_api_server_frees_it)
     wl_free(&w);
 }
 
-/* The trace below, simulated with or without async scheduling: 3 requests ended, A (to an
- * idle engine) after one step, the largest and mean TTFT as given. */
-static void three_arrivals(bool async, double max_ms, double mean_ms)
+/* A trace of ROWS (N requests, the first, A, at 0 to an idle engine), steps of 1 s, simulated
+ * with or without async scheduling: every request ended, A after one step, the largest and
+ * mean TTFT as given. */
+static void trace_ttfts(bool async, const char *rows, int n, double max_ms, double mean_ms)
 {
     double step = 1.0;
     sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
                      .async_scheduling = async};
     summary sum;
     sim_stats st;
-    cr_assert_eq(run_trace(&o, "0,100,6\n1.5,100,2\n2.0,100,2\n", &sum, &st), 0);
-    cr_assert_eq(sum.completed, 3);
+    cr_assert_eq(run_trace(&o, rows, &sum, &st), 0);
+    cr_assert_eq(sum.completed, n);
     cr_assert_float_eq(sum.ttft_ms.min, 1000.0, 1e-9, "A, to an idle engine, went at once");
     cr_assert_float_eq(sum.ttft_ms.max, max_ms, 1e-9, "max TTFT %g ms", sum.ttft_ms.max);
     cr_assert_float_eq(sum.ttft_ms.mean, mean_ms, 1e-9);
@@ -315,7 +316,7 @@ static void three_arrivals(bool async, double max_ms, double mean_ms)
  * Handled together, B and C prefill on [2,3]: TTFTs 1, 1.5 and 1 s, mean 3.5/3. */
 Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
 {
-    three_arrivals(false, 1500.0, 3500.0 / 3); /* C waited a step */
+    trace_ttfts(false, "0,100,6\n1.5,100,2\n2.0,100,2\n", 3, 1500.0, 3500.0 / 3); /* C waited a step */
 }
 
 /* The same trace under vLLM's async scheduling (sim_options.async_scheduling), by hand. The
@@ -326,7 +327,7 @@ Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
  * prefilled on [4,5], TTFT 3 s. Mean 6.5/3 s, against 3.5/3 synchronously. */
 Test(sim, async_scheduling_takes_a_request_a_step_later_by_hand)
 {
-    three_arrivals(true, 3000.0, 6500.0 / 3); /* C waited two steps */
+    trace_ttfts(true, "0,100,6\n1.5,100,2\n2.0,100,2\n", 3, 3000.0, 6500.0 / 3); /* C waited two steps */
 }
 
 /* An engine with nothing in flight schedules a request at once, async or not: the
@@ -395,14 +396,7 @@ Test(sim, async_scheduling_keeps_requests_that_come_together_together)
  * the step after the next: prefilled on [4,5], TTFT 3 s (mean with A's 1 s: 2 s). */
 Test(sim, async_scheduling_an_arrival_at_a_step_end_counts_as_coming_at_the_end)
 {
-    double step = 1.0;
-    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
-                     .async_scheduling = true};
-    summary sum;
-    sim_stats st;
-    cr_assert_eq(run_trace(&o, "0,100,6\n2.0,100,2\n", &sum, &st), 0);
-    cr_assert_float_eq(sum.ttft_ms.max, 3000.0, 1e-9, "max TTFT %g ms", sum.ttft_ms.max);
-    cr_assert_float_eq(sum.ttft_ms.mean, 2000.0, 1e-9);
+    trace_ttfts(true, "0,100,6\n2.0,100,2\n", 2, 3000.0, 2000.0);
 }
 
 /* Only the paged policy is vLLM's scheduler: the older policies take arrivals as a
