@@ -104,19 +104,24 @@ static int run_trace(const sim_options *o, const char *rows, summary *sum, sim_s
     return s;
 }
 
+/* The same under async scheduling: an engine with nothing in flight schedules a request at
+ * once. */
 Test(sim, one_request_with_constant_step_cost_has_exact_ttft_and_e2el)
 {
-    double step = 0.025;
-    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1};
-    wl_config wc = one_request();
-    summary sum;
-    sim_stats st;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
-    cr_assert_float_eq(sum.ttft_ms.mean, 25.0, 1e-9);
-    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
-    cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
-    cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
-    cr_assert_eq(st.steps, 11);
+    for (int async = 0; async < 2; async++) {
+        double step = 0.025;
+        sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
+                         .async_scheduling = async};
+        wl_config wc = one_request();
+        summary sum;
+        sim_stats st;
+        cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
+        cr_assert_float_eq(sum.ttft_ms.mean, 25.0, 1e-9, "async %d", async);
+        cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
+        cr_assert_float_eq(sum.tpot_ms.mean, 25.0, 1e-9);
+        cr_assert_float_eq(sum.itl_ms.p99, 25.0, 1e-9);
+        cr_assert_eq(st.steps, 11);
+    }
 }
 
 /* vLLM's API server in front (frontend.*), by hand, with the example above: the request is
@@ -328,21 +333,6 @@ Test(sim, a_request_arriving_as_a_step_ends_joins_the_next_step)
 Test(sim, async_scheduling_takes_a_request_a_step_later_by_hand)
 {
     trace_ttfts(true, "0,100,6\n1.5,100,2\n2.0,100,2\n", 3, 3000.0, 6500.0 / 3); /* C waited two steps */
-}
-
-/* An engine with nothing in flight schedules a request at once, async or not: the
- * hand-computed single request keeps its TTFT of one step. */
-Test(sim, async_scheduling_takes_a_request_to_an_idle_engine_at_once)
-{
-    double step = 0.025;
-    sim_options o = {.sched = small_sched(), .cost = {constant_cost, &step}, .num_replicas = 1,
-                     .async_scheduling = true};
-    wl_config wc = one_request();
-    summary sum;
-    sim_stats st;
-    cr_assert_eq(run_sim(&o, &wc, &sum, &st), 0);
-    cr_assert_float_eq(sum.ttft_ms.mean, 25.0, 1e-9);
-    cr_assert_float_eq(sum.e2el_ms.mean, 11 * 25.0, 1e-9);
 }
 
 /* Under load, every request still ends, and each waits at most about one step more for its
