@@ -60,6 +60,13 @@ class PublishedData(unittest.TestCase):
         self.assertEqual(self.rows(self.hand), [HAND[0], HAND[1][:6] + ["0.25", "hand"], HAND[2]])
         self.assertEqual(sorted(os.listdir(self.dir.name)), ["published.csv", "silicon.csv"])
 
+    def test_the_committed_page_is_its_head_and_the_results(self):
+        """docs/published.md starts with docs/published.head.md as it stands: an edit of the
+        head without `published.py --write` once left the page a stop behind."""
+        head = open(os.path.join(ROOT, "docs", "published.head.md")).read().rstrip() + "\n\n## Results\n"
+        page = open(os.path.join(ROOT, "docs", "published.md")).read()
+        self.assertTrue(page.startswith(head), "docs/published.md is stale: run scripts/published.py --write")
+
     def test_an_id_in_both_files_is_refused(self):
         self.write("silicon.csv", SILICON + [["A", "silicon", "h200", "llama-3.1-70b", "mean", "", "", "", ""]])
         self.refused((self.hand, self.silicon), "silicon.csv:3: point A is already in")
