@@ -911,6 +911,14 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     bool paged = sched_policy_info(c->policy)->paged;
     c->prefix_caching = V(scheduler, prefix_caching).b && (paged || GIVEN(scheduler, prefix_caching));
     c->chunked_prefill = V(scheduler, chunked_prefill).b && (paged || GIVEN(scheduler, chunked_prefill));
+    const scenario_key asked = c->chunked_prefill && !paged ? K_scheduler_chunked_prefill
+                               : c->prefix_caching && !paged ? K_scheduler_prefix_caching : K_COUNT;
+    if (asked != K_COUNT) { /* named with where each came from, which the scheduler's own check cannot say */
+        snprintf(err, errlen, "%s.%s = on (%s) needs the paged policy, but scheduler.policy is %s (%s)",
+                 keys[asked].section, keys[asked].key, sc->v[asked].origin, V(scheduler, policy).s,
+                 V(scheduler, policy).origin);
+        return -1;
+    }
     c->max_num_seqs = V(scheduler, max_num_seqs).i ? (int)V(scheduler, max_num_seqs).i : scenario_vllm_max_seqs(&out->hw);
     c->chunk_size = (int)V(scheduler, chunk_size).i;
     c->block_size = (int)V(kv, block_size).i;
