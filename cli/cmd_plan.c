@@ -168,6 +168,14 @@ static int parse_pd(const char *v, plan_cli *c)
 static const scenario_key plan_chosen[] = {K_deployment_tensor_parallel, K_deployment_replicas, K_deployment_router,
                                            K_deployment_prefill_instances, K_deployment_decode_instances};
 
+/* Whether KEY prices the KV a disaggregated layout moves (deployment.kv_transfer_*), which an
+ * aggregated one does not. */
+static bool moves_kv(const char *key)
+{
+    static const char prefix[] = "deployment.kv_transfer_";
+    return strncmp(key, prefix, sizeof prefix - 1) == 0;
+}
+
 static int parse_vary(const char *v, plan_cli *c)
 {
     const char *eq = strchr(v, '=');
@@ -509,7 +517,7 @@ static int enumerate(plan *p)
                 for (int k = 0, rest = combo; k < c->nvary; k++) {
                     l.value[k] = rest % c->vary[k].n;
                     rest /= c->vary[k].n;
-                    same |= pd < 0 && l.value[k] > 0 && strncmp(c->vary[k].key, "deployment.kv_transfer_", 23) == 0;
+                    same |= pd < 0 && l.value[k] > 0 && moves_kv(c->vary[k].key);
                 }
                 if (same) continue;
                 scenario sc;
@@ -973,7 +981,7 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
         }
     if (plan_refuses_frontend(sc, NULL, NULL) < 0) return EXIT_BAD_INPUT;
     for (int k = 0; k < c->nvary; k++)
-        if (!c->npd && strncmp(c->vary[k].key, "deployment.kv_transfer_", 23) == 0) {
+        if (!c->npd && moves_kv(c->vary[k].key)) {
             fprintf(stderr, "servesim: --vary %s: only disaggregated layouts (--pd) move KV; without --pd every value "
                             "gives the same layouts\n", c->vary[k].key);
             return EXIT_BAD_INPUT;

@@ -958,7 +958,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
     }
     out->seqs_from_vllm = V(scheduler, max_num_seqs).i == 0;
     out->budget_from_vllm = V(scheduler, max_num_batched_tokens).i == 0;
-    if (V(scheduler, max_num_batched_tokens).i) {
+    if (!out->budget_from_vllm) {
         c->max_num_batched_tokens = (int)V(scheduler, max_num_batched_tokens).i;
     } else { /* vLLM's: its default, at least a whole prompt without chunks, at most every sequence whole */
         int64_t budget = scenario_vllm_budget(&out->hw);
@@ -967,7 +967,7 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
         c->max_num_batched_tokens = (int)budget;
     }
     /* and vLLM's default sequences never outnumber the budget's tokens */
-    if (!V(scheduler, max_num_seqs).i && c->max_num_seqs > c->max_num_batched_tokens)
+    if (out->seqs_from_vllm && c->max_num_seqs > c->max_num_batched_tokens)
         c->max_num_seqs = c->max_num_batched_tokens;
     out->kv_blocks_set = V(kv, num_blocks).i != 0;
     out->kv_reserve_gib = V(kv, reserve_gib).d;

@@ -92,13 +92,12 @@ double scenario_kv_reserve_bytes(const scenario_resolved *r);
 void scenario_defaults(scenario *sc);
 /* Reads PATH over the defaults. -1 with "path:line: reason" in ERR. */
 int scenario_load(scenario *sc, const char *path, char *err, size_t errlen);
-/* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
 /* vLLM V1's defaults for the OpenAI server on HW (EngineArgs.get_batch_defaults, vLLM 0.10-0.20):
  * larger on GPUs of 70 GiB or more, but the A100, where a larger budget lowered throughput.
  * scheduler.max_num_batched_tokens and max_num_seqs = 0 take them. */
 int scenario_vllm_budget(const hw_spec *hw);
 int scenario_vllm_max_seqs(const hw_spec *hw);
-
+/* Applies "section.key=value" from the command line. -1 with "--set ...: reason" in ERR. */
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen);
 /* scenario_set with the value's ORIGIN named otherwise than "--set" (a sweep's point, plan's
  * layout): messages say where a value came from. */

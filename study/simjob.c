@@ -95,9 +95,6 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
     return o;
 }
 
-/* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
- * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
- * allows, less the weights and the reserve, which it then names). */
 /* The scheduler as resolved: the scenario's keys record 0 where vLLM's defaults for the GPU
  * stood in. */
 static json_t *scheduler_json(const scenario_resolved *r)
@@ -111,6 +108,9 @@ static json_t *scheduler_json(const scenario_resolved *r)
                      "async_scheduling", r->async_scheduling);
 }
 
+/* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
+ * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
+ * allows, less the weights and the reserve, which it then names). */
 static json_t *kv_cache_json(const scenario_resolved *r)
 {
     json_t *o = json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
