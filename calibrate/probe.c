@@ -155,8 +155,8 @@ int calibrate_size_pool(calib_options *o)
     kb->max_num_seqs = o->max_seqs;
     kb->max_num_tokens = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
     kb->max_blocks_per_seq = width;
-    /* The largest decode shapes can want more KV than the device holds (256 sequences of 8192
-     * tokens of an 8B model: 256 GiB). Their sequences then share blocks (synth_batch wraps),
+    /* The largest decode shapes can want more KV than the device holds (1024 sequences of 8192
+     * tokens of an 8B model: 1 TiB). Their sequences then share blocks (synth_batch wraps),
      * and still read far more than any cache holds. Unreadable memory is left to kb_open. */
     char why[256];
     long fit = kb_blocks_that_fit(kb, POOL_MEMORY_FRACTION, why, sizeof why);

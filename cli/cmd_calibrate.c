@@ -12,6 +12,8 @@
 #include "cli/environment.h"
 #include "study/job.h"
 #include "core/model.h"
+#include "config/scenario.h"
+#include "sim/hardware.h"
 
 static const char calibrate_usage[] =
     "usage: servesim calibrate [--backend cpu|cuda] [--model PRESET] [--out FILE]\n"
@@ -23,7 +25,7 @@ static const char calibrate_usage[] =
     "  over new tokens x cached context, decode attention over sequences x context, LM head\n"
     "  and sampling over sequences, per-step overhead) and writes a cost table the simulator\n"
     "  reads with `[hardware] cost_table = FILE`. Defaults: cuda 16384 tokens, 8192 context,\n"
-    "  256 sequences, 5 repeats; cpu 512, 2048, 64, 3 (model tiny). The sweeps run in --rounds\n"
+    "  1024 sequences, 5 repeats; cpu 512, 2048, 64, 3 (model tiny). The sweeps run in --rounds\n"
     "  passes (default: cuda 1, cpu 3), the repeats spread over them, each followed by a segment of\n"
     "  real serving that fits the step overhead and the serving scales (docs/cost-model.md).\n"
     "  --check holds out every other point of each sweep and reports the interpolation error.\n";
@@ -89,12 +91,25 @@ static int check_table(const char *path)
     return EXIT_OK;
 }
 
+/* The largest batch a scenario left at vLLM's defaults runs on any GPU preset (1,024 on GPUs of
+ * 70 GiB or more): a CUDA table timed to fewer would leave a loaded run's larger batches to
+ * extrapolation. */
+static int largest_vllm_max_seqs(void)
+{
+    int most = 0;
+    for (size_t i = 0; hw_preset_at(i); i++) {
+        int seqs = scenario_vllm_max_seqs(hw_preset_at(i));
+        if (seqs > most) most = seqs;
+    }
+    return most;
+}
+
 static void fill_defaults(calib_args *a, bool cuda)
 {
     if (!a->model) a->model = cuda ? "llama-3-8b" : "tiny";
     if (!a->max_tokens) a->max_tokens = cuda ? 16384 : 512;
     if (!a->max_context) a->max_context = cuda ? 8192 : 2048;
-    if (!a->max_seqs) a->max_seqs = cuda ? 256 : 64;
+    if (!a->max_seqs) a->max_seqs = cuda ? largest_vllm_max_seqs() : 64;
     if (!a->repeats) a->repeats = cuda ? 5 : 3;
     /* Rounds are for machines whose speed drifts (the shared CPU VM); on a GPU they would
      * only multiply the warm-ups and the backend openings of the 8B model. */
