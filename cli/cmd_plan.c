@@ -239,7 +239,8 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
     if (strcmp(flag, "--rate") == 0 || strcmp(flag, "--max-rate") == 0) {
         double v = decimal_strtod(value, &end);
         if (end == value || *end || !(v > 0) || v > 1e7) {
-            fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s\n", flag, value);
+            fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s%s\n", flag, value,
+                    decimal_hint(value));
             return -1;
         }
         *(strcmp(flag, "--rate") == 0 ? &c->target : &c->max_rate) = v;

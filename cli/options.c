@@ -82,7 +82,8 @@ int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *
     errno = 0;
     long v = strtol(value, &end, 10);
     if (end == value || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "servesim: %s %s: expected an integer in [%ld, %ld]\n", flag, value, lo, hi);
+        fprintf(stderr, "servesim: %s %s: expected an integer in [%ld, %ld]%s\n", flag, value, lo, hi,
+                strpbrk(value, "xX") ? " (in decimal digits)" : "");
         return -1;
     }
     *out = v;

@@ -44,3 +44,8 @@ double decimal_strtod(const char *s, char **end)
     *end = (char *)num + (stop - buf);
     return v;
 }
+
+const char *decimal_hint(const char *text)
+{
+    return strpbrk(text, "xX") ? " (in decimal notation, such as 0.5 or 1e3)" : "";
+}

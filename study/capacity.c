@@ -51,9 +51,12 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
         int f = slo_field(p, klen);
         double limit = decimal_strtod(p + klen + 1, &end);
         if (f < 0 || end != p + len || !(limit > 0) || !isfinite(limit)) {
-            snprintf(err, errlen, "--slo %s: \"%.*s\" %s", spec, (int)len, p,
+            char limit_text[64];
+            snprintf(limit_text, sizeof limit_text, "%.*s", (int)(len - klen - 1 < 63 ? len - klen - 1 : 63), p + klen + 1);
+            snprintf(err, errlen, "--slo %s: \"%.*s\" %s%s", spec, (int)len, p,
                      f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)"
-                           : "needs a finite limit > 0");
+                           : "needs a finite limit > 0",
+                     f < 0 ? "" : decimal_hint(limit_text));
             return -1;
         }
         for (int i = 0; i < *n; i++)

@@ -155,6 +155,31 @@ Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stder
                           "replaces only a file an earlier --write wrote\n");
 }
 
+/* A hexadecimal number, which strtod would have read, is refused with a word on how to write
+ * it, in every flag that takes a number, as in the scenario's keys (--rate, --max-rate and
+ * integer flags were refused without one) */
+Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirect_stderr)
+{
+    char *capacity[] = {"capacity", "--max-rate", "0x10"};
+    cr_assert_eq(cmd_capacity(3, capacity), EXIT_BAD_INPUT);
+    char *plan[] = {"plan", "--rate", "0x1p3"};
+    cr_assert_eq(cmd_plan(3, plan), EXIT_BAD_INPUT);
+    char *gpus[] = {"plan", "--gpus", "0x8"};
+    cr_assert_eq(cmd_plan(3, gpus), EXIT_BAD_INPUT);
+    char *decimal[] = {"plan", "--gpus", "-8"};
+    cr_assert_eq(cmd_plan(3, decimal), EXIT_BAD_INPUT);
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char out[2048];
+    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    cr_assert(strstr(out, "servesim: --max-rate 0x10: expected a rate in (0, 1e7] requests/s (in decimal notation, "
+                          "such as 0.5 or 1e3)\n"), "%s", out);
+    cr_assert(strstr(out, "servesim: --rate 0x1p3: expected a rate in (0, 1e7] requests/s (in decimal notation, "
+                          "such as 0.5 or 1e3)\n"), "%s", out);
+    cr_assert(strstr(out, "servesim: --gpus 0x8: expected an integer in [1, 4096] (in decimal digits)\n"), "%s", out);
+    cr_assert(strstr(out, "servesim: --gpus -8: expected an integer in [1, 4096]\n"), "%s", out);
+}
+
 /* The other commands (calibrate, bench, presets, keys, roofline-fit, merge) once parsed by
  * hand: "bench --bogus x" said "bad option", "roofline-fit --write" (no value) said
  * "unexpected", and "merge --out x y" took --out for the output directory. */

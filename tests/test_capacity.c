@@ -68,6 +68,14 @@ Test(capacity, slo_names_in_both_spellings)
         n = 0;
         cr_assert_eq(cap_parse_slo(bad[i], slo, &n, err, sizeof err), -1, "%s", bad[i]);
     }
+    /* a hexadecimal limit is refused, saying how to write it (stop 31 left it without a hint) */
+    n = 0;
+    cap_parse_slo("ttft_p99_ms=0x10", slo, &n, err, sizeof err);
+    cr_assert_str_eq(err, "--slo ttft_p99_ms=0x10: \"ttft_p99_ms=0x10\" needs a finite limit > 0 "
+                          "(in decimal notation, such as 0.5 or 1e3)");
+    n = 0;
+    cap_parse_slo("ttft_p99_ms=-1", slo, &n, err, sizeof err);
+    cr_assert_str_eq(err, "--slo ttft_p99_ms=-1: \"ttft_p99_ms=-1\" needs a finite limit > 0");
     summary s = {.request_throughput = 9.5};
     s.ttft_ms.p99 = 400;
     n = 0;
