@@ -21,6 +21,8 @@ static const char capacity_usage[] =
     "  Finds the highest Poisson arrival rate (workload.rate; the search starts there) that the\n"
     "  scenario serves: every SLO met (METRIC is ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
     "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and achieved throughput >= 90% of the offered rate.\n"
+    "  Each probe's arrivals span the scenario's own span and at least 300 s (workload.num_requests\n"
+    "  grows with the rate): achieved throughput counts the drain after the last arrival.\n"
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
@@ -89,9 +91,12 @@ static int measure(search_ctx *s, double rate)
         return -1;
     }
     scenario sc = *s->base;
-    char assignment[64];
-    snprintf(assignment, sizeof assignment, "workload.rate=%.17g", rate);
-    if (scenario_set(&sc, assignment, s->err, sizeof s->err) < 0) {
+    char rate_set[64], requests_set[64];
+    snprintf(rate_set, sizeof rate_set, "workload.rate=%.17g", rate);
+    snprintf(requests_set, sizeof requests_set, "workload.num_requests=%.0f",
+             cap_probe_requests(s->base->v[K_workload_num_requests].d, s->base->v[K_workload_rate].d, rate));
+    if (scenario_set(&sc, rate_set, s->err, sizeof s->err) < 0 ||
+        scenario_set(&sc, requests_set, s->err, sizeof s->err) < 0) {
         s->status = EXIT_BAD_INPUT;
         return -1;
     }

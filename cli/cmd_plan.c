@@ -54,7 +54,6 @@ static const char plan_usage[] =
     "  --shard K/N: only the layouts whose index % N == K-1, their results in DIR/plan-shard.json;\n"
     "  `servesim merge OUT SHARD_DIR...` (run where the shards ran) joins them into the files above.\n";
 
-#define MIN_SPAN_S 300.0
 
 enum { MAX_VARY = 4, MAX_VALUES = 16, MAX_LAYOUTS = 512, MAX_POINTS = 16384, TP_CHOICES = 4, MAX_LEFT_OUT = 32 };
 
@@ -320,14 +319,8 @@ static int layout_scenario(const plan *p, const layout *l, int replicas, double 
     if (rate <= 0) return 0;
     if (p->trace_rate > 0)
         return set(sc, err, errlen, "workload.trace_time_scale=%.17g", trace_scale(p, rate));
-    /* as many requests as make the arrivals span the scenario's own span and at least
-     * MIN_SPAN_S: achieved throughput counts the drain after the last arrival (as vLLM's
-     * benchmark does), and a drain of a long answer's latency (1,000 tokens at 25 ms: 25 s)
-     * held a stable 50 s run under 90% of its offered rate */
-    double span = fmax(p->base->v[K_workload_num_requests].d / p->base->v[K_workload_rate].d, MIN_SPAN_S);
-    double n = ceil(rate * span);
-    if (n > p->base->v[K_workload_num_requests].d &&
-        set(sc, err, errlen, "workload.num_requests=%.0f", fmin(n, 10000000)) < 0)
+    double n = cap_probe_requests(p->base->v[K_workload_num_requests].d, p->base->v[K_workload_rate].d, rate);
+    if (n > p->base->v[K_workload_num_requests].d && set(sc, err, errlen, "workload.num_requests=%.0f", n) < 0)
         return -1;
     return set(sc, err, errlen, "workload.rate=%.17g", rate);
 }

@@ -206,3 +206,9 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
         fputs("No latency limit was given (--slo ttft_p99_ms=...,tpot_p99_ms=...): capacity is the highest rate\n"
               "kept up with, whatever its latency ([slo] keys set goodput's objectives, not these).\n", f);
 }
+
+double cap_probe_requests(double num_requests, double base_rate, double rate)
+{
+    double span = fmax(num_requests / base_rate, CAP_MIN_SPAN_S);
+    return fmax(num_requests, fmin(ceil(rate * span), 1e7));
+}

@@ -36,6 +36,15 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n);
 /* Whether S, measured at offered RATE, is served (see above). WHY gets the first failure. */
 bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len);
 
+/* How many generated requests a probe at RATE sends, for a scenario of NUM_REQUESTS at
+ * BASE_RATE: as many as make the arrivals span the scenario's own span and at least
+ * CAP_MIN_SPAN_S, never fewer than NUM_REQUESTS (at most 1e7). Achieved throughput counts the
+ * drain after the last arrival (as vLLM's benchmark does): a drain of one long answer's latency
+ * (1,000 tokens at 25 ms: 25 s) held a stable 50 s run under 90% of its offered rate, and 100
+ * requests at 8 req/s put a capacity at half of what longer runs serve. */
+#define CAP_MIN_SPAN_S 300.0
+double cap_probe_requests(double num_requests, double base_rate, double rate);
+
 /* One probe of the search: *OK tells whether RATE is served. Returns 0, or -1 to stop. */
 typedef int (*cap_probe_fn)(void *ctx, double rate, bool *ok);
 

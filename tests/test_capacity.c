@@ -146,6 +146,36 @@ Test(capacity, end_to_end_finds_the_service_rate)
     cr_assert_eq(cmd_capacity(5, bad), 2);
 }
 
+/* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,
+ * by hand): 100 requests at 10 req/s probed at 8 send 2,400; a scenario longer than 300 s keeps
+ * its span; never fewer than the scenario's; at most 1e7. */
+Test(capacity, a_probe_spans_at_least_300_seconds)
+{
+    cr_assert_eq(cap_probe_requests(100, 10, 8), 2400);
+    cr_assert_eq(cap_probe_requests(100, 10, 8.001), 2401);
+    cr_assert_eq(cap_probe_requests(6000, 10, 20), 12000);
+    cr_assert_eq(cap_probe_requests(1000, 10, 2), 1000);
+    cr_assert_eq(cap_probe_requests(1e6, 1, 100), 1e7);
+}
+
+/* 100 requests at 8 req/s last 12 s, and the drain after the last arrival held the achieved
+ * rate under 90% of the offered one: capacity answered 4.06 req/s where the same scenario with
+ * 1,000 requests serves the --max-rate of 8 (new-user trial). Probes now span 300 s, as plan's. */
+Test(capacity, a_short_scenario_is_not_cut_short_by_its_drain)
+{
+    system("rm -rf /tmp/ss-capacity-short");
+    char *argv[] = {"capacity", "--max-rate", "8", "--set", "workload.num_requests=100", "--slo", "ttft_p99_ms=500",
+                    "--out", "/tmp/ss-capacity-short", "--quiet"};
+    cr_assert_eq(cmd_capacity(10, argv), 0);
+    FILE *f = fopen("/tmp/ss-capacity-short/capacity.txt", "r");
+    cr_assert(f);
+    char line[512];
+    double at_least = -1;
+    while (fgets(line, sizeof line, f)) sscanf(line, "Capacity: at least %lf req/s (--max-rate) is served", &at_least);
+    fclose(f);
+    cr_assert_eq(at_least, 8, "the --max-rate of 8 req/s is served");
+}
+
 /* With every request rejected there is no capacity to find: exit 2 and nothing written (gnuplot
  * once died on the empty plot, exit 1). */
 Test(capacity, every_request_rejected_is_bad_input)
