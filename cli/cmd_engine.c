@@ -37,7 +37,8 @@ static json_t *extra_json(const scenario *sc, const scenario_resolved *r, const 
     return obj;
 }
 
-static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, bool *have, char *err, size_t errlen)
+static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, bool *have, char *rejected,
+                 size_t rejected_len, char *err, size_t errlen)
 {
     scenario_resolved r;
     engine_options o = {0};
@@ -88,6 +89,7 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     job_progress_end(&ps);
     if (status == 0) {
         *have = met_summarize(met, &r.slo, sum) == 0;
+        met_describe_rejected(met, r.sched.max_model_len, rejected, rejected_len);
         json_t *extra = extra_json(sc, &r, &st, &o.backend);
         status = extra && job_write_results(&dir, sum, extra, err, errlen) == 0 ? 0 : 1;
         if (!extra) snprintf(err, errlen, "out of memory while writing summary.json");
@@ -119,14 +121,15 @@ int cmd_engine(int argc, char **argv)
     }
     summary sum;
     bool have = false;
-    char err[1024];
-    int status = serve(&sc, out, a.quiet, &sum, &have, err, sizeof err);
+    char err[1024], rejected[400] = "";
+    int status = serve(&sc, out, a.quiet, &sum, &have, rejected, sizeof rejected, err, sizeof err);
     if (status != EXIT_OK) {
         fprintf(stderr, "servesim: %s\n", err);
         return status;
     }
     if (!a.quiet) {
         if (have) res_print_summary(stdout, &sum);
+        if (rejected[0]) printf("%s\n", rejected);
         printf("Results in %s/\n", out);
     }
     return EXIT_OK;

@@ -49,6 +49,7 @@ int cmd_run(int argc, char **argv)
     if (!a.quiet) {
         if (j.have_summary) res_print_summary(stdout, &j.sum);
         else printf("No measured request finished: every one was rejected (see requests.csv).\n");
+        if (j.rejected[0]) printf("%s\n", j.rejected);
         printf("Cost model: %s, %s\n", j.cost_kind, j.cost_source);
         if (j.frontend[0]) printf("API server: %s\n", j.frontend);
         printf("KV cache: %s\n", j.kv_cache);

@@ -32,6 +32,7 @@ struct met_acc {
     req_latency *lat;          /* measured requests that finished, in the order they ended */
     size_t num_lat, lat_cap;
     int rejected;
+    int rejected_by[STOP_HANDOFF + 1]; /* by stop reason */
     double first_arrival, last_finish;
     int64_t input_tokens, output_tokens;
 
@@ -248,6 +249,7 @@ void met_on_request(met_acc *m, const req_record *r)
     m->last_finish = fmax(m->last_finish, r->finish_time);   /* fmax skips a NAN */
     if (r->stop != STOP_LENGTH) {
         m->rejected++;
+        if ((unsigned)r->stop <= STOP_HANDOFF) m->rejected_by[r->stop]++;
         return;
     }
     double t = r->first_token_time - r->arrival_time;
@@ -434,4 +436,27 @@ int met_summarize(met_acc *m, const slo_config *slo, summary *out)
     free(scratch);
     *out = s;
     return s.completed > 0 ? 0 : -1;
+}
+
+void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_t len)
+{
+    static const char *const why[STOP_HANDOFF + 1] = {
+        [STOP_NONE] = "unfinished",
+        [STOP_TOO_LONG] = "longer than scheduler.max_model_len (%d tokens) in prompt + output, as vLLM rejects them",
+        [STOP_KV_CAPACITY] = "needing more KV than the whole pool holds",
+        [STOP_ABORTED] = "aborted by their client",
+        [STOP_ERROR] = "answered with an error or not at all",
+        [STOP_HANDOFF] = "handed off and never finished",
+    };
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = 0; k <= STOP_HANDOFF && used < len; k++) {
+        if (!m->rejected_by[k] || !why[k]) continue;
+        char reason[160];
+        snprintf(reason, sizeof reason, why[k], max_model_len);
+        int n = snprintf(buf + used, len - used, "%s%d %s", used ? "; " : "Rejected: ", m->rejected_by[k], reason);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+    if (used && used < len) snprintf(buf + used, len - used, " (requests.csv's stop_reason)");
 }

@@ -117,6 +117,11 @@ void met_set_percentiles(met_acc *m, const double *q, int n);
 void met_keep_requests(met_acc *m);
 /* Fills OUT from everything seen. Returns 0, or -1 when no measured request finished. */
 int met_summarize(met_acc *m, const slo_config *slo, summary *out);
+/* Why measured requests did not finish, in words, into BUF ("" when every one did): "Rejected:
+ * 3 longer than scheduler.max_model_len (4096 tokens) in prompt + output, as vLLM rejects
+ * them; ..." (MAX_MODEL_LEN names the limit); requests.csv's stop_reason says which. A run
+ * prints it under its summary, whose "Rejected requests:" line alone left a newcomer guessing. */
+void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_t len);
 /* The request records in the order they ended; none unless met_keep_requests was called. */
 const req_record *met_requests(const met_acc *m, size_t *n);
 

@@ -299,6 +299,7 @@ static int simulate(simjob *j, const scenario_resolved *r, workload *w, res_dir 
     job_progress_end(&ps);
     if (!met) snprintf(err, errlen, "out of memory");
     if (status == 0) j->have_summary = met_summarize(met, &r->slo, &j->sum) == 0;
+    if (status == 0) met_describe_rejected(met, r->sched.max_model_len, j->rejected, sizeof j->rejected);
     if (status == 0 && dir) status = write_results(j, r, jc, sp, dir, err, errlen);
     if (status == 0 && j->keep_records) status = keep_records(j, met, err, errlen);
     met_free(met);

@@ -28,6 +28,7 @@ typedef struct simjob {
     char frontend[160];      /* after the run: the API server it priced, "" for none */
     char kv_cache[SCENARIO_KV_CACHE_TEXT]; /* after the run: each instance's KV pool, in words */
     char scheduler[SCENARIO_SCHED_TEXT];   /* and its scheduler */
+    char rejected[400];      /* after the run: why measured requests were rejected, "" for none */
 } simjob;
 
 /* Returns an exit status; on failure ERR says why. */

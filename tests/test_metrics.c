@@ -385,3 +385,28 @@ Test(metrics, percentiles_asked_for_by_hand)
     cr_assert_float_eq(s.itl_ms.extra[2], 50, 1e-9);
     met_free(m);
 }
+
+/* A rejected request is said with its reason under the summary: "Rejected requests: 1" alone
+ * left a newcomer of the README's CPU example (a 4,044-token prompt against tiny's 4,096-token
+ * context) guessing (new-user trial). Reasons in the enum's order; warm-ups not counted. */
+Test(metrics, rejections_are_said_with_their_reasons)
+{
+    met_acc *m = met_create();
+    char buf[400];
+    met_describe_rejected(m, 4096, buf, sizeof buf);
+    cr_assert_str_eq(buf, "", "nothing rejected, nothing said");
+    req_record ok = req(1, 1.0, 1.25, 1.75, 10, 3, STOP_LENGTH, false);
+    req_record kv = req(2, 1.0, NAN, 1.0, 10, 0, STOP_KV_CAPACITY, false);
+    req_record too_long = req(3, 1.0, NAN, 1.0, 5000, 0, STOP_TOO_LONG, false);
+    req_record too_long2 = req(4, 2.0, NAN, 2.0, 5000, 0, STOP_TOO_LONG, false);
+    req_record warm = req(5, 0.5, NAN, 0.5, 5000, 0, STOP_TOO_LONG, true);
+    met_on_request(m, &ok);
+    met_on_request(m, &kv);
+    met_on_request(m, &too_long);
+    met_on_request(m, &too_long2);
+    met_on_request(m, &warm);
+    met_describe_rejected(m, 4096, buf, sizeof buf);
+    cr_assert_str_eq(buf, "Rejected: 2 longer than scheduler.max_model_len (4096 tokens) in prompt + output, as vLLM "
+                          "rejects them; 1 needing more KV than the whole pool holds (requests.csv's stop_reason)");
+    met_free(m);
+}
