@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "io/outdir.h"
 #include "calibrate/calibrate.h"
@@ -150,8 +151,22 @@ int cmd_calibrate(int argc, char **argv)
         .max_context = (int)a.max_context, .max_seqs = (int)a.max_seqs, .repeats = (int)a.repeats,
         .rounds = (int)a.rounds, .progress = show_progress, .stop = interrupt_flag(),
     };
-    /* an output that cannot be written is found before minutes of calibration, not after */
+    /* an output that cannot be written is found before minutes of calibration, not after; and
+     * calibrate replaces only a cost table (a file of the user's was once overwritten whole) */
     char probe[1300], why[1300];
+    struct stat st;
+    if (stat(out, &st) == 0) {
+        char first[64] = "";
+        FILE *old = S_ISREG(st.st_mode) ? fopen(out, "r") : NULL;
+        if (old && !fgets(first, sizeof first, old)) first[0] = 0;
+        if (old) fclose(old);
+        if (strcmp(first, "# servesim cost table\n") != 0) {
+            fprintf(stderr, "servesim: --out %s: %s; calibrate replaces only a cost table (its first line "
+                            "\"# servesim cost table\")\n",
+                    out, S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not a cost table");
+            return EXIT_BAD_INPUT;
+        }
+    }
     snprintf(probe, sizeof probe, "%s.tmp.%d", out, (int)getpid());
     if (od_make_parents(out, why, sizeof why) < 0) {
         fprintf(stderr, "servesim: --out %s: %s\n", out, why);

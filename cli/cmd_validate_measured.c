@@ -73,9 +73,10 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
         }
         if (!m->have_arrivals) {
             if (!have_base || i >= base.n) {
-                wl_free(&base);
+                /* the count before wl_free, which zeroes it (the message once said 0) */
                 snprintf(err, errlen, "the measured file has no send times (start_times), and the scenario's workload "
                                       "has fewer requests (%zu) than it (%zu) to take them from", base.n, m->n);
+                wl_free(&base);
                 return -1;
             }
             x->arrival_time = base.reqs[i].arrival_time;

@@ -180,6 +180,35 @@ Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirec
     cr_assert(strstr(out, "servesim: --gpus -8: expected an integer in [1, 4096]\n"), "%s", out);
 }
 
+/* calibrate --out once overwrote whatever file it named (a user's scenario became a cost
+ * table, bad-input campaign): it replaces only a cost table, and refuses before any work */
+Test(args, calibrate_replaces_only_a_cost_table, .init = cr_redirect_stderr)
+{
+    FILE *f = fopen("/tmp/ss-precious.ini", "w");
+    cr_assert(f);
+    fputs("[model]\npreset = tiny\n", f);
+    fclose(f);
+    char *argv[] = {"calibrate", "--out", "/tmp/ss-precious.ini", "--max-tokens", "8", "--max-context", "8",
+                    "--max-seqs", "1", "--repeats", "1", "--rounds", "1"};
+    cr_assert_eq(cmd_calibrate(13, argv), EXIT_BAD_INPUT);
+    char kept[64] = "";
+    f = fopen("/tmp/ss-precious.ini", "r");
+    cr_assert(f);
+    cr_assert(fgets(kept, sizeof kept, f));
+    fclose(f);
+    cr_assert_str_eq(kept, "[model]\n", "the user's file is untouched");
+    char *dir[] = {"calibrate", "--out", "/tmp"};
+    cr_assert_eq(cmd_calibrate(3, dir), EXIT_BAD_INPUT);
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char out[2048];
+    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    cr_assert(strstr(out, "servesim: --out /tmp/ss-precious.ini: exists and is not a cost table; calibrate replaces "
+                          "only a cost table"), "%s", out);
+    cr_assert(strstr(out, "servesim: --out /tmp: is a directory"), "%s", out);
+    remove("/tmp/ss-precious.ini");
+}
+
 /* The other commands (calibrate, bench, presets, keys, roofline-fit, merge) once parsed by
  * hand: "bench --bogus x" said "bad option", "roofline-fit --write" (no value) said
  * "unexpected", and "merge --out x y" took --out for the output directory. */
