@@ -8,8 +8,8 @@ usage: tests/test_http.py SERVESIM"""
 import http.server
 import json
 import os
-import threading
 import re
+import threading
 import signal
 import subprocess
 import sys
@@ -193,6 +193,15 @@ with tempfile.TemporaryDirectory() as tmp:
         names = [row["metric"] for row in json.load(open(os.path.join(vdir, "validation.json")))["metrics"]]
         check("p50_ttft_ms" in names and not any("throughput" in n for n in names),
               f"without send times, latencies but no throughput: {names}")
+
+    # without send times the scenario's arrivals stand in; too few of them is bad input, with
+    # their count (read after it was freed, it once said 0)
+    n_measured = len(vj["ttfts"])
+    r = subprocess.run([SERVESIM, "validate", ini, "--measured", nostart, "--set", "workload.num_requests=2",
+                        "--out", os.path.join(tmp, "v-few"), "--quiet"], capture_output=True, text=True)
+    few = re.search(r"has fewer requests \((\d+)\) than it \((\d+)\)", r.stderr)
+    check(r.returncode == 2 and few and 2 <= int(few.group(1)) < n_measured and int(few.group(2)) == n_measured,
+          f"too few scenario requests for a file without send times: exit {r.returncode}: {r.stderr}")
 
     r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--set", "model.preset=llama-3.1-70b", "--set",
                         "kv.num_blocks=16"], capture_output=True, text=True, timeout=60)
