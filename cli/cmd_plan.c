@@ -54,7 +54,6 @@ static const char plan_usage[] =
     "  --shard K/N: only the layouts whose index % N == K-1, their results in DIR/plan-shard.json;\n"
     "  `servesim merge OUT SHARD_DIR...` (run where the shards ran) joins them into the files above.\n";
 
-
 enum { MAX_VARY = 4, MAX_VALUES = 16, MAX_LAYOUTS = 512, MAX_POINTS = 16384, TP_CHOICES = 4, MAX_LEFT_OUT = 32 };
 
 typedef struct vary_key {
