@@ -519,7 +519,7 @@ static void resolve_model(const scenario *sc, scenario_resolved *out)
         {&m.num_heads, V(model, num_heads).i}, {&m.num_kv_heads, V(model, num_kv_heads).i},
         {&m.head_dim, V(model, head_dim).i}, {&m.intermediate, V(model, intermediate).i},
         {&m.vocab, V(model, vocab).i}, {&m.num_experts, V(model, num_experts).i},
-        {&m.experts_per_token, V(model, experts_per_token).i},
+        {&m.experts_per_token, V(model, experts_per_token).i}, {&m.max_position, V(model, max_position).i},
     };
     for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
         if (overrides[i].v > 0) *overrides[i].field = (int)overrides[i].v;
@@ -917,6 +917,12 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
         snprintf(err, errlen, "%s.%s = on (%s) needs the paged policy, but scheduler.policy is %s (%s)",
                  keys[asked].section, keys[asked].key, sc->v[asked].origin, V(scheduler, policy).s,
                  V(scheduler, policy).origin);
+        return -1;
+    }
+    if (V(scheduler, max_model_len).i > out->model.max_position) { /* vLLM refuses it too, unless overridden */
+        snprintf(err, errlen, "scheduler.max_model_len = %lld (%s) is longer than %s's context of %d positions, which "
+                 "vLLM refuses; model.max_position sets a longer one", V(scheduler, max_model_len).i,
+                 V(scheduler, max_model_len).origin, out->model.name, out->model.max_position);
         return -1;
     }
     c->max_num_seqs = V(scheduler, max_num_seqs).i ? (int)V(scheduler, max_num_seqs).i : scenario_vllm_max_seqs(&out->hw);

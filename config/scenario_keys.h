@@ -11,6 +11,7 @@
     X(model, head_dim, INT, "0", "0", "1024", "override the head dimension (0 = keep)") \
     X(model, intermediate, INT, "0", "0", "1000000", "override the MLP dimension (0 = keep)") \
     X(model, vocab, INT, "0", "0", "4000000", "override the vocabulary size (0 = keep)") \
+    X(model, max_position, INT, "0", "0", "16777216", "override the model's context length, the longest scheduler.max_model_len it takes (0 = keep; a RoPE-scaled checkpoint's)") \
     X(model, num_experts, INT, "0", "0", "4096", "override the experts of a mixture of experts per layer (0 = keep; model.intermediate is then one expert's)") \
     X(model, experts_per_token, INT, "0", "0", "4096", "override the experts the router sends each token to (0 = keep)") \
     X(model, dtype, CHOICE, "bf16", "bf16|fp16|fp32", "", "weight and KV element type") \

@@ -961,3 +961,26 @@ Test(scenario, the_engines_pool_holds_the_draft_models_kv)
     cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), 0, "%s", err);
     cr_assert_eq(r.sched.num_blocks, 32768);
 }
+
+/* scheduler.max_model_len past the model's context was taken (50,000-token prompts served on
+ * llama-3-8b, whose context is 8,192; bad-input campaign), which vLLM refuses; model.max_position
+ * sets a longer context, as a RoPE-scaled checkpoint has, and then it is taken. */
+Test(scenario, max_model_len_past_the_models_context_is_refused)
+{
+    scenario sc;
+    scenario_resolved r;
+    char err[1024];
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_model_len=8192", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_model_len=8193", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert_str_eq(err, "built-in scenario: scheduler.max_model_len = 8193 (--set) is longer than llama-3-8b's context of 8192 "
+                          "positions, which vLLM refuses; model.max_position sets a longer one");
+    cr_assert_eq(scenario_set(&sc, "model.max_position=16384", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.max_model_len, 8193);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_model_len=0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.sched.max_model_len, 16384, "0 takes the model's context, as set");
+}
