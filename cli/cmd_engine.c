@@ -45,6 +45,17 @@ static int serve(const scenario *sc, const char *out, bool quiet, summary *sum, 
     if (scenario_resolve(sc, &r, err, errlen) < 0 ||
         scenario_resolve_engine(sc, &r, &o.backend, &o.sampling, err, errlen) < 0)
         return EXIT_BAD_INPUT;
+    /* the engine schedules synchronously, behind no priced API server: both keys were once
+     * taken and recorded without a word (bad-input campaign) */
+    scenario_key front = scenario_frontend_key(sc);
+    if (front != K_COUNT || (r.async_scheduling && strcmp(sc->v[K_scheduler_async_scheduling].origin, "default") != 0)) {
+        char label[400];
+        scenario_key_label(sc, front != K_COUNT ? front : K_scheduler_async_scheduling, label, sizeof label);
+        snprintf(err, errlen, "%s is for the simulator (servesim run): the real engine %s", label,
+                 front != K_COUNT ? "runs behind no priced API server (`servesim serve` puts its own in front of it)"
+                                  : "schedules each step after the last one's output");
+        return EXIT_BAD_INPUT;
+    }
     o.sched = r.sched;
     o.prompt_lookup_min = r.prompt_lookup_min;
     o.prompt_lookup_max = r.prompt_lookup_max;

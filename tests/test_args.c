@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/study_args.h"
@@ -178,6 +179,27 @@ Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirec
                           "such as 0.5 or 1e3)\n"), "%s", out);
     cr_assert(strstr(out, "servesim: --gpus 0x8: expected an integer in [1, 4096] (in decimal digits)\n"), "%s", out);
     cr_assert(strstr(out, "servesim: --gpus -8: expected an integer in [1, 4096]\n"), "%s", out);
+}
+
+/* the engine schedules synchronously and has no priced API server: asking it for either was
+ * taken and recorded without a word (bad-input campaign); both are refused before any work */
+Test(args, the_engine_refuses_simulator_only_keys, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-engine-front /tmp/ss-engine-async");
+    char *front[] = {"engine", "--set", "model.preset=tiny", "--set", "frontend.preset=vllm", "--out",
+                     "/tmp/ss-engine-front", "--quiet"};
+    cr_assert_eq(cmd_engine(8, front), EXIT_BAD_INPUT);
+    char *async[] = {"engine", "--set", "model.preset=tiny", "--set", "scheduler.async_scheduling=on", "--out",
+                     "/tmp/ss-engine-async", "--quiet"};
+    cr_assert_eq(cmd_engine(8, async), EXIT_BAD_INPUT);
+    cr_assert(access("/tmp/ss-engine-front", F_OK) != 0 && access("/tmp/ss-engine-async", F_OK) != 0, "nothing written");
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char out[2048];
+    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    cr_assert(strstr(out, "servesim: frontend.preset (--set) is for the simulator (servesim run)"), "%s", out);
+    cr_assert(strstr(out, "servesim: scheduler.async_scheduling (--set) is for the simulator (servesim run): the real "
+                          "engine schedules each step after the last one's output"), "%s", out);
 }
 
 /* calibrate --out once overwrote whatever file it named (a user's scenario became a cost
