@@ -181,6 +181,24 @@ Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirec
     cr_assert(strstr(out, "servesim: --gpus -8: expected an integer in [1, 4096]\n"), "%s", out);
 }
 
+/* calibrate --check scored a table the simulator refuses 0.0% (a header alone, a component
+ * missing; bad-input campaign): it now refuses it as run does, naming what is missing */
+Test(args, calibrate_check_refuses_an_unusable_table, .init = cr_redirect_stderr)
+{
+    FILE *f = fopen("/tmp/ss-header-only.csv", "w");
+    cr_assert(f);
+    fputs("component,x,y,seconds\n", f);
+    fclose(f);
+    char *argv[] = {"calibrate", "--check", "/tmp/ss-header-only.csv"};
+    cr_assert_eq(cmd_calibrate(3, argv), EXIT_BAD_INPUT);
+    remove("/tmp/ss-header-only.csv");
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char out[1024];
+    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    cr_assert_str_eq(out, "servesim: cost table /tmp/ss-header-only.csv: no linear rows\n");
+}
+
 /* the engine schedules synchronously and has no priced API server: asking it for either was
  * taken and recorded without a word (bad-input campaign); both are refused before any work */
 Test(args, the_engine_refuses_simulator_only_keys, .init = cr_redirect_stderr)
