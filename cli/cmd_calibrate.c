@@ -50,7 +50,9 @@ static int on_calibrate_opt(void *ctx, const char *f, const char *v)
     else if (strcmp(f, "--model") == 0) a->model = v;
     else if (strcmp(f, "--out") == 0) a->out = v;
     else if (strcmp(f, "--check") == 0) a->check = v;
-    else if (strcmp(f, "--max-tokens") == 0) return cli_parse_long(f, v, 1, 1 << 20, &a->max_tokens);
+    /* at least 2: a one-token step is a decode, and a grid of them has no prefill rows, which
+     * the table then failed on after the whole calibration (bad-input campaign) */
+    else if (strcmp(f, "--max-tokens") == 0) return cli_parse_long(f, v, 2, 1 << 20, &a->max_tokens);
     else if (strcmp(f, "--max-context") == 0) return cli_parse_long(f, v, 1, 1 << 22, &a->max_context);
     else if (strcmp(f, "--max-seqs") == 0) return cli_parse_long(f, v, 1, 65536, &a->max_seqs);
     else if (strcmp(f, "--block-size") == 0) return cli_parse_long(f, v, 1, 1024, &a->block_size);

@@ -199,6 +199,15 @@ Test(args, calibrate_check_refuses_an_unusable_table, .init = cr_redirect_stderr
     cr_assert_str_eq(out, "servesim: cost table /tmp/ss-header-only.csv: no linear rows\n");
 }
 
+/* --max-tokens 1 calibrated a grid with no prefill shapes, then failed writing its table (exit
+ * 1, after the work); it is refused at the flag */
+Test(args, calibrate_needs_two_tokens_a_step, .init = cr_redirect_stderr)
+{
+    char *argv[] = {"calibrate", "--max-tokens", "1", "--out", "/tmp/ss-one-token.csv"};
+    cr_assert_eq(cmd_calibrate(5, argv), EXIT_BAD_INPUT);
+    cr_assert(access("/tmp/ss-one-token.csv", F_OK) != 0);
+}
+
 /* the engine schedules synchronously and has no priced API server: asking it for either was
  * taken and recorded without a word (bad-input campaign); both are refused before any work */
 Test(args, the_engine_refuses_simulator_only_keys, .init = cr_redirect_stderr)
