@@ -387,3 +387,37 @@ Test(plan, its_own_choices_are_named_and_kv_transfer_varies_disaggregated_layout
                                                              "1, 2, 4 (given by plan's layout)"), 1);
     system("rm -rf /tmp/ss-plan-own");
 }
+
+/* Layouts tied at --max-rate were ranked in enumeration order, so "Best" named TP 1 x 2 where
+ * TP 2 gave more tokens/s per GPU and a faster stream at the same rate (new-user trial): a tie
+ * goes to output tokens/s per GPU, then to the lower median TPOT. */
+Test(plan, a_tie_at_the_rate_bound_goes_to_more_tokens_per_gpu)
+{
+    system("rm -rf /tmp/ss-plan-tie");
+    char *argv[] = {"plan", "--gpus", "2", "--max-rate", "8", "--pd", "1:1", "--set", "workload.num_requests=100",
+                    "--slo", "ttft_p99_ms=500", "--out", "/tmp/ss-plan-tie", "--quiet"};
+    cr_assert_eq(cmd_plan(14, argv), 0);
+    FILE *f = fopen("/tmp/ss-plan-tie/plan.csv", "r");
+    cr_assert(f);
+    char line[1024];
+    double rate[3], tok[3];
+    int n = 0;
+    cr_assert(fgets(line, sizeof line, f)); /* header */
+    char names[3][128];
+    while (n < 3 && fgets(line, sizeof line, f)) {
+        /* layout,...: the rows in rank order; capacity_rps_per_gpu and output_tok_s_per_gpu by header */
+        char *fields[32];
+        int k = 0;
+        for (char *t = strtok(line, ","); t && k < 32; t = strtok(NULL, ",")) fields[k++] = t;
+        snprintf(names[n], sizeof names[n], "%s", fields[0]);
+        rate[n] = atof(fields[k - 5]);
+        tok[n] = atof(fields[k - 4]);
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, 3);
+    cr_assert(rate[0] == rate[1] && rate[1] == rate[2], "all three tie at the bound: %g %g %g", rate[0], rate[1], rate[2]);
+    cr_assert(tok[0] >= tok[1] && tok[1] >= tok[2], "ranked by tokens/s per GPU: %g %g %g (%s, %s, %s)", tok[0], tok[1],
+              tok[2], names[0], names[1], names[2]);
+    cr_assert(tok[0] > tok[2], "the tie is broken by more than order");
+}
