@@ -8,6 +8,13 @@
 #include "cli/commands.h"
 #include "cli/study_args.h"
 
+/* What the commands wrote to the redirected stderr so far, into OUT (at most LEN - 1 bytes). */
+static void read_stderr(char *out, size_t len)
+{
+    fflush(stderr);
+    out[fread(out, 1, len - 1, cr_get_redirected_stderr())] = 0;
+}
+
 static int parse(int extras, scenario *sc, scenario_args *a, int argc, char **argv)
 {
     return parse_scenario_args(argc, argv, "usage: test\n", extras, sc, a);
@@ -148,10 +155,8 @@ Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stder
     fclose(f);
     cr_assert_str_eq(text, "my notes\n");
     remove("/tmp/ss-fit-notes.txt");
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char out[1024];
-    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    read_stderr(out, sizeof out);
     cr_assert_str_eq(out, "servesim: --write /tmp/ss-fit-notes.txt: exists and is not servesim's roofline fit; it "
                           "replaces only a file an earlier --write wrote\n");
 }
@@ -169,10 +174,8 @@ Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirec
     cr_assert_eq(cmd_plan(3, gpus), EXIT_BAD_INPUT);
     char *decimal[] = {"plan", "--gpus", "-8"};
     cr_assert_eq(cmd_plan(3, decimal), EXIT_BAD_INPUT);
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char out[2048];
-    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    read_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: --max-rate 0x10: expected a rate in (0, 1e7] requests/s (in decimal notation, "
                           "such as 0.5 or 1e3)\n"), "%s", out);
     cr_assert(strstr(out, "servesim: --rate 0x1p3: expected a rate in (0, 1e7] requests/s (in decimal notation, "
@@ -192,10 +195,8 @@ Test(args, calibrate_check_refuses_an_unusable_table, .init = cr_redirect_stderr
     char *argv[] = {"calibrate", "--check", "/tmp/ss-header-only.csv"};
     cr_assert_eq(cmd_calibrate(3, argv), EXIT_BAD_INPUT);
     remove("/tmp/ss-header-only.csv");
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char out[1024];
-    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    read_stderr(out, sizeof out);
     cr_assert_str_eq(out, "servesim: cost table /tmp/ss-header-only.csv: no linear rows\n");
 }
 
@@ -220,10 +221,8 @@ Test(args, the_engine_refuses_simulator_only_keys, .init = cr_redirect_stderr)
                      "/tmp/ss-engine-async", "--quiet"};
     cr_assert_eq(cmd_engine(8, async), EXIT_BAD_INPUT);
     cr_assert(access("/tmp/ss-engine-front", F_OK) != 0 && access("/tmp/ss-engine-async", F_OK) != 0, "nothing written");
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char out[2048];
-    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    read_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: frontend.preset (--set) is for the simulator (servesim run)"), "%s", out);
     cr_assert(strstr(out, "servesim: scheduler.async_scheduling (--set) is for the simulator (servesim run): the real "
                           "engine schedules each step after the last one's output"), "%s", out);
@@ -248,10 +247,8 @@ Test(args, calibrate_replaces_only_a_cost_table, .init = cr_redirect_stderr)
     cr_assert_str_eq(kept, "[model]\n", "the user's file is untouched");
     char *dir[] = {"calibrate", "--out", "/tmp"};
     cr_assert_eq(cmd_calibrate(3, dir), EXIT_BAD_INPUT);
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char out[2048];
-    out[fread(out, 1, sizeof out - 1, err)] = 0;
+    read_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: --out /tmp/ss-precious.ini: exists and is not a cost table; calibrate replaces "
                           "only a cost table"), "%s", out);
     cr_assert(strstr(out, "servesim: --out /tmp: is a directory"), "%s", out);
@@ -275,10 +272,8 @@ Test(args, every_command_names_unknown_options_the_same_way, .init = cr_redirect
     cr_assert_eq(cmd_roofline_fit(2, fit), EXIT_BAD_INPUT);
     char *merge[] = {"merge", "--out", "x", "y"};
     cr_assert_eq(cmd_merge(4, merge), EXIT_BAD_INPUT);
-    fflush(stderr);
-    FILE *err = cr_get_redirected_stderr();
     char text[8192];
-    text[fread(text, 1, sizeof text - 1, err)] = 0;
+    read_stderr(text, sizeof text);
     const char *expected[] = {"servesim: --threads abc: expected an integer in [0, 1024]\n",
                               "servesim: unknown option --bogus\nusage: servesim bench",
                               "servesim: --csv gpus: expected models or hardware\nusage: servesim presets",
