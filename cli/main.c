@@ -24,11 +24,11 @@
     X("presets", "", false, cmd_presets, "the model and hardware presets, fitted rooflines, measured tables") \
     X("roofline-fit", "", false, cmd_roofline_fit, "fit each GPU's roofline to its measured tables, with its error") \
     X("bench", "", true, cmd_bench, "measure the simulator's own speed")                             \
-    X("sweep", "SCENARIO.ini", false, cmd_sweep, "run a scenario at many points (--vary, --point), in parallel") \
+    X("sweep", "[SCENARIO.ini]", false, cmd_sweep, "run a scenario at many points (--vary, --point), in parallel") \
     X("merge", "OUT SHARD...", false, cmd_merge, "join the shards of a sweep or a plan")           \
-    X("capacity", "SCENARIO.ini", false, cmd_capacity,                                              \
+    X("capacity", "[SCENARIO.ini]", false, cmd_capacity,                                              \
       "the highest arrival rate meeting SLOs, the knee, KV exhaustion")                             \
-    X("plan", "SCENARIO.ini", false, cmd_plan,                                                      \
+    X("plan", "[SCENARIO.ini]", false, cmd_plan,                                                      \
       "deployments (tensor parallel x replicas x router) answered in GPUs under SLOs")
 
 typedef struct command {
