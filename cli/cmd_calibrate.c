@@ -172,9 +172,9 @@ int cmd_calibrate(int argc, char **argv)
         FILE *old = S_ISREG(st.st_mode) ? fopen(out, "r") : NULL;
         if (old && !fgets(first, sizeof first, old)) first[0] = 0;
         if (old) fclose(old);
-        if (strcmp(first, "# servesim cost table\n") != 0) {
+        if (strcmp(first, CT_FIRST_LINE "\n") != 0) {
             fprintf(stderr, "servesim: --out %s: %s; calibrate replaces only a cost table (its first line "
-                            "\"# servesim cost table\")\n",
+                            "\"" CT_FIRST_LINE "\")\n",
                     out, S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not a cost table");
             return EXIT_BAD_INPUT;
         }

@@ -238,7 +238,7 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
         double v = decimal_strtod(value, &end);
         if (end == value || *end || !(v > 0) || v > 1e7) {
             fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s%s\n", flag, value,
-                    decimal_hint(value));
+                    decimal_hint(value, false));
             return -1;
         }
         *(strcmp(flag, "--rate") == 0 ? &c->target : &c->max_rate) = v;

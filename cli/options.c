@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/decimal.h"
+
 #include "config/scenario.h"
 
 static const cli_opt *find_opt(const cli_opt *opts, int n, const char *flag, size_t len)
@@ -83,7 +85,7 @@ int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *
     long v = strtol(value, &end, 10);
     if (end == value || *end || errno || v < lo || v > hi) {
         fprintf(stderr, "servesim: %s %s: expected an integer in [%ld, %ld]%s\n", flag, value, lo, hi,
-                strpbrk(value, "xX") ? " (in decimal digits)" : "");
+                decimal_hint(value, true));
         return -1;
     }
     *out = v;

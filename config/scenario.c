@@ -136,9 +136,8 @@ static int parse_number(const key_def *d, const char *text, double *out, char *e
         snprintf(err, errlen, "%s.%s: expected %s %s, got \"%s\"%s", d->section, d->key,
                  strchr("aeiou", type_names[d->type][0]) ? "an" : "a", type_names[d->type], text,
                  strchr(text, '#')                      ? " (only ';' starts a comment)"
-                 : !strpbrk(text, "xX") || end == text  ? ""
-                 : d->type == INT                       ? " (in decimal digits)"
-                                                        : " (in decimal notation, such as 0.5 or 1e3)");
+                 : end == text                          ? ""
+                                                        : decimal_hint(text, d->type == INT));
         return -1;
     }
     /* an integer in decimal digits: strtod took 1e1 for 10 */

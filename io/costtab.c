@@ -59,7 +59,7 @@ int ct_write(const cost_table *t, const char *path, char *err, size_t errlen)
     outfile out;
     FILE *f = of_open(&out, path, err, errlen);
     if (!f) return -1;
-    fprintf(f, "# servesim cost table\n");
+    fprintf(f, "%s\n", CT_FIRST_LINE);
     for (int i = 0; i < t->num_meta; i++) fprintf(f, "# %s: %s\n", t->meta_key[i], t->meta_value[i]);
     fprintf(f, "component,x,y,seconds\n");
     for (int c = 0; c < CT_COUNT; c++)

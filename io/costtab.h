@@ -14,6 +14,9 @@
 
 #include <stddef.h>
 
+/* The first line ct_write writes: calibrate --out replaces only a file that starts with it. */
+#define CT_FIRST_LINE "# servesim cost table"
+
 typedef enum ct_component {
     CT_LINEAR, CT_PREFILL_ATTN, CT_DECODE_ATTN, CT_LM_HEAD, CT_SAMPLE, CT_OVERHEAD,
     CT_ALLREDUCE, CT_ALLREDUCE_FUSED, CT_COUNT,

@@ -45,7 +45,7 @@ double decimal_strtod(const char *s, char **end)
     return v;
 }
 
-const char *decimal_hint(const char *text)
+const char *decimal_hint(const char *text, bool integer)
 {
-    return strpbrk(text, "xX") ? " (in decimal notation, such as 0.5 or 1e3)" : "";
+    return !strpbrk(text, "xX") ? "" : integer ? " (in decimal digits)" : " (in decimal notation, such as 0.5 or 1e3)";
 }

@@ -56,7 +56,7 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
             snprintf(err, errlen, "--slo %s: \"%.*s\" %s%s", spec, (int)len, p,
                      f < 0 ? "is not an SLO (ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms)"
                            : "needs a finite limit > 0",
-                     f < 0 ? "" : decimal_hint(limit_text));
+                     f < 0 ? "" : decimal_hint(limit_text, false));
             return -1;
         }
         for (int i = 0; i < *n; i++)

@@ -117,6 +117,18 @@ Test(capacity, findings_follow_their_definitions)
 
 /* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
  * E2E latency alone); below it Poisson traffic keeps up, above it throughput is pinned there. */
+/* The rate in capacity.txt's line that FORMAT (one %lf) matches; -1 where none does. */
+static double capacity_answer(const char *path, const char *format)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    char line[512];
+    double rate = -1;
+    while (fgets(line, sizeof line, f)) sscanf(line, format, &rate);
+    fclose(f);
+    return rate;
+}
+
 Test(capacity, end_to_end_finds_the_service_rate)
 {
     const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
@@ -134,12 +146,7 @@ Test(capacity, end_to_end_finds_the_service_rate)
     char *argv[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2], "--set",
                     (char *)sets[3], "--out", "/tmp/ss-capacity", "--quiet"};
     cr_assert_eq(cmd_capacity(12, argv), 0);
-    FILE *f = fopen("/tmp/ss-capacity/capacity.txt", "r");
-    cr_assert(f);
-    char line[512];
-    double found = -1;
-    while (fgets(line, sizeof line, f)) sscanf(line, "Capacity: %lf req/s is served", &found);
-    fclose(f);
+    double found = capacity_answer("/tmp/ss-capacity/capacity.txt", "Capacity: %lf req/s is served");
     cr_assert(found > 0.85 * service && found < 1.15 * service, "capacity %g req/s, service rate %g req/s", found,
               service);
     char *bad[] = {"capacity", "--slo", "ttft_p42_ms=3", "--out", "/tmp/ss-capacity-bad"};
@@ -167,12 +174,8 @@ Test(capacity, a_short_scenario_is_not_cut_short_by_its_drain)
     char *argv[] = {"capacity", "--max-rate", "8", "--set", "workload.num_requests=100", "--slo", "ttft_p99_ms=500",
                     "--out", "/tmp/ss-capacity-short", "--quiet"};
     cr_assert_eq(cmd_capacity(10, argv), 0);
-    FILE *f = fopen("/tmp/ss-capacity-short/capacity.txt", "r");
-    cr_assert(f);
-    char line[512];
-    double at_least = -1;
-    while (fgets(line, sizeof line, f)) sscanf(line, "Capacity: at least %lf req/s (--max-rate) is served", &at_least);
-    fclose(f);
+    double at_least = capacity_answer("/tmp/ss-capacity-short/capacity.txt",
+                                      "Capacity: at least %lf req/s (--max-rate) is served");
     cr_assert_eq(at_least, 8, "the --max-rate of 8 req/s is served");
 }
 
