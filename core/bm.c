@@ -121,6 +121,31 @@ static void uncache(bm *m, int b)
     m->num_cached--;
 }
 
+/* The prefix cache's hash table: a power of two at least twice the blocks, so that linear
+ * probing stays short. */
+static uint32_t cache_table_size(int num_blocks)
+{
+    uint32_t size = 16;
+    while (size < 2u * (uint32_t)num_blocks) size <<= 1;
+    return size;
+}
+
+double bm_memory_bytes(const bm_config *cfg)
+{
+    bm m;
+    double nb = cfg->num_blocks, rows = cfg->max_seqs;
+    double per_block = sizeof *m.ref + sizeof *m.prev + sizeof *m.next;
+    double bytes = nb * per_block + rows * (sizeof *m.free_slots + sizeof *m.slot_len);
+    double full_tables = rows * cfg->max_blocks_per_seq * sizeof *m.tables;
+    double touched_tables = (nb + rows * 4096.0 / sizeof *m.tables) * sizeof *m.tables;
+    bytes += full_tables < touched_tables ? full_tables : touched_tables;
+    if (cfg->prefix_caching)
+        bytes += (double)cache_table_size(cfg->num_blocks) * sizeof *m.table +
+                 nb * (sizeof *m.hash + sizeof *m.parent_hash + sizeof *m.has_hash +
+                       (double)cfg->block_size * sizeof *m.tokens);
+    return bytes;
+}
+
 bm *bm_create(const bm_config *cfg)
 {
     bm *m = calloc(1, sizeof *m);
@@ -134,8 +159,7 @@ bm *bm_create(const bm_config *cfg)
     m->free_slots = malloc(cfg->max_seqs * sizeof *m->free_slots);
     m->slot_len = malloc(cfg->max_seqs * sizeof *m->slot_len);
     if (cfg->prefix_caching) {
-        uint32_t size = 16;
-        while (size < 2u * (uint32_t)nb) size <<= 1;
+        uint32_t size = cache_table_size(nb);
         m->table_mask = size - 1;
         m->table = malloc(size * sizeof *m->table);
         m->hash = malloc(nb * sizeof *m->hash);

@@ -20,6 +20,10 @@ typedef struct bm_config {
 typedef struct bm bm;
 
 bm *bm_create(const bm_config *cfg);
+/* The memory a block manager of CFG comes to hold, in bytes: its per-block arrays, which
+ * bm_create fills, and its block tables, whose pages fill as sequences grow (counted as the
+ * blocks plus a page a row, not the rows' full width, which untouched pages never cost). */
+double bm_memory_bytes(const bm_config *cfg);
 void bm_free(bm *m);
 
 int bm_num_free(const bm *m);       /* blocks no sequence holds (cached ones included) */

@@ -150,21 +150,39 @@ static void deque_pop_front(req_deque *q)
 
 /* ---- lifecycle ---- */
 
+static int max_seqs_of(const sched_config *cfg)
+{
+    return sched_policy_info(cfg->policy)->single ? 1 : cfg->max_num_seqs;
+}
+
+static bm_config bm_config_of(const sched_config *cfg)
+{
+    int per_seq = bm_blocks_for(cfg->max_model_len, cfg->block_size);
+    return (bm_config){
+        .num_blocks = cfg->num_blocks,
+        .block_size = cfg->block_size,
+        .max_seqs = max_seqs_of(cfg),
+        .max_blocks_per_seq = per_seq < cfg->num_blocks ? per_seq : cfg->num_blocks,
+        .prefix_caching = cfg->prefix_caching,
+    };
+}
+
+double sched_memory_bytes(const sched_config *cfg)
+{
+    bm_config bc = bm_config_of(cfg);
+    /* running, finished, released, the batch's items and preempted, and the waiting queue */
+    double per_seq = 4 * sizeof(request *) + sizeof(sched_item) + 2 * sizeof(request *);
+    return sizeof(sched) + bm_memory_bytes(&bc) + (double)bc.max_seqs * per_seq;
+}
+
 sched *sched_create(const sched_config *cfg)
 {
     sched *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
     s->policy = sched_policy_info(cfg->policy);
-    s->max_seqs = s->policy->single ? 1 : cfg->max_num_seqs;
-    int per_seq = bm_blocks_for(cfg->max_model_len, cfg->block_size);
-    bm_config bc = {
-        .num_blocks = cfg->num_blocks,
-        .block_size = cfg->block_size,
-        .max_seqs = s->max_seqs,
-        .max_blocks_per_seq = per_seq < cfg->num_blocks ? per_seq : cfg->num_blocks,
-        .prefix_caching = cfg->prefix_caching,
-    };
+    s->max_seqs = max_seqs_of(cfg);
+    bm_config bc = bm_config_of(cfg);
     s->bm = bm_create(&bc);
     s->running = malloc(s->max_seqs * sizeof *s->running);
     s->finished = malloc(s->max_seqs * sizeof *s->finished);

@@ -111,6 +111,9 @@ typedef struct sched_batch {
 typedef struct sched sched;
 
 sched *sched_create(const sched_config *cfg);
+/* About the memory a scheduler of CFG comes to hold, in bytes (its block manager's and its
+ * per-sequence arrays; the requests themselves are the workload's). */
+double sched_memory_bytes(const sched_config *cfg);
 void sched_free(sched *s);
 
 /* R arrives at NOW. Returns false when R can never run (too long, or more KV than the pool):

@@ -76,6 +76,10 @@ kb_backend *kb_open(const kb_options *opt, char *err, size_t errlen);
 void kb_close(kb_backend *b);
 const char *kb_device_name(const kb_backend *b);
 /* Bytes the weights and the KV pool will take, for messages and records. */
+/* The memory this machine (or its container's cgroup) can still give a process, in bytes:
+ * what the CPU backend's weights and KV, and the simulator's block pools, must fit in.
+ * -1 with a reason in ERR when it cannot be read. */
+int kb_host_memory_available(size_t *bytes, char *err, size_t errlen);
 size_t kb_weight_bytes(const kb_shape *s, kb_kind kind);
 size_t kb_kv_bytes(const kb_shape *s, kb_kind kind, int num_blocks, int block_size);
 /* KV blocks of OPT's block size that fit in FRACTION of the memory OPT's device has available,

@@ -25,6 +25,22 @@ static void expect_consistent(const bm *m)
     cr_assert_null(bad, "block manager invariant broken: %s", bad);
 }
 
+/* What servesim checks a run's replicas against the machine's memory with (study/simjob.c):
+ * by hand, 100 blocks of 16 tokens, 4 rows of 10 */
+Test(bm, memory_estimate_counts_each_array)
+{
+    bm_config c = {.num_blocks = 100, .block_size = 16, .max_seqs = 4, .max_blocks_per_seq = 10};
+    /* ref, prev, next: 12 bytes a block; free_slots, slot_len: 8 a row; the tables whole,
+     * 4 x 10 x 4, being smaller than the blocks plus a page a row */
+    cr_assert_float_eq(bm_memory_bytes(&c), 1200 + 32 + 160, 1e-9);
+    c.prefix_caching = true;
+    /* the hash table: 256 entries (the first power of two past 200) of 16 bytes; per block a
+     * hash and a parent hash (16), a flag (1) and 16 token ids (64) */
+    cr_assert_float_eq(bm_memory_bytes(&c), 1392 + 256 * 16 + 100 * 81, 1e-9);
+    c.max_blocks_per_seq = 100000; /* wide rows: only the blocks and a page a row are touched */
+    cr_assert_float_eq(bm_memory_bytes(&c), 1200 + 32 + (100 + 4 * 1024) * 4 + 4096 + 8100, 1e-9);
+}
+
 Test(bm, allocates_blocks_by_tokens_and_frees_them)
 {
     bm *m = make_bm(10, 16, 4, false);

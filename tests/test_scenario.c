@@ -687,6 +687,23 @@ Test(run_command, bad_input_exits_2_and_writes_nothing)
     unlink(p);
 }
 
+/* 4,096 replicas of a TP-8 70B held 24 GB of block pools and were killed by the OOM killer,
+ * without a word (bad-input campaign): a run whose pools pass the machine's memory is refused
+ * before any work, naming the key */
+Test(run_command, block_pools_past_the_machines_memory_are_refused, .init = cr_redirect_stderr)
+{
+    const char *out = "/tmp/servesim-test-pools";
+    system("rm -rf /tmp/servesim-test-pools*");
+    const char *a[] = {"run", "--set", "deployment.replicas=1024", "--set", "kv.num_blocks=1000000000", "--out", out};
+    cr_assert_eq(run_cli(a, 7), 2);
+    cr_assert_not(exists(out));
+    fflush(stderr);
+    char text[1024];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "deployment.replicas = 1024: the simulator holds a block pool of 1000000000 KV blocks for "
+                           "each replica"), "%s", text);
+}
+
 /* Several instances: timeline.png beside the three files (gnuplot is in CI's setup; without
  * it servesim draws no plot, which is no error), drawn from steps.csv in the temporary
  * directory before it is put in place. One instance: no timeline. */

@@ -89,11 +89,11 @@ static void apply_cgroup_limit(size_t *bytes)
         *bytes = left;
 }
 
-static int cpu_memory_available(size_t *bytes, char *err, size_t errlen)
+int kb_host_memory_available(size_t *bytes, char *err, size_t errlen)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) {
-        snprintf(err, errlen, "cannot read /proc/meminfo to check the model fits in memory");
+        snprintf(err, errlen, "cannot read /proc/meminfo to check what fits in memory");
         return -1;
     }
     char line[256];
@@ -387,7 +387,7 @@ static const kb_ops cpu_ops = {
 const kb_device kb_cpu_device = {
     .memory_name = "this machine",
     .dtype = "fp32",
-    .memory_available = cpu_memory_available,
+    .memory_available = kb_host_memory_available,
     .workspace_bytes = cpu_workspace_bytes,
     .open = cpu_open,
 };
