@@ -58,6 +58,11 @@ static void normalize(measured_run *m)
     }
 }
 
+/* The longest prompt or output a record may give (2^24 tokens: past any model's context), and
+ * the longest time a vLLM result's TTFT or gap may (a day). */
+#define MEASURED_MAX_LEN (1 << 24)
+#define MEASURED_MAX_S 86400.0
+
 static double number(const char *s, bool *ok)
 {
     if (!*s) return NAN;   /* an empty field: a time that does not exist */
@@ -116,13 +121,13 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
         req_record q = {
             .request_id = integer(r.field[idx[0]], 0, INT64_C(1) << 53, &ok), .arrival_time = number(r.field[idx[1]], &ok),
             .scheduled_prefill_time = NAN, .first_token_time = number(r.field[idx[2]], &ok),
-            .finish_time = number(r.field[idx[3]], &ok), .prompt_len = (int)integer(r.field[idx[4]], 1, 1 << 24, &ok),
-            .output_len = (int)integer(r.field[idx[5]], 0, 1 << 24, &ok), .stop = parse_stop(r.field[idx[6]]),
+            .finish_time = number(r.field[idx[3]], &ok), .prompt_len = (int)integer(r.field[idx[4]], 1, MEASURED_MAX_LEN, &ok),
+            .output_len = (int)integer(r.field[idx[5]], 0, MEASURED_MAX_LEN, &ok), .stop = parse_stop(r.field[idx[6]]),
             .warmup = strcmp(r.field[idx[7]], "1") == 0,
         };
         if (draft_col >= 0) {
-            q.draft_tokens = (int)integer(r.field[draft_col], 0, 1 << 24, &ok);
-            q.accepted_tokens = (int)integer(r.field[accepted_col], 0, 1 << 24, &ok);
+            q.draft_tokens = (int)integer(r.field[draft_col], 0, MEASURED_MAX_LEN, &ok);
+            q.accepted_tokens = (int)integer(r.field[accepted_col], 0, MEASURED_MAX_LEN, &ok);
             ok = ok && q.accepted_tokens <= q.draft_tokens;
         }
         if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
@@ -255,21 +260,35 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
             rc = errmsg(err, errlen, "%s: request %zu: lengths must be integers, ttfts and start_times numbers, itls lists", path, i);
             break;
         }
+        /* lengths as requests.csv takes them (an int cast of 1e12 wrapped, bad-input campaign);
+         * a failed request's may be 0, vLLM's record of nothing sent back */
+        json_int_t in_len = json_integer_value(json_array_get(in, i)), out_len = json_integer_value(json_array_get(out, i));
+        if (in_len < !failed || in_len > MEASURED_MAX_LEN || out_len < 0 || out_len > MEASURED_MAX_LEN) {
+            rc = errmsg(err, errlen, "%s: request %zu: input length %lld and output length %lld must lie in [%d, %d] and "
+                        "[0, %d]", path, i, (long long)in_len, (long long)out_len, !failed, MEASURED_MAX_LEN, MEASURED_MAX_LEN);
+            break;
+        }
+        if (!failed && !(ttft >= 0 && ttft <= MEASURED_MAX_S)) {
+            rc = errmsg(err, errlen, "%s: request %zu: ttft %g s is not a time in [0, %g] s", path, i, ttft, MEASURED_MAX_S);
+            break;
+        }
         double sum = 0;
         size_t k;
         json_t *gap;
         json_array_foreach(g, k, gap) {
-            sum += json_number_value(gap);
-            if (!failed && push_itl(m, &cap, json_number_value(gap)) < 0) rc = errmsg(err, errlen, "out of memory");
+            double v = json_number_value(gap);
+            if (!json_is_number(gap) || !(v >= 0 && v <= MEASURED_MAX_S)) {
+                rc = errmsg(err, errlen, "%s: request %zu: itls[%zu] is not a gap in [0, %g] s", path, i, k, MEASURED_MAX_S);
+                break;
+            }
+            sum += v;
+            if (!failed && push_itl(m, &cap, v) < 0) rc = errmsg(err, errlen, "out of memory");
         }
         m->reqs[i] = (req_record){
             .request_id = (int64_t)i, .arrival_time = starts ? start : 0, .scheduled_prefill_time = NAN,
             .first_token_time = (starts ? start : 0) + ttft, .finish_time = (starts ? start : 0) + ttft + sum,
-            .prompt_len = (int)json_integer_value(json_array_get(in, i)),
-            .output_len = (int)json_integer_value(json_array_get(out, i)), .stop = failed ? STOP_ERROR : STOP_LENGTH,
+            .prompt_len = (int)in_len, .output_len = (int)out_len, .stop = failed ? STOP_ERROR : STOP_LENGTH,
         };
-        if (m->reqs[i].prompt_len < 1 && !failed)
-            rc = errmsg(err, errlen, "%s: request %zu: input length %d", path, i, m->reqs[i].prompt_len);
     }
     json_decref(doc);
     if (rc < 0) return -1;

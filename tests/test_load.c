@@ -319,6 +319,31 @@ Test(load, a_vllm_benchmark_json_reads_back)
     write_file(path, "{\"input_lens\": [1");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
     cr_assert(strstr(err, path) && strstr(err, ":1:"), "%s", err);
+    /* lengths and times out of range were taken (an output of 1e12 tokens wrapped to an int,
+     * a negative TTFT shortened the run; bad-input campaign): each is refused, naming the request */
+    const char *bad[][2] = {
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 1000000000000], \"ttfts\": [0.1, 0.2], \"itls\": [[], []]",
+         "request 1: input length 20 and output length 1000000000000 must lie in [1, 16777216] and [0, 16777216]"},
+        {"\"input_lens\": [10, -5], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[], []]",
+         "request 1: input length -5 and output length 2"},
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [-0.1, 0.2], \"itls\": [[], []]",
+         "request 0: ttft -0.1 s is not a time in [0, 86400] s"},
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[0.01], [0.02, -0.5]]",
+         "request 1: itls[1] is not a gap in [0, 86400] s"},
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[\"x\"], []]",
+         "request 0: itls[0] is not a gap"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{%s, \"errors\": [\"\", \"\"]}", bad[i][0]);
+        write_file(path, doc);
+        cr_assert_eq(measured_read(path, &m, err, sizeof err), -1, "%s", doc);
+        cr_assert(strstr(err, bad[i][1]), "%s", err);
+    }
+    write_file(path, "{\"input_lens\": [10, 0], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0], \"itls\": [[], []],"
+                     " \"errors\": [\"\", \"refused\"]}");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "a failed request may have sent nothing: %s", err);
+    measured_free(&m);
     unlink(path);
 }
 
