@@ -76,6 +76,14 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
                  path, tp, r->tensor_parallel);
         return -1;
     }
+    /* its all-reduces would be charged to every step of one GPU, which has none (bad-input campaign) */
+    if (have && strcmp(have, want) == 0 && tp == 1 && (t->n[CT_ALLREDUCE] > 0 || t->n[CT_ALLREDUCE_FUSED] > 0)) {
+        snprintf(err, errlen, "%s: prices all-reduces (%s rows), but was measured on one GPU (tensor_parallel %s), "
+                 "which has none; a tensor-parallel group's table says its size in its tensor_parallel header",
+                 path, t->n[CT_ALLREDUCE] > 0 ? "allreduce" : "allreduce_fused",
+                 ct_meta(t, "tensor_parallel") ? "1" : "not recorded");
+        return -1;
+    }
     if (have && strcmp(have, want) == 0) return 0;
     snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"", path,
              have ? have : "(none recorded)", want);

@@ -555,6 +555,24 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "measured at tensor_parallel 4, but the scenario's deployment.tensor_parallel is 2"), "%s", err);
+    /* a one-GPU table with all-reduce rows had them charged to every step (bad-input
+     * campaign): refused, since one GPU has none */
+    cost_table t;
+    snprintf(set, sizeof set, "%s/costs/h200/one.csv", tmpdir);
+    cr_assert_eq(ct_read(&t, set, err, sizeof err), 0, "%s", err);
+    ct_add(&t, CT_ALLREDUCE, 1, 0, 1e-5);
+    ct_add(&t, CT_ALLREDUCE, 4096, 0, 1e-4);
+    cr_assert_eq(ct_write(&t, set, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+    cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.num_blocks=1000", err, sizeof err), 0); /* 70B's weights fill the GPU */
+    char table[700];
+    snprintf(table, sizeof table, "hardware.cost_table=%s", set);
+    cr_assert_eq(scenario_set(&sc, table, err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "one.csv: prices all-reduces (allreduce rows), but was measured on one GPU (tensor_parallel "
+                          "not recorded), which has none"), "%s", err);
 }
 
 /* Writes a table of SHAPE named NAME with the `quantization` and (when KV is not NULL)
