@@ -27,6 +27,8 @@ static json_t *extra_json(const scenario *sc, const scenario_resolved *r, const 
     if (!obj || json_put(obj, "executor", json_string("engine")) | json_put(obj, "seed", json_integer(sc->v[K_run_seed].i)) |
                     json_put(obj, "engine_steps", json_integer(st->steps)) |
                     json_put(obj, "backend_warmup_s", json_num(st->warmup_seconds)) |
+                    json_put(obj, "kv_cache", job_kv_cache_json(r, true)) |
+                    json_put(obj, "scheduler", job_scheduler_json(r, false)) |
                     env_json(obj, kb->kind == KB_CUDA ? "cuda" : "cpu", st->device,
                              kb->threads ? kb->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)) |
                     (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", job_speculative_json(r)) : 0) |

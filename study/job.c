@@ -338,6 +338,35 @@ json_t *job_speculative_json(const scenario_resolved *r)
     return o;
 }
 
+json_t *job_scheduler_json(const scenario_resolved *r, bool async_scheduling)
+{
+    const sched_config *c = &r->sched;
+    return json_pack("{s:s, s:b, s:b, s:i, s:s, s:i, s:s, s:i, s:b}", "policy", sched_policy_name(c->policy),
+                     "chunked_prefill", c->chunked_prefill, "prefix_caching", c->prefix_caching, "max_num_seqs",
+                     c->max_num_seqs, "max_num_seqs_source", r->seqs_from_vllm ? "vllm_default" : "scenario",
+                     "max_num_batched_tokens", c->max_num_batched_tokens, "max_num_batched_tokens_source",
+                     r->budget_from_vllm ? "vllm_default" : "scenario", "max_model_len", c->max_model_len,
+                     "async_scheduling", async_scheduling);
+}
+
+json_t *job_kv_cache_json(const scenario_resolved *r, bool engine)
+{
+    json_t *o = json_pack("{s:i, s:i, s:I}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
+                          "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size);
+    const char *source = r->kv_blocks_set ? "kv.num_blocks" : engine ? "engine.kv_gib" : "derived";
+    /* the simulated GPU's share, and what the derivation left out beside the weights, and whence */
+    if (!o || (!engine && json_put(o, "gib_per_gpu", json_real(r->sched.num_blocks * scenario_kv_block_bytes(r) /
+                                                               (1 << 30)))) ||
+        json_put(o, "source", json_string(source)) ||
+        (!engine && !r->kv_blocks_set &&
+         (json_put(o, "reserve_gib", json_real(scenario_kv_reserve_bytes(r) / (1 << 30))) ||
+          json_put(o, "reserve_source", json_string(r->kv_reserve_gib >= 0 ? "kv.reserve_gib" : "estimated"))))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 int job_cost_json(json_t *obj, const job_cost *c)
 {
     /* steps of up to this many tokens took vLLM's fused all-reduce (0: none did) */

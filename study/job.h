@@ -89,6 +89,16 @@ void job_spec_options(job_spec *sp, const scenario_resolved *r, job_cost *c, sim
  * and prompt lookup's lengths or the draft model. NULL when out of memory. */
 json_t *job_speculative_json(const scenario_resolved *r);
 
+/* The scheduler as resolved (summary.json's "scheduler"): the scenario's keys record 0 where
+ * vLLM's defaults for the GPU stood in, and *_source says which. ASYNC_SCHEDULING: whether the
+ * run scheduled ahead (the real engine never does). NULL when out of memory. */
+json_t *job_scheduler_json(const scenario_resolved *r, bool async_scheduling);
+/* One instance's KV pool (summary.json's "kv_cache"), as vLLM logs its "GPU KV cache size":
+ * blocks, block size, tokens, and what set it (kv.num_blocks; else derived from the GPU's
+ * memory, whose GiB a GPU and reserve it adds, or, for the real ENGINE, engine.kv_gib). NULL
+ * when out of memory. */
+json_t *job_kv_cache_json(const scenario_resolved *r, bool engine);
+
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
 int job_scenario_json(json_t *obj, const scenario *sc);
 /* summary.json (the summary, then EXTRA_JSON) beside the streamed steps.csv and requests.csv,

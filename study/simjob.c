@@ -95,35 +95,6 @@ static json_t *speculative_json(const scenario_resolved *r, const job_spec *sp)
     return o;
 }
 
-/* The scheduler as resolved: the scenario's keys record 0 where vLLM's defaults for the GPU
- * stood in. */
-static json_t *scheduler_json(const scenario_resolved *r)
-{
-    const sched_config *c = &r->sched;
-    return json_pack("{s:s, s:b, s:b, s:i, s:s, s:i, s:s, s:i, s:b}", "policy", sched_policy_name(c->policy),
-                     "chunked_prefill", c->chunked_prefill, "prefix_caching", c->prefix_caching, "max_num_seqs",
-                     c->max_num_seqs, "max_num_seqs_source", r->seqs_from_vllm ? "vllm_default" : "scenario",
-                     "max_num_batched_tokens", c->max_num_batched_tokens, "max_num_batched_tokens_source",
-                     r->budget_from_vllm ? "vllm_default" : "scenario", "max_model_len", c->max_model_len,
-                     "async_scheduling", r->async_scheduling);
-}
-
-/* One instance's KV pool, as vLLM logs its "GPU KV cache size": blocks, tokens, the GiB each
- * GPU gives it, and whether kv.num_blocks set it or it was derived (the memory the utilization
- * allows, less the weights and the reserve, which it then names). */
-static json_t *kv_cache_json(const scenario_resolved *r)
-{
-    json_t *o = json_pack("{s:i, s:i, s:I, s:f, s:s}", "blocks", r->sched.num_blocks, "block_size", r->sched.block_size,
-                          "tokens", (json_int_t)r->sched.num_blocks * r->sched.block_size, "gib_per_gpu",
-                          r->sched.num_blocks * scenario_kv_block_bytes(r) / (1 << 30), "source",
-                          r->kv_blocks_set ? "kv.num_blocks" : "derived");
-    if (!r->kv_blocks_set) { /* what the derivation left out beside the weights, and whence */
-        json_object_set_new(o, "reserve_gib", json_real(scenario_kv_reserve_bytes(r) / (1 << 30)));
-        json_object_set_new(o, "reserve_source", json_string(r->kv_reserve_gib >= 0 ? "kv.reserve_gib" : "estimated"));
-    }
-    return o;
-}
-
 long long simjob_short_pool(const scenario_resolved *r)
 {
     long long tokens = (long long)r->sched.num_blocks * r->sched.block_size;
@@ -180,8 +151,8 @@ static json_t *summary_extra_json(const simjob *j, const scenario_resolved *r, c
     if (!obj || json_put(obj, "executor", json_string("simulator")) | json_put(obj, "seed", json_integer((json_int_t)r->workload.seed)) |
                     json_put(obj, "sim_events", json_integer((json_int_t)j->stats.events)) |
                     json_put(obj, "sim_steps", json_integer(j->stats.steps)) | job_cost_json(obj, cost) |
-                    json_put(obj, "deployment", deployment_json(j, r)) | json_put(obj, "kv_cache", kv_cache_json(r)) |
-                    json_put(obj, "scheduler", scheduler_json(r)) |
+                    json_put(obj, "deployment", deployment_json(j, r)) | json_put(obj, "kv_cache", job_kv_cache_json(r, false)) |
+                    json_put(obj, "scheduler", job_scheduler_json(r, r->async_scheduling)) |
                     (r->sched.num_speculative_tokens > 0 ? json_put(obj, "speculative", speculative_json(r, sp)) : 0) |
                     (frontend ? json_put(obj, "frontend", frontend) : 0) |
                     job_scenario_json(obj, j->sc)) {

@@ -820,6 +820,33 @@ Test(run_command, a_run_says_how_large_its_kv_cache_was, .init = cr_redirect_std
     system("rm -rf /tmp/servesim-test-kv-run /tmp/servesim-test-kv-set /tmp/servesim-test-kv-rep");
 }
 
+/* The real engine's summary.json had no "scheduler" or "kv_cache", though README says every
+ * run records its scheduler (new-user trial): it records both, its pool from engine.kv_gib,
+ * and no async scheduling, which it never does */
+Test(run_command, the_engine_records_its_scheduler_and_kv_pool)
+{
+    const char *out = "/tmp/servesim-test-engine-sched";
+    system("rm -rf /tmp/servesim-test-engine-sched");
+    char *argv[] = {"engine", "--set", "model.preset=tiny", "--set", "workload.num_requests=3", "--set",
+                    "engine.kv_gib=0.125", "--out", (char *)out, "--quiet"};
+    cr_assert_eq(cmd_engine(10, argv), 0);
+    json_error_t je;
+    json_t *s = json_load_file("/tmp/servesim-test-engine-sched/summary.json", 0, &je);
+    cr_assert_not_null(s, "%s", je.text);
+    json_t *kv = json_object_get(s, "kv_cache"), *sched = json_object_get(s, "scheduler");
+    /* tiny: 2 layers x 2 (K, V) x 2 KV heads x 32 dims x 4 bytes (fp32 on the CPU) = 1 KiB a
+     * token, 16 KiB a block of 16: 0.125 GiB holds 8,192 blocks */
+    cr_assert_eq(json_integer_value(json_object_get(kv, "blocks")), 8192);
+    cr_assert_eq(json_integer_value(json_object_get(kv, "tokens")), 8192 * 16);
+    cr_assert_str_eq(json_string_value(json_object_get(kv, "source")), "engine.kv_gib");
+    cr_assert_null(json_object_get(kv, "gib_per_gpu"), "no simulated GPU's share");
+    cr_assert_str_eq(json_string_value(json_object_get(sched, "policy")), "paged");
+    cr_assert(json_is_false(json_object_get(sched, "async_scheduling")));
+    cr_assert_eq(json_integer_value(json_object_get(sched, "max_num_batched_tokens")), 8192);
+    json_decref(s);
+    system("rm -rf /tmp/servesim-test-engine-sched");
+}
+
 /* Runs `servesim run` with ARGS (N of them; OUT is its --out) and checks that it exits 0 and
  * says WANT on stderr (the test redirects it). */
 static void run_warns(const char **args, int n, const char *out, const char *want)
