@@ -103,7 +103,7 @@ int parse_scenario_args(int argc, char **argv, const char *usage, int extras, sc
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *a = (scenario_args){.repeat = 1, .jobs = cpus > 0 ? cpus : 1, .host = "127.0.0.1", .port = 8000,
-                         .endpoint = "completions"};
+                         .endpoint = "completions", .timeout_s = LOAD_DEFAULT_TIMEOUT_S};
     cli_opt opts[NUM_SCENARIO_OPTS];
     int n = 0;
     for (int i = 0; i < NUM_SCENARIO_OPTS; i++)

@@ -28,8 +28,10 @@ static const char load_usage[] =
     "  results/runs/NAME-load-seedN) summary.json with `run`'s keys, requests.csv (failed\n"
     "  requests too, stop_reason error), tokens.csv (each token's arrival), errors.csv, and with\n"
     "  --vllm-json vllm-bench.json in the format of `vllm bench serve --save-result\n"
-    "  --save-detailed`. --model defaults to the first one the server lists. Ctrl-C stops\n"
-    "  sending and writes what was measured.\n";
+    "  --save-detailed`. --model defaults to the first one the server lists. --timeout ends a\n"
+    "  request that takes longer (recorded failed): 21600 s, vllm bench serve's, unless given;\n"
+    "  0 for none. Ctrl-C stops sending and writes what was measured. Exits 1, its files\n"
+    "  written, when every request failed.\n";
 
 typedef struct recorder_files {
     res_dir *dir;
@@ -262,6 +264,13 @@ int cmd_load(int argc, char **argv)
             printf("Event delay, server write to client clock (%zu events): mean %.3f ms, P50 %.3f, P99 %.3f, P99.9 %.3f, max %.3f\n",
                    st.delay_count, st.delay_mean_ms, st.delay_p50_ms, st.delay_p99_ms, st.delay_p999_ms, st.delay_max_ms);
         printf("Results in %s/\n", out);
+    }
+    /* a run that measured nothing is no measurement: a wrong --url path or --model fails every
+     * request, and a script must not take it for one (bad-input campaign) */
+    if (!st.interrupted && st.sent > 0 && st.failed == st.sent) {
+        fprintf(stderr, "servesim: every one of the %zu requests failed; the first: %s (all in %s/errors.csv)\n",
+                st.sent, st.first_error, out);
+        return EXIT_FAILURE_OTHER;
     }
     return st.interrupted ? EXIT_FAILURE_OTHER : EXIT_OK;
 }

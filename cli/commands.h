@@ -42,10 +42,14 @@ typedef struct scenario_args {
     const char *url;        /* load: --url (required) */
     const char *model;      /* load: --model, NULL = ask the server */
     const char *endpoint;   /* load: --endpoint, "completions" unless given */
-    long timeout_s;         /* load: --timeout, 0 = none */
+    long timeout_s;         /* load: --timeout, LOAD_DEFAULT_TIMEOUT_S unless given, 0 = none */
     bool vllm_json;         /* load: --vllm-json */
     const char *measured;   /* validate: --measured DIR_OR_JSON */
 } scenario_args;
+
+/* A request's limit when --timeout is not given: vllm bench serve's (aiohttp's total of 6 h),
+ * so that a server that takes a request and never answers does not hold the run forever. */
+#define LOAD_DEFAULT_TIMEOUT_S 21600
 
 /* Parses ARGV into SC (defaults, then the file, then --seed and --set in order) and A.
  * Returns -1 after printing the problem and USAGE to stderr. */

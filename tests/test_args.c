@@ -49,6 +49,21 @@ Test(args, run_takes_repeat_and_jobs_validate_takes_a_cost_table)
     cr_assert_eq(a.repeat, 1, "defaults when not given");
 }
 
+/* load had no limit on a request unless --timeout was given: a server that took a request
+ * and never answered held the run forever (bad-input campaign). vllm bench serve's 6 h stands
+ * in; 0 is still none */
+Test(args, load_limits_each_request_as_vllms_benchmark_does)
+{
+    scenario sc;
+    scenario_args a;
+    char *plain[] = {"load", "--url", "http://127.0.0.1:8000/v1"};
+    cr_assert_eq(parse(SA_LOAD, &sc, &a, 3, plain), 0);
+    cr_assert_eq(a.timeout_s, 21600);
+    char *none[] = {"load", "--url", "http://127.0.0.1:8000/v1", "--timeout", "0"};
+    cr_assert_eq(parse(SA_LOAD, &sc, &a, 5, none), 0);
+    cr_assert_eq(a.timeout_s, 0);
+}
+
 /* "run --bogus --out o" once took --bogus as taking a value, then "o" as the scenario file,
  * and said "o: cannot open". */
 Test(args, an_unknown_option_is_named, .init = cr_redirect_stderr)

@@ -3,6 +3,7 @@
  * the in-flight cap kept, and failures (refused requests, a server that is not there or goes
  * away mid-run) recorded, never dropped. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "tiny_engine.h"
+#include "cli/commands.h"
 #include "load/client.h"
 #include "load/measured.h"
 #include "serve/server.h"
@@ -182,6 +184,27 @@ Test(load, refused_requests_and_missing_servers_are_recorded_not_dropped)
     cr_assert(strstr(e, "--url http://127.0.0.1:1/v1: Couldn't connect"), "%s", e);
     cr_assert_eq(s->n, 0, "nothing sent before the server answered");
     free(s);
+}
+
+/* `servesim load` exited 0 when every request failed (bad-input campaign), so a script took a
+ * wrong --url path or --model for a measurement: it exits 1, with its files written */
+Test(load, a_run_whose_every_request_failed_exits_1_with_its_files, .init = cr_redirect_stderr)
+{
+    live l = start();
+    system("rm -rf /tmp/servesim-load-allfail");
+    char *argv[] = {"load", "--url", l.url, "--set", "model.preset=tiny", "--set", "workload.prompt_len=fixed:600",
+                    "--set", "workload.num_requests=4", "--set", "workload.arrival=all_at_once", "--out",
+                    "/tmp/servesim-load-allfail", "--quiet"};
+    cr_assert_eq(cmd_load(14, argv), EXIT_FAILURE_OTHER);
+    cr_assert_eq(access("/tmp/servesim-load-allfail/requests.csv", F_OK), 0, "the failures are recorded");
+    fflush(stderr);
+    char text[1024];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "servesim: every one of the 4 requests failed; the first: request ") &&
+              strstr(text, ": HTTP 400: This model's maximum context length is 512 tokens"), "%s", text);
+    srv_stop(l.s, NULL, 0);
+    engine_stop(l.eng);
+    system("rm -rf /tmp/servesim-load-allfail");
 }
 
 /* The server goes away mid-run: the requests it was serving end as errors, the rest fail to
