@@ -59,6 +59,7 @@ typedef struct walk {
                            * skips the temporary marker) */
     bool has_list;        /* checking: the marker has a manifest (an older servesim's has none) */
     char unlisted[512];   /* checking: the first path the manifest lacks */
+    char locked[512];     /* checking: the first folder whose entries servesim could not delete */
 } walk;
 
 /* nftw passes no context; a sweep's threads each write their points' results */
@@ -86,6 +87,12 @@ static int list_add(walk *w, const char *text)
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
+    /* replacing a result deletes the old one's files once the new one is in place: a folder of
+     * it that will not let go of them left the old result beside the new, and an error */
+    if (!walking->writing && flag == FTW_D && access(path, W_OK | X_OK) != 0) {
+        snprintf(walking->locked, sizeof walking->locked, "%s", path);
+        return 1;
+    }
     if (ftw->level == 0) return 0;
     const char *rel = path + walking->root_len + 1;
     if (strcmp(rel, OD_MARKER) == 0 || (walking->writing && strcmp(rel, OD_TEMP_MARKER) == 0)) return 0;
@@ -177,7 +184,10 @@ static int replaceable(const char *dir, char *err, size_t errlen)
         rc = -1;
     } else if (w.has_list && walk_tree(dir, &w) != 0) {
         /* (an older servesim's marker lists nothing: its whole result is taken as written) */
-        if (w.unlisted[0])
+        if (w.locked[0])
+            snprintf(err, errlen, "%s: a result servesim wrote, but %s does not let its files be deleted (%s); make "
+                                  "it writable or choose another output directory", dir, w.locked, strerror(EACCES));
+        else if (w.unlisted[0])
             snprintf(err, errlen, "%s: holds %s, which servesim did not write there; move it away or choose "
                                   "another output directory: servesim replaces only its own results", dir, w.unlisted);
         else
@@ -186,6 +196,32 @@ static int replaceable(const char *dir, char *err, size_t errlen)
     }
     free_manifest(&w);
     return rc;
+}
+
+/* Whether servesim can make DIR's temporary beside it: a directory made and removed at once in
+ * the nearest folder above DIR that exists (where od_make_parents starts), since permissions
+ * alone do not say it (root may write anywhere but a read-only or virtual file system). An
+ * unwritable --out was found only after the whole run, naming DIR.tmp.PID. */
+static int writable_above(const char *dir, char *err, size_t errlen)
+{
+    char above[sizeof ((outdir *)0)->final_path], probe[sizeof above + 64];
+    snprintf(above, sizeof above, "%s", dir);
+    struct stat st;
+    for (;;) {
+        char *slash = strrchr(above, '/');
+        if (!slash) snprintf(above, sizeof above, ".");
+        else if (slash == above) above[1] = '\0';
+        else *slash = '\0';
+        if (lstat(above, &st) == 0 || errno != ENOENT || !slash || strcmp(above, "/") == 0) break;
+    }
+    /* a name of its own: a sweep's threads check at once */
+    snprintf(probe, sizeof probe, "%s/.servesim-probe-XXXXXX", above);
+    if (!mkdtemp(probe)) {
+        snprintf(err, errlen, "%s: cannot write in %s: %s", dir, above, strerror(errno));
+        return -1;
+    }
+    rmdir(probe);
+    return 0;
 }
 
 int od_check(const char *dir, char *err, size_t errlen)
@@ -216,7 +252,7 @@ int od_check(const char *dir, char *err, size_t errlen)
                               "whole: choose one below it", dir);
         return -1;
     }
-    return replaceable(path, err, errlen);
+    return replaceable(path, err, errlen) < 0 ? -1 : writable_above(path, err, errlen);
 }
 
 /* Removes DIR.tmp.<pid> and DIR.tmp.<pid>.old left by servesim processes that no longer

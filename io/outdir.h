@@ -22,7 +22,8 @@ typedef struct outdir {
 /* Whether DIR may take a result: its name fits, and it is absent, an empty directory, or a
  * result servesim wrote that holds nothing else (the marker lists what servesim wrote; a file
  * added since, even the scenario itself, makes it the user's). -1 with "DIR: reason" in ERR.
- * Nothing is created: commands call it before their work. */
+ * It also makes sure the folder above DIR takes new entries (a directory made there and removed
+ * at once). Nothing is left: commands call it before their work. */
 int od_check(const char *dir, char *err, size_t errlen);
 /* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR, also
  * when DIR is something servesim may not replace. */

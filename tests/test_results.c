@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/file_fixture.h"
@@ -379,6 +380,52 @@ Test(results, errors_name_the_path)
     cr_assert_str_eq(err, expected);
     res_abort(&d);
     cr_assert(exists(file), "an abort after a failed open removes nothing");
+}
+
+/* An --out where nothing can be made was found only after the whole run, naming its
+ * temporary (exit 1; bad-input campaign): the check before any work says so, naming the folder */
+Test(results, an_output_directory_nothing_can_be_made_in_is_refused_before_the_work)
+{
+    char err[512] = "";
+    cr_assert_eq(od_check("/proc/servesim-test/run", err, sizeof err), -1);
+    cr_assert(strstr(err, "/proc/servesim-test/run: cannot write in /proc: "), "%s", err);
+    char dir[128], listing[512];
+    snprintf(dir, sizeof dir, "%s/new/run", root);
+    cr_assert_eq(od_check(dir, err, sizeof err), 0, "%s", err);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "the check leaves nothing behind: %s", listing);
+}
+
+static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return lchown(path, 65534, 65534);
+}
+
+/* A result whose folder would not let its files go was replaced, then left beside the new one
+ * as RUN.tmp.PID.old with an error (bad-input campaign): refused before the work. Run as
+ * nobody (uid 65534) when the tests run as root, whom permissions do not stop. */
+Test(results, a_result_whose_files_cannot_be_deleted_is_refused_before_the_work)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    write_run(dir, NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (geteuid() == 0 && (nftw(root, chown_entry, 16, FTW_PHYS) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(3);
+        if (chmod(dir, 0555) != 0) _exit(4);
+        char err[512] = "";
+        int refused = od_check(dir, err, sizeof err) == -1 &&
+                      strstr(err, "/run: a result servesim wrote, but ") && strstr(err, "does not let its files be deleted");
+        chmod(dir, 0755);
+        _exit(refused ? 0 : 5);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d", WEXITSTATUS(status));
+    if (geteuid() == 0) chown(root, 0, 0); /* make_root's own again, for the teardown */
 }
 
 Test(results, a_single_file_appears_whole_or_not_at_all)
