@@ -428,11 +428,15 @@ Test(workload, trace_longer_than_a_day_boundary)
 {
     char path[64];
     temp_trace(path, "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                     "2023-12-31 23:59:59.9,10,5\n2024-01-01 00:00:00.15,10,5\n");
+                     "2023-12-31 23:59:59.9,10,5\n2024-01-01 00:00:00.15,10,5\n"
+                     "2024-02-29 00:00:00.15,10,5\n2024-03-01 00:00:00.15,10,5\n");
     wl_config c = trace_config(path, 0);
     workload w = build_ok(&c);
     unlink(path);
     cr_assert_float_eq(w.reqs[1].arrival_time, 0.25, 1e-12);
+    /* a leap year's 29 February is a day (59 days after New Year), and the next is 1 March */
+    cr_assert_float_eq(w.reqs[2].arrival_time, 0.25 + 59 * 86400.0, 1e-6);
+    cr_assert_float_eq(w.reqs[3].arrival_time, 0.25 + 60 * 86400.0, 1e-6);
     wl_free(&w);
 }
 
@@ -453,6 +457,11 @@ Test(workload, malformed_traces_name_the_line)
     trace_fails(text, 2, "bad TIMESTAMP");
     snprintf(text, sizeof text, "%s2023-11-16T18:15:46,1,1\n", az);
     trace_fails(text, 2, "bad TIMESTAMP");
+    /* days past their month's end were taken as the next month's (bad-input campaign) */
+    snprintf(text, sizeof text, "%s2023-02-29 00:00:00,1,1\n", az);
+    trace_fails(text, 2, "bad TIMESTAMP \"2023-02-29 00:00:00\"");
+    snprintf(text, sizeof text, "%s2023-11-16 18:15:46,1,1\n2023-11-31 00:00:00,1,1\n", az);
+    trace_fails(text, 3, "bad TIMESTAMP");
     trace_fails("arrival_time,prompt_len,output_len\n0,1,1\nsoon,1,1\n", 3,
                 "bad arrival_time \"soon\"");
     trace_fails("arrival_time,prompt_len,output_len\n0,1,1,4\n", 2,

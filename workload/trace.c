@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,13 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
+static int days_in_month(int64_t y, int64_t m)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return days[m - 1] + (m == 2 && leap);
+}
+
 static int parse_timestamp(const char *s, int64_t *ticks)
 {
     int64_t y, mo, d, h, mi, sec, frac = 0;
@@ -98,7 +106,8 @@ static int parse_timestamp(const char *s, int64_t *ticks)
         for (long n = p - start; n < 7; n++)
             frac *= 10;
     }
-    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    /* 2023-02-30 was taken as 2023-03-02 (bad-input campaign) */
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 60)
         return -1;
     int64_t seconds = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
     *ticks = seconds * TICKS_PER_SECOND + frac;
