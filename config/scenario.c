@@ -1042,7 +1042,7 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     return 0;
 }
 
-/* run.percentiles: up to 8 numbers in (0, 100]. */
+/* run.percentiles: up to 8 different numbers in (0, 100]. */
 static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     const char *p = V(run, percentiles).s;
@@ -1055,6 +1055,12 @@ static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char 
                      V(run, percentiles).origin, V(run, percentiles).s);
             return -1;
         }
+        for (int i = 0; i < out->num_percentiles; i++)
+            if (out->percentiles[i] == q) { /* its summary keys would collide */
+                snprintf(err, errlen, "run.percentiles (%s): %g is given twice in \"%s\"", V(run, percentiles).origin, q,
+                         V(run, percentiles).s);
+                return -1;
+            }
         out->percentiles[out->num_percentiles++] = q;
         p = *end ? end + 1 : end;
     }

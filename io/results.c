@@ -182,8 +182,15 @@ void res_write_request(res_dir *d, const req_record *q)
     end_row(&r, d->requests);
 }
 
-/* "99.9" for 99.9, "50" for 50: the percentile as vLLM spells it in its keys. */
-static void percentile_label(double q, char *out, size_t len) { snprintf(out, len, "%.10g", q); }
+/* "99.9" for 99.9, "50" for 50: the percentile as vLLM spells it in its keys (Python's
+ * shortest repr). Ten figures labelled 99.999999999 "p100" (bad-input campaign). */
+static void percentile_label(double q, char *out, size_t len)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, len, "%.*g", digits, q);
+        if (strtod(out, NULL) == q) return;
+    }
+}
 
 static int json_latency(json_t *obj, const char *name, const latency_stats *st, const summary *s)
 {

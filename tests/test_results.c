@@ -547,6 +547,13 @@ Test(results, summary_json_names_the_percentiles_asked_for)
     cr_assert_float_eq(json_number_value(json_object_get(o, "p25_ttft_ms")), 7, 1e-12);
     cr_assert_not_null(json_object_get(o, "p99_itl_ms"), "the fixed ones stay");
     json_decref(o);
+    /* ten figures labelled 99.999999999 "p100" (bad-input campaign): as short as it reads back */
+    summary fine = {.num_percentiles = 2, .percentiles = {99.999999999, 0.1 + 0.2}};
+    o = res_summary_json(&fine);
+    cr_assert_not_null(json_object_get(o, "p99.999999999_ttft_ms"));
+    cr_assert_not_null(json_object_get(o, "p0.30000000000000004_ttft_ms"), "Python's repr of 0.1 + 0.2");
+    cr_assert_null(json_object_get(o, "p100_ttft_ms"));
+    json_decref(o);
 }
 
 /* "." and ".." name no directory servesim can replace (the temporary went inside the target
