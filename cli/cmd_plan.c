@@ -155,6 +155,11 @@ static int parse_pd(const char *v, plan_cli *c)
             fprintf(stderr, "servesim: --pd %s: expected prefill:decode ratios such as 1:3,1:1 (at most 8, each 1..64)\n", v);
             return -1;
         }
+        for (int i = 0; i < c->npd; i++)
+            if (c->pd[i][0] == a && c->pd[i][1] == b) { /* each layout was planned twice */
+                fprintf(stderr, "servesim: --pd %s: %d:%d is given twice\n", v, a, b);
+                return -1;
+            }
         c->pd[c->npd][0] = a;
         c->pd[c->npd++][1] = b;
     }

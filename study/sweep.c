@@ -135,8 +135,14 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
         goto bad;
     }
     if ((ax.n = split_values(list, ax.values, SWEEP_MAX_VALUES, why, sizeof why)) < 0) goto bad;
-    for (int v = 0; v < ax.n; v++)
+    for (int v = 0; v < ax.n; v++) {
         if (check_value(p, ax.key, ax.values[v], why, sizeof why) < 0) goto bad;
+        for (int u = 0; u < v; u++)
+            if (strcmp(ax.values[u], ax.values[v]) == 0) { /* the same point run twice, under one label */
+                snprintf(why, sizeof why, "%s is given twice", ax.values[v]);
+                goto bad;
+            }
+    }
     p->axes[p->naxes++] = ax;
     if (check_size(p, why, sizeof why) < 0) {
         p->naxes--;

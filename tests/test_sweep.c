@@ -275,6 +275,8 @@ Test(sweep, bad_input_exits_2_and_writes_nothing)
         {"sweep", "--vary", "workload.nosuch=1,2", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,x", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,,2", "--out", "/tmp/ss-bad", NULL},
+        /* a value twice ran its point twice under one label (bad-input campaign) */
+        {"sweep", "--vary", "workload.rate=1,2,1", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--point", "scheduler.policy=static,scheduler.prefix_caching=on", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--shard", "0/3", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--shard", "4/3", "--out", "/tmp/ss-bad", NULL},
