@@ -165,7 +165,7 @@ int cmd_calibrate(int argc, char **argv)
     };
     /* an output that cannot be written is found before minutes of calibration, not after; and
      * calibrate replaces only a cost table (a file of the user's was once overwritten whole) */
-    char probe[1300], why[1300];
+    char why[1300];
     struct stat st;
     if (stat(out, &st) == 0) {
         char first[64] = "";
@@ -179,18 +179,10 @@ int cmd_calibrate(int argc, char **argv)
             return EXIT_BAD_INPUT;
         }
     }
-    snprintf(probe, sizeof probe, "%s.tmp.%d", out, (int)getpid());
-    if (od_make_parents(out, why, sizeof why) < 0) {
-        fprintf(stderr, "servesim: --out %s: %s\n", out, why);
+    if (of_check(out, why, sizeof why) < 0) {
+        fprintf(stderr, "servesim: --out %s\n", why);
         return EXIT_BAD_INPUT;
     }
-    FILE *pf = fopen(probe, "w");
-    if (!pf) {
-        fprintf(stderr, "servesim: --out %s: cannot write there: %s\n", out, strerror(errno));
-        return EXIT_BAD_INPUT;
-    }
-    fclose(pf);
-    remove(probe);
     cost_table t;
     char err[1024];
     struct timespec t0;

@@ -119,9 +119,12 @@ static int check_write(const char *path)
         fprintf(stderr, "servesim: --write needs a file name, got \"\"\n");
         return -1;
     }
+    char why[4400];
     if (stat(path, &st) != 0) {
-        if (errno == ENOENT) return 0;
-        fprintf(stderr, "servesim: --write %s: %s\n", path, strerror(errno));
+        /* a folder that is not there, or one nothing can be written in, was found after the fit */
+        if (errno != ENOENT) snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+        else if (of_check(path, why, sizeof why) == 0) return 0;
+        fprintf(stderr, "servesim: --write %s\n", why);
         return -1;
     }
     char head[sizeof FIT_FILE_HEAD] = "";

@@ -388,6 +388,24 @@ void od_abort(outdir *d)
     d->tmp_path[0] = '\0';
 }
 
+int of_check(const char *path, char *err, size_t errlen)
+{
+    char probe[4200];
+    if (snprintf(probe, sizeof probe, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof probe) {
+        snprintf(err, errlen, "%.200s...: path too long", path);
+        return -1;
+    }
+    if (od_make_parents(path, err, errlen) < 0) return -1;
+    FILE *f = fopen(probe, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write there: %s", path, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    remove(probe);
+    return 0;
+}
+
 FILE *of_open(outfile *o, const char *path, char *err, size_t errlen)
 {
     o->f = NULL;

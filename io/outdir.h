@@ -46,6 +46,9 @@ typedef struct outfile {
     FILE *f;
 } outfile;
 
+/* Whether a file can be written at PATH, before the work that makes it: creates PATH's
+ * folders and a temporary file beside PATH, removed at once. -1 with "PATH: reason" in ERR. */
+int of_check(const char *path, char *err, size_t errlen);
 /* Opens the temporary file of PATH for writing; NULL with "PATH: reason" in ERR. */
 FILE *of_open(outfile *o, const char *path, char *err, size_t errlen);
 /* Closes the file and renames it onto PATH; on any failure removes it and returns -1 with

@@ -174,6 +174,11 @@ Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stder
     read_stderr(out, sizeof out);
     cr_assert_str_eq(out, "servesim: --write /tmp/ss-fit-notes.txt: exists and is not servesim's roofline fit; it "
                           "replaces only a file an earlier --write wrote\n");
+    /* a folder nothing can be made in was found only after the fit (bad-input campaign) */
+    char *nowhere[] = {"roofline-fit", "--write", "/proc/ss-nowhere/fit.inc"};
+    cr_assert_eq(cmd_roofline_fit(3, nowhere), EXIT_BAD_INPUT);
+    read_stderr(out, sizeof out);
+    cr_assert(strstr(out, "servesim: --write /proc/ss-nowhere: "), "%s", out);
 }
 
 /* A hexadecimal number, which strtod would have read, is refused with a word on how to write
