@@ -183,11 +183,12 @@ void res_write_request(res_dir *d, const req_record *q)
 }
 
 /* "99.9" for 99.9, "50" for 50: the percentile as vLLM spells it in its keys (Python's
- * shortest repr). Ten figures labelled 99.999999999 "p100" (bad-input campaign). */
+ * shortest repr). "%.10g" labelled 99.999999999 "p100" (bad-input campaign). */
 static void percentile_label(double q, char *out, size_t len)
 {
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(out, len, "%.*g", digits, q);
+    /* the fewest decimals that do (in (0, 100], never an exponent: %g wrote 50 as 5e+01) */
+    for (int decimals = 0; decimals <= 20; decimals++) {
+        snprintf(out, len, "%.*f", decimals, q);
         if (strtod(out, NULL) == q) return;
     }
 }

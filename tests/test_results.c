@@ -548,11 +548,16 @@ Test(results, summary_json_names_the_percentiles_asked_for)
     cr_assert_not_null(json_object_get(o, "p99_itl_ms"), "the fixed ones stay");
     json_decref(o);
     /* ten figures labelled 99.999999999 "p100" (bad-input campaign): as short as it reads back */
-    summary fine = {.num_percentiles = 2, .percentiles = {99.999999999, 0.1 + 0.2}};
+    summary fine = {.num_percentiles = 4, .percentiles = {99.999999999, 0.1 + 0.2, 50, 100}};
     o = res_summary_json(&fine);
     cr_assert_not_null(json_object_get(o, "p99.999999999_ttft_ms"));
     cr_assert_not_null(json_object_get(o, "p0.30000000000000004_ttft_ms"), "Python's repr of 0.1 + 0.2");
-    cr_assert_null(json_object_get(o, "p100_ttft_ms"));
+    cr_assert_not_null(json_object_get(o, "p50_ttft_ms"), "no exponent");
+    cr_assert_not_null(json_object_get(o, "p100_ttft_ms"));
+    json_t *none = res_summary_json(&(summary){0});
+    cr_assert_eq(json_object_size(o), json_object_size(none) + 4 * 3, "a key for each latency and new percentile "
+                 "(p50 is one of the fixed ones)");
+    json_decref(none);
     json_decref(o);
 }
 
