@@ -1,5 +1,6 @@
 /* `servesim merge`: joins the sweep.csv of every shard of one sweep into one, in point order,
- * after checking that together they hold every point exactly once. */
+ * after checking that together they hold every point exactly once; their cost_models.csv too,
+ * and draws the sweep's plots from its command line, parsed again. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,16 @@
 #include "io/outdir.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "study/study.h"
 #include "study/sweep.h"
 
 static const char merge_usage[] =
     "usage: servesim merge OUT_DIR SHARD_DIR...\n"
     "  Joins the shards of one sweep (each written by `servesim sweep --shard K/N --out\n"
     "  SHARD_DIR`) into OUT_DIR/sweep.csv, rows in point order, byte for byte what the sweep\n"
-    "  without --shard writes. Fails when a point is missing or in two shards.\n"
+    "  without --shard writes, with its cost_models.csv and plots (drawn from the first shard's\n"
+    "  command line, parsed again: run it where the shards ran). Fails when a point is missing\n"
+    "  or in two shards.\n"
     "  Shards of `servesim plan --shard K/N` (a plan-shard.json in each) are joined into what\n"
     "  the plan without --shard writes; run it where the shards ran (their scenario is read\n"
     "  again).\n";
@@ -30,6 +34,8 @@ typedef struct merged {
     int num_fields, first_metric;
     char **rows;             /* by point index */
     char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
+    char **cost_rows;        /* cost_models.csv's, by point index */
+    char no_costs[1200];     /* why no cost_models.csv is written ("" when one is) */
 } merged;
 
 /* "points_total", "repeat" and "sweep_id" from DIR/sweep.json, read with jansson: any valid
@@ -88,7 +94,8 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
         m->repeat = repeat;
         m->rows = calloc((size_t)total, sizeof *m->rows);
         m->where = calloc((size_t)total, sizeof *m->where);
-        if (!m->rows || !m->where) {
+        m->cost_rows = calloc((size_t)total, sizeof *m->cost_rows);
+        if (!m->rows || !m->where || !m->cost_rows) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
@@ -201,6 +208,37 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
     return status;
 }
 
+#define COST_MODELS_HEADER "point,label,cost_model,cost_source\n"
+
+/* DIR/cost_models.csv's rows into M by point (the sweep wrote one a point: see cmd_sweep.c).
+ * A shard without one (an older servesim's), or one not of that form, leaves the merge
+ * without it, and M->no_costs says why: sweep.csv is the result, this its annotation. */
+static void read_cost_models(merged *m, const char *dir)
+{
+    if (m->no_costs[0]) return;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/cost_models.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(m->no_costs, sizeof m->no_costs, "%s: cannot open", path);
+        return;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    for (int lineno = 1; !m->no_costs[0] && getline(&line, &cap, f) >= 0; lineno++) {
+        char *end;
+        long point = lineno > 1 ? strtol(line, &end, 10) : 0;
+        if (lineno == 1 ? strcmp(line, COST_MODELS_HEADER) != 0
+                        : end == line || *end != ',' || point < 0 || point >= m->total || m->cost_rows[point] ||
+                              !m->rows[point] || line[strlen(line) - 1] != '\n')
+            snprintf(m->no_costs, sizeof m->no_costs, "%s:%d: not a row of this shard's points", path, lineno);
+        else if (lineno > 1)
+            m->cost_rows[point] = line, line = NULL, cap = 0;
+    }
+    free(line);
+    fclose(f);
+}
+
 static int check_complete(const merged *m, char *err, size_t errlen)
 {
     int missing = 0;
@@ -215,7 +253,44 @@ static int check_complete(const merged *m, char *err, size_t errlen)
     return missing ? -1 : 0;
 }
 
-static int write_merged(const merged *m, const char *out, char *err, size_t errlen)
+/* The sweep's plan made again from the first shard's command line (its sweep.json's args, run
+ * where it ran), for the plots: false with why not in WHY, which leaves the merge without them. */
+static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, size_t len)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    json_t *doc = json_load_file(path, 0, NULL), *args = json_object_get(doc, "args");
+    int argc = (int)json_array_size(args) + 1;
+    char **argv = calloc((size_t)argc + 1, sizeof *argv);
+    bool ok = argv && json_is_array(args);
+    if (!ok) snprintf(why, len, "%s holds no command line (a shard of an older servesim)", path);
+    for (int i = 1; ok && i < argc; i++)
+        if (!(argv[i] = (char *)json_string_value(json_array_get(args, (size_t)i - 1)))) {
+            snprintf(why, len, "%s: args must be strings", path);
+            ok = false;
+        }
+    char reason[1200], id[32];
+    if (ok) {
+        argv[0] = "sweep";
+        if (sweep_plan_from_args(argc, argv, p, reason, sizeof reason) < 0) {
+            snprintf(why, len, "%s's command line: %s", path, reason);
+            sweep_plan_free(p);
+            ok = false;
+        }
+    }
+    if (ok && strcmp((snprintf(id, sizeof id, "%016llx", (unsigned long long)sweep_identity(p)), id), m->id) != 0) {
+        snprintf(why, len, "%s's command line makes sweep %s here, not %s: the scenario (or a file it names) changed "
+                 "since the shard ran, or this is not where it ran (%s)", path, id, m->id,
+                 json_string_value(json_object_get(doc, "cwd")) ? json_string_value(json_object_get(doc, "cwd")) : "?");
+        sweep_plan_free(p);
+        ok = false;
+    }
+    free(argv);
+    json_decref(doc);
+    return ok;
+}
+
+static int write_merged(merged *m, const char *out, const char *first_shard, char *err, size_t errlen)
 {
     outdir od;
     if (od_open(&od, out, err, errlen) < 0) return -1;
@@ -234,6 +309,27 @@ static int write_merged(const merged *m, const char *out, char *err, size_t errl
         if (od_fclose(f, "sweep.json", err, errlen) < 0) status = -1;
     } else {
         status = -1;
+    }
+    for (int i = 0; !m->no_costs[0] && i < m->total; i++)
+        if (!m->cost_rows[i]) snprintf(m->no_costs, sizeof m->no_costs, "no shard's cost_models.csv has point %d", i);
+    if (status == 0 && !m->no_costs[0] && (f = od_fopen(&od, "cost_models.csv", err, errlen))) {
+        fputs(COST_MODELS_HEADER, f);
+        for (int i = 0; i < m->total; i++)
+            if (m->cost_rows[i]) fputs(m->cost_rows[i], f);
+        status = od_fclose(f, "cost_models.csv", err, errlen);
+    } else if (status == 0 && !m->no_costs[0]) {
+        status = -1;
+    } else if (status == 0) {
+        printf("note: no cost_models.csv: %s\n", m->no_costs);
+    }
+    /* the plots the sweep without --shard draws, from the merged sweep.csv */
+    sweep_plan p;
+    char why[2400];
+    if (status == 0 && replan(m, first_shard, &p, why, sizeof why)) {
+        status = study_sweep_plots(&p, od.tmp_path, err, errlen);
+        sweep_plan_free(&p);
+    } else if (status == 0) {
+        printf("note: no plots: %s\n", why);
     }
     if (status == 0) status = od_commit(&od, err, errlen);
     if (status < 0) od_abort(&od);
@@ -291,12 +387,16 @@ int cmd_merge(int argc, char **argv)
     for (int i = 2; status == EXIT_OK && i < argc; i++)
         if (check_plan(&m, argv[i], err, sizeof err) < 0 || read_csv(&m, argv[i], err, sizeof err) < 0)
             status = EXIT_BAD_INPUT;
+        else
+            read_cost_models(&m, argv[i]);
     if (status == EXIT_OK && check_complete(&m, err, sizeof err) < 0) status = EXIT_BAD_INPUT;
-    if (status == EXIT_OK && write_merged(&m, argv[1], err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+    if (status == EXIT_OK && write_merged(&m, argv[1], argv[2], err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
     if (status != EXIT_OK) fprintf(stderr, "servesim: %s\n", err);
     else printf("%d points from %d shards in %s/sweep.csv\n", m.total, argc - 2, argv[1]);
     for (int i = 0; m.rows && i < m.total; i++) free(m.rows[i]);
+    for (int i = 0; m.cost_rows && i < m.total; i++) free(m.cost_rows[i]);
     free(m.rows);
+    free(m.cost_rows);
     free(m.where);
     free(m.header);
     return status;

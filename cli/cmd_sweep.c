@@ -128,8 +128,8 @@ static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const swee
     return od_fclose(f, "cost_models.csv", err, errlen);
 }
 
-static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_result *r, outdir *od,
-                         char *err, size_t errlen)
+static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_result *r, outdir *od, int argc,
+                         char **argv, char *err, size_t errlen)
 {
     if (write_cost_models(c, p, r, od, err, errlen) < 0) return -1;
     FILE *f = od_fopen(od, "sweep.csv", err, errlen);
@@ -142,7 +142,7 @@ static int write_outputs(const sweep_cli *c, const sweep_plan *p, const sweep_re
         if (od_fclose(f, "repeats.csv", err, errlen) < 0) return -1;
     }
     if (!(f = od_fopen(od, "sweep.json", err, errlen))) return -1;
-    bool written = sweep_write_json(f, p) == 0;
+    bool written = sweep_write_json(f, p, argc, argv) == 0;
     if (od_fclose(f, "sweep.json", err, errlen) < 0) return -1;
     if (!written) {
         snprintf(err, errlen, "%.1024s/sweep.json: out of memory", od->final_path);
@@ -171,7 +171,7 @@ static int run_sweep(const sweep_cli *c, const sweep_plan *p, const char *out, i
     sweep_result *r = calloc((size_t)n, sizeof *r);
     int status = r ? sweep_run(p, &o, r, err, sizeof err) : EXIT_FAILURE_OTHER;
     if (!r) snprintf(err, sizeof err, "out of memory");
-    if (status == EXIT_OK && write_outputs(c, p, r, &od, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+    if (status == EXIT_OK && write_outputs(c, p, r, &od, argc, argv, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
     if (status == EXIT_OK && c->report) {
         int rs = study_report(c->report, p, r, od.tmp_path, argc, argv, err, sizeof err);
         if (rs < 0) status = rs == -2 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
@@ -188,6 +188,23 @@ static int run_sweep(const sweep_cli *c, const sweep_plan *p, const char *out, i
     if (r) sweep_results_free(r, n);
     free(r);
     return status;
+}
+
+int sweep_plan_from_args(int argc, char **argv, sweep_plan *p, char *err, size_t errlen)
+{
+    scenario sc;
+    sweep_cli c = {.jobs = 1, .repeat = 1};
+    memset(p, 0, sizeof *p);
+    if (study_parse_args(argc, argv, sweep_usage, sweep_opts_table, sizeof sweep_opts_table / sizeof *sweep_opts_table,
+                         &sc, on_sweep_opt, &c) < 0) {
+        snprintf(err, errlen, "its command line is refused here (above)");
+        free(c.points);
+        return -1;
+    }
+    sweep_plan_init(p, &sc);
+    int rc = build_plan(&c, p, err, errlen);
+    free(c.points);
+    return rc;
 }
 
 int cmd_sweep(int argc, char **argv)

@@ -23,6 +23,11 @@ int cmd_capacity(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 /* `servesim merge OUT DIR...` of `plan --shard` outputs: what one plan run writes, in OUT. */
 int plan_merge(const char *out, char **dirs, int ndirs);
+struct sweep_plan;
+/* The plan `servesim sweep ARGV` (ARGV[0] the command's name) makes, as merge makes it again
+ * from a shard's sweep.json; -1 with a reason in ERR (the parser's own on stderr). Free it
+ * with sweep_plan_free. */
+int sweep_plan_from_args(int argc, char **argv, struct sweep_plan *p, char *err, size_t errlen);
 
 /* Options every scenario command takes: [SCENARIO.ini] [--seed N] [--set K=V]... [--out DIR]
  * [--quiet] [--backend B], plus those EXTRAS names: run's --repeat and --jobs (SA_REPEAT),

@@ -623,15 +623,22 @@ uint64_t sweep_identity(const sweep_plan *p)
     return h;
 }
 
-int sweep_write_json(FILE *f, const sweep_plan *p)
+int sweep_write_json(FILE *f, const sweep_plan *p, int argc, char **argv)
 {
-    char id[32];
+    char id[32], cwd[4096];
     snprintf(id, sizeof id, "%016llx", (unsigned long long)sweep_identity(p));
     json_t *doc = json_object();
-    int bad = !doc || json_put(doc, "points_total", json_integer(sweep_num_points(p))) |
-              json_put(doc, "shard", json_integer(p->shard + 1)) | json_put(doc, "num_shards", json_integer(p->num_shards)) |
-              json_put(doc, "repeat", json_integer(p->repeat)) | json_put(doc, "sweep_id", json_string(id)) |
-              json_put(doc, "scenario_file", json_text(p->base.path));
+    int bad = !doc;
+    if (!bad && p->num_shards > 1) { /* where and how the shard ran: merge parses it again, for the plots */
+        json_t *args = json_put_array(doc, "args");
+        bad = !args || json_put(doc, "cwd", json_text(getcwd(cwd, sizeof cwd) ? cwd : "?"));
+        for (int i = 1; !bad && i < argc; i++) bad = json_array_append_new(args, json_text(argv[i]));
+    }
+    bad = bad || json_put(doc, "points_total", json_integer(sweep_num_points(p))) |
+                     json_put(doc, "shard", json_integer(p->shard + 1)) |
+                     json_put(doc, "num_shards", json_integer(p->num_shards)) |
+                     json_put(doc, "repeat", json_integer(p->repeat)) | json_put(doc, "sweep_id", json_string(id)) |
+                     json_put(doc, "scenario_file", json_text(p->base.path));
     if (!bad) bad = json_write(f, doc);
     json_decref(doc);
     return bad ? -1 : 0;

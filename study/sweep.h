@@ -106,8 +106,10 @@ void sweep_run_name(int index, char *buf, size_t len);
 void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
 /* repeats.csv: point,label,repeat,seed,<summary fields>, one row per run (for --repeat > 1). */
 void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
-/* sweep.json: the facts merge needs (total points, shard, repeat). */
-int sweep_write_json(FILE *f, const sweep_plan *p);
+/* sweep.json: the facts merge needs (total points, shard, repeat, the sweep's identity), and in
+ * a shard the command line (ARGV after the command name) and the folder it ran in, from which
+ * merge makes the plan again to draw the plots. */
+int sweep_write_json(FILE *f, const sweep_plan *p, int argc, char **argv);
 /* A compact table of the headline metrics, one line per point run. */
 void sweep_print_table(FILE *f, const sweep_plan *p, const sweep_result *r);
 

@@ -149,6 +149,19 @@ Test(sweep, shards_merge_into_the_unsharded_csv)
     char *a = slurp_path("/tmp/ss-whole/sweep.csv"), *b = slurp_path("/tmp/ss-merged/sweep.csv");
     cr_assert_str_eq(a, b);
     free(a), free(b);
+    /* the merge wrote neither cost_models.csv nor the plots (bad-input campaign): it joins the
+     * first and draws the second from the shard's command line, as the whole sweep does */
+    a = slurp_path("/tmp/ss-whole/cost_models.csv"), b = slurp_path("/tmp/ss-merged/cost_models.csv");
+    cr_assert_str_eq(a, b);
+    free(a), free(b);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0)
+        cr_assert(exists("/tmp/ss-merged/latency.png") && exists("/tmp/ss-merged/throughput.png"));
+    /* a command line that makes another sweep here (a scenario changed since, or another
+     * folder) draws no plots, and the merge says so and goes on */
+    cr_assert_eq(system("sed -i 's/workload.num_requests=30/workload.num_requests=31/' /tmp/ss-shard3/sweep.json"), 0);
+    system("rm -rf /tmp/ss-merged");
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    cr_assert(exists("/tmp/ss-merged/cost_models.csv") && !exists("/tmp/ss-merged/latency.png"));
 }
 
 Test(sweep, merge_rejects_a_missing_or_duplicated_point)
