@@ -80,6 +80,10 @@ const char *kb_device_name(const kb_backend *b);
  * what the CPU backend's weights and KV, and the simulator's block pools, must fit in.
  * -1 with a reason in ERR when it cannot be read. */
 int kb_host_memory_available(size_t *bytes, char *err, size_t errlen);
+/* What the cgroup (v2) at DIR lets its processes still take: memory.max less memory.current,
+ * the page cache (memory.stat's file) counted free, since the kernel reclaims it. 0 when DIR
+ * sets no limit (memory.max absent or "max"), else 1 with the bytes in *BYTES. */
+int kb_cgroup_memory_left(const char *dir, size_t *bytes);
 size_t kb_weight_bytes(const kb_shape *s, kb_kind kind);
 size_t kb_kv_bytes(const kb_shape *s, kb_kind kind, int num_blocks, int block_size);
 /* KV blocks of OPT's block size that fit in FRACTION of the memory OPT's device has available,

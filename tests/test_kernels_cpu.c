@@ -2,6 +2,7 @@
  * interface against itself computed another way (chunked, prefix-cached, decoded, batched). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,41 @@ static void from_scratch(kb_backend *b, const kb_options *o, const int32_t *toke
     scattered_blocks(blocks, first_block, MAX_BLOCKS_PER_SEQ);
     seq_step st = {tokens, blocks, 0, n, 0};
     fixture_run(b, o->block_size, &st, 1, logits, NULL);
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A container's limit, less what its processes hold: memory.current counts the page cache,
+ * which once made a container after a build look full and refused runs that fit */
+Test(kernels_cpu, a_cgroups_page_cache_counts_as_free)
+{
+    char dir[] = "/tmp/ss-cgroup-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    size_t left = 7;
+    cr_assert_eq(kb_cgroup_memory_left(dir, &left), 0, "no memory.max: no limit");
+    put(dir, "memory.max", "max\n");
+    cr_assert_eq(kb_cgroup_memory_left(dir, &left), 0, "\"max\": no limit");
+    cr_assert_eq(left, 7);
+    put(dir, "memory.max", "8589934592\n");       /* 8 GiB */
+    put(dir, "memory.current", "8000000000\n");   /* nearly all of it, */
+    put(dir, "memory.stat", "anon 1000000000\nfile 6000000000\nkernel 10\n"); /* most of it cache */
+    cr_assert_eq(kb_cgroup_memory_left(dir, &left), 1);
+    cr_assert_eq(left, 8589934592ull - 2000000000ull);
+    put(dir, "memory.current", "9000000000\n");   /* past the limit, cache aside */
+    put(dir, "memory.stat", "file 100\n");
+    cr_assert_eq(kb_cgroup_memory_left(dir, &left), 1);
+    cr_assert_eq(left, 0);
+    char rm[64];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    system(rm);
 }
 
 Test(kernels_cpu, matmul_matches_naive)

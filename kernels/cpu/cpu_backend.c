@@ -5,6 +5,7 @@
 #include "kernels/cpu/ops.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,26 +68,34 @@ static size_t cpu_workspace_bytes(const kb_options *o)
     return activation_floats(o) * sizeof(float) + (size_t)o->shape.vocab * sizeof(logit_pair);
 }
 
-/* A container's cgroup (v2) limit can be far below what the host has free. */
-static void apply_cgroup_limit(size_t *bytes)
+/* A number from the first line of DIR/NAME; false when it is not there or not a number (a
+ * cgroup's memory.max reads "max" without a limit). */
+static bool read_cgroup_number(const char *dir, const char *name, unsigned long long *v)
 {
-    unsigned long long max, cur = 0;
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    if (!f)
-        return;
-    int limited = fscanf(f, "%llu", &max) == 1; /* "max" means no limit */
-    fclose(f);
-    if (!limited)
-        return;
-    f = fopen("/sys/fs/cgroup/memory.current", "r");
-    if (f) {
-        if (fscanf(f, "%llu", &cur) != 1)
-            cur = 0;
-        fclose(f);
-    }
-    size_t left = max > cur ? (size_t)(max - cur) : 0;
-    if (left < *bytes)
-        *bytes = left;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    bool ok = f && fscanf(f, "%llu", v) == 1;
+    if (f) fclose(f);
+    return ok;
+}
+
+int kb_cgroup_memory_left(const char *dir, size_t *bytes)
+{
+    unsigned long long max, cur = 0, file = 0;
+    if (!read_cgroup_number(dir, "memory.max", &max)) return 0;
+    read_cgroup_number(dir, "memory.current", &cur);
+    /* memory.current counts the page cache, which the kernel gives back under pressure: after
+     * a build it fills the limit, and the check refused what would have run */
+    char path[4200], line[256];
+    snprintf(path, sizeof path, "%s/memory.stat", dir);
+    FILE *f = fopen(path, "r");
+    for (bool found = false; f && !found && fgets(line, sizeof line, f);)
+        found = sscanf(line, "file %llu", &file) == 1;
+    if (f) fclose(f);
+    unsigned long long used = cur > file ? cur - file : 0;
+    *bytes = max > used ? (size_t)(max - used) : 0;
+    return 1;
 }
 
 int kb_host_memory_available(size_t *bytes, char *err, size_t errlen)
@@ -107,7 +116,8 @@ int kb_host_memory_available(size_t *bytes, char *err, size_t errlen)
         return -1;
     }
     *bytes = (size_t)kib * 1024;
-    apply_cgroup_limit(bytes);
+    size_t left; /* a container's cgroup (v2) limit can be far below what the host has free */
+    if (kb_cgroup_memory_left("/sys/fs/cgroup", &left) && left < *bytes) *bytes = left;
     return 0;
 }
 
