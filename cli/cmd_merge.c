@@ -272,7 +272,26 @@ static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, s
     char reason[1200], id[32];
     if (ok) {
         argv[0] = "sweep";
-        if (sweep_plan_from_args(argc, argv, p, reason, sizeof reason) < 0) {
+        /* the parser's own words (and the sweep's usage) go to stderr: kept for WHY instead,
+         * since the merge goes on without plots */
+        fflush(stderr);
+        FILE *said = tmpfile();
+        int saved = said ? dup(2) : -1;
+        bool quiet = saved >= 0 && dup2(fileno(said), 2) >= 0;
+        int rc = sweep_plan_from_args(argc, argv, p, reason, sizeof reason);
+        if (quiet) {
+            fflush(stderr);
+            dup2(saved, 2);
+            char line[sizeof reason] = "";
+            rewind(said);
+            if (fgets(line, sizeof line, said) && rc < 0) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(reason, sizeof reason, "%s", strncmp(line, "servesim: ", 10) == 0 ? line + 10 : line);
+            }
+        }
+        if (saved >= 0) close(saved);
+        if (said) fclose(said);
+        if (rc < 0) {
             snprintf(why, len, "%s's command line: %s", path, reason);
             sweep_plan_free(p);
             ok = false;

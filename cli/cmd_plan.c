@@ -527,7 +527,7 @@ static int enumerate(plan *p)
                 }
                 job_cost jc;
                 if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || pool_refused(&r, err, sizeof err) ||
-                    job_cost_init(&jc, &r, err, sizeof err) < 0) {
+                    simjob_check_pool_memory(&r, err, sizeof err) < 0 || job_cost_init(&jc, &r, err, sizeof err) < 0) {
                     leave_out(p, &l, err);
                     continue;
                 }

@@ -125,22 +125,26 @@ static void warn_large_pool(const scenario_resolved *r)
             r->sched.num_blocks, gib, round(r->hw.mem_gib * 10) / 10);
 }
 
+double simjob_pool_bytes(const scenario_resolved *r)
+{
+    return sched_memory_bytes(&r->sched) * r->replicas;
+}
+
 /* Each replica's scheduler holds its own block pool, so a run's memory grows with replicas x
- * KV blocks whatever its load; past what the machine has, the kernel's OOM killer would end
- * the run without a word (4,096 replicas of a TP-8 70B took 24 GB and were killed). Refused
- * before any work instead. */
-static int check_pool_memory(const scenario_resolved *r, char *err, size_t errlen)
+ * KV blocks whatever its load; past what the machine has, the kernel's OOM killer ended the
+ * run without a word (4,096 replicas of a TP-8 70B took 24 GB and were killed). */
+int simjob_check_pool_memory(const scenario_resolved *r, char *err, size_t errlen)
 {
     size_t avail;
     char why[256];
     if (kb_host_memory_available(&avail, why, sizeof why) < 0) return 0; /* nothing to judge by */
-    double each = sched_memory_bytes(&r->sched), need = each * r->replicas;
+    double need = simjob_pool_bytes(r);
     if (need <= (double)avail) return 0;
     const double gib = 1 << 30;
     snprintf(err, errlen, "deployment.replicas = %d: the simulator holds a block pool of %d KV blocks for each "
              "replica, about %.3g GiB of this machine's memory for all %d (%.3g GiB each), and only %.3g GiB is "
              "available; lower deployment.replicas, or kv.num_blocks (a smaller pool), or run on a larger machine",
-             r->replicas, r->sched.num_blocks, need / gib, r->replicas, each / gib, (double)avail / gib);
+             r->replicas, r->sched.num_blocks, need / gib, r->replicas, need / r->replicas / gib, (double)avail / gib);
     return -1;
 }
 
@@ -313,7 +317,7 @@ int simjob_run(simjob *j, char *err, size_t errlen)
         job_cost_free(&cost);
         return EXIT_BAD_INPUT;
     }
-    if (check_pool_memory(&r, err, errlen) < 0) {
+    if (simjob_check_pool_memory(&r, err, errlen) < 0) {
         wl_free(&w);
         job_spec_free(&spec);
         job_cost_free(&cost);

@@ -37,5 +37,11 @@ int simjob_run(simjob *j, char *err, size_t errlen);
 /* The tokens R's KV pool holds, when they are fewer than one sequence of max_model_len:
  * vLLM refuses to start so (a run here rejects what cannot fit, and warns); -1 otherwise. */
 long long simjob_short_pool(const scenario_resolved *r);
+/* About the memory a run of R takes for its replicas' block pools (sched_memory_bytes each). */
+double simjob_pool_bytes(const scenario_resolved *r);
+/* -1, naming deployment.replicas and what it would take, when R's block pools alone pass the
+ * memory this machine has available: simjob_run refuses such a run before any work, and sweep
+ * and plan check their points with it before theirs. */
+int simjob_check_pool_memory(const scenario_resolved *r, char *err, size_t errlen);
 
 #endif

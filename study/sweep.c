@@ -305,7 +305,10 @@ int sweep_check(const sweep_plan *p, char *err, size_t errlen)
     for (int i = 0; i < sweep_num_points(p); i++) {
         if (!sweep_in_shard(p, i)) continue;
         char why[1200], label[256];
-        if (sweep_point_scenario(p, i, &sc, why, sizeof why) == 0 && scenario_resolve(&sc, &r, why, sizeof why) == 0)
+        /* the memory a point's pools take, before any point runs: one past it once stopped a
+         * sweep with exit 2 after the points before it had run */
+        if (sweep_point_scenario(p, i, &sc, why, sizeof why) == 0 && scenario_resolve(&sc, &r, why, sizeof why) == 0 &&
+            simjob_check_pool_memory(&r, why, sizeof why) == 0)
             continue;
         sweep_point_label(p, i, label, sizeof label);
         snprintf(err, errlen, "point %d (%s): %s", i, label, why);
@@ -459,6 +462,46 @@ static int first_failure(const job *jobs, int n)
     return -1;
 }
 
+static int by_size_down(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* How many of JOBS threads the machine's memory holds at once: the runs' block pools
+ * (simjob_pool_bytes), largest first, each alone having passed sweep_check. Threads running
+ * points each within the memory could together pass it, and the OOM killer end the sweep. */
+static int threads_memory_allows(const sweep_plan *p, int jobs)
+{
+    size_t avail;
+    char why[1200];
+    /* a point's repeats are jobs of their own, which threads may run at once */
+    int n = sweep_num_points(p), copies = p->repeat < jobs ? p->repeat : jobs, k = 0, fit;
+    double *need = jobs > 1 ? malloc((size_t)n * copies * sizeof *need) : NULL;
+    if (!need || kb_host_memory_available(&avail, why, sizeof why) < 0) {
+        free(need);
+        return jobs;
+    }
+    scenario sc;
+    scenario_resolved r;
+    for (int i = 0; i < n; i++)
+        if (sweep_in_shard(p, i) && sweep_point_scenario(p, i, &sc, why, sizeof why) == 0 &&
+            scenario_resolve(&sc, &r, why, sizeof why) == 0)
+            for (int c = 0; c < copies; c++) need[k++] = simjob_pool_bytes(&r);
+    fit = sweep_threads_for_memory(need, k, jobs, (double)avail);
+    free(need);
+    return fit;
+}
+
+int sweep_threads_for_memory(double *need, int n, int jobs, double avail)
+{
+    qsort(need, (size_t)n, sizeof *need, by_size_down);
+    int fit = 0;
+    double sum = 0;
+    while (fit < jobs && fit < n && sum + need[fit] <= avail) sum += need[fit++];
+    return fit < jobs && fit < n ? (fit > 1 ? fit : 1) : jobs;
+}
+
 int sweep_run(const sweep_plan *p, const sweep_opts *o, sweep_result *results, char *err, size_t errlen)
 {
     memset(results, 0, (size_t)sweep_num_points(p) * sizeof *results);
@@ -472,6 +515,10 @@ int sweep_run(const sweep_plan *p, const sweep_opts *o, sweep_result *results, c
     clock_gettime(CLOCK_MONOTONIC, &pl.start);
     sweep_opts effective = *o;
     effective.progress = o->progress && isatty(2);
+    effective.jobs = threads_memory_allows(p, o->jobs);
+    if (effective.jobs < o->jobs && o->progress) /* slower, not different: results do not depend on it */
+        fprintf(stderr, "sweep: %d threads at a time, not %d: the largest points' block pools would together pass the "
+                "memory available\n", effective.jobs, o->jobs);
     pl.opts = &effective;
     int status = run_pool(&pl) == 0 ? EXIT_OK : EXIT_FAILURE_OTHER;
     if (pl.shown) fputc('\n', stderr);

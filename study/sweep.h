@@ -98,6 +98,11 @@ typedef struct sweep_opts {
 /* Runs this shard's points into RESULTS[0..sweep_num_points). Returns an exit status; on
  * failure ERR names the first failing point. Free RESULTS with sweep_results_free. */
 int sweep_run(const sweep_plan *p, const sweep_opts *o, sweep_result *results, char *err, size_t errlen);
+/* How many of JOBS threads may run at once when the N runs hold NEED bytes each (sorted here,
+ * largest first) and AVAIL are free: as many of the largest as fit together, at least one (a
+ * run too large alone is refused before, by sweep_check); JOBS when all fit. sweep_run lowers
+ * its threads so, and says so: results do not depend on it. */
+int sweep_threads_for_memory(double *need, int n, int jobs, double avail);
 void sweep_results_free(sweep_result *r, int n);
 /* Point INDEX's run directory name under runs_dir ("007"). */
 void sweep_run_name(int index, char *buf, size_t len);

@@ -209,6 +209,9 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, kvt), 2, "without --pd every value gives the same layouts");
     char *pd[] = {"plan", "--gpus", "2", "--pd", "0:1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pd), 2);
+    /* layouts whose block pools pass the machine's memory are left out, before any search */
+    char *pools[] = {"plan", "--gpus", "1024", "--set", "kv.num_blocks=1000000000", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(7, pools), 2, "every layout left out");
     char *pd_twice[] = {"plan", "--gpus", "4", "--pd", "1:1,1:3,1:1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pd_twice), 2, "a ratio twice: its layouts planned and ranked twice");
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};

@@ -121,6 +121,21 @@ static int sweep_with(const char *out, const char *jobs, const char *shard)
     return cli(cmd_sweep, args);
 }
 
+/* Points each within the memory could together pass it in parallel threads, and the OOM
+ * killer end the sweep (review): the threads are as many as the largest runs' pools allow */
+Test(sweep, threads_are_as_many_as_the_largest_pools_fit)
+{
+    double gib = 1 << 30;
+    double a[] = {1 * gib, 9 * gib, 9 * gib, 9 * gib};
+    cr_assert_eq(sweep_threads_for_memory(a, 4, 4, 22 * gib), 2, "two of the 9 GiB runs fit in 22 GiB");
+    double b[] = {9 * gib, 1 * gib, 9 * gib, 9 * gib};
+    cr_assert_eq(sweep_threads_for_memory(b, 4, 4, 40 * gib), 4, "all fit");
+    double c[] = {9 * gib, 9 * gib};
+    cr_assert_eq(sweep_threads_for_memory(c, 2, 8, 20 * gib), 8, "fewer runs than threads, all fit: as asked");
+    double d[] = {9 * gib, 9 * gib, 9 * gib};
+    cr_assert_eq(sweep_threads_for_memory(d, 3, 3, 5 * gib), 1, "at least one");
+}
+
 Test(sweep, jobs_do_not_change_the_csv)
 {
     system("rm -rf /tmp/ss-sweep-j1 /tmp/ss-sweep-j2");
@@ -134,7 +149,7 @@ Test(sweep, jobs_do_not_change_the_csv)
     free(a), free(b);
 }
 
-Test(sweep, shards_merge_into_the_unsharded_csv)
+Test(sweep, shards_merge_into_the_unsharded_csv, .init = cr_redirect_stdout)
 {
     system("rm -rf /tmp/ss-shard* /tmp/ss-merged /tmp/ss-whole");
     cr_assert_eq(sweep_with("/tmp/ss-whole", "2", NULL), 0);
@@ -162,6 +177,20 @@ Test(sweep, shards_merge_into_the_unsharded_csv)
     system("rm -rf /tmp/ss-merged");
     cr_assert_eq(cli(cmd_merge, merge), 0);
     cr_assert(exists("/tmp/ss-merged/cost_models.csv") && !exists("/tmp/ss-merged/latency.png"));
+    fflush(stdout);
+    static char said[8192];
+    said[fread(said, 1, sizeof said - 1, cr_get_redirected_stdout())] = 0;
+    cr_assert(strstr(said, "note: no plots: /tmp/ss-shard3/sweep.json's command line makes sweep ") &&
+              strstr(said, "the scenario (or a file it names) changed since the shard ran"), "%s", said);
+    /* a command line refused here: its reason in the note, not the parser's usage on stderr */
+    cr_assert_eq(system("sed -i 's/workload.num_requests=31/workload.num_requests=-5/' /tmp/ss-shard3/sweep.json"), 0);
+    system("rm -rf /tmp/ss-merged");
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    fflush(stdout);
+    clearerr(cr_get_redirected_stdout()); /* read to its end above */
+    said[fread(said, 1, sizeof said - 1, cr_get_redirected_stdout())] = 0;
+    cr_assert(strstr(said, "note: no plots: /tmp/ss-shard3/sweep.json's command line: ") &&
+              strstr(said, "workload.num_requests"), "%s", said);
 }
 
 Test(sweep, merge_rejects_a_missing_or_duplicated_point)
@@ -288,6 +317,10 @@ Test(sweep, bad_input_exits_2_and_writes_nothing)
         {"sweep", "--vary", "workload.nosuch=1,2", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,x", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--vary", "workload.rate=1,,2", "--out", "/tmp/ss-bad", NULL},
+        /* a point whose block pools pass the machine's memory, refused before the first point
+         * runs (once at its turn, after the points before it: review) */
+        {"sweep", "--vary", "deployment.replicas=1,1024", "--set", "kv.num_blocks=1000000000", "--out", "/tmp/ss-bad",
+         NULL},
         /* a value twice ran its point twice under one label (bad-input campaign) */
         {"sweep", "--vary", "workload.rate=1,2,1", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--point", "scheduler.policy=static,scheduler.prefix_caching=on", "--out", "/tmp/ss-bad", NULL},
