@@ -78,7 +78,7 @@ static int write_fits(const char *path, const char *rows)
 {
     outfile file;
     char err[4400];
-    FILE *out = of_open(&file, path, err, sizeof err);
+    FILE *out = od_make_parents(path, err, sizeof err) == 0 ? of_open(&file, path, err, sizeof err) : NULL;
     if (!out) {
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;

@@ -32,8 +32,11 @@ int od_remove_tree(const char *path)
 
 int od_make_parents(const char *path, char *err, size_t errlen)
 {
-    char buf[sizeof ((outdir *)0)->final_path];
-    snprintf(buf, sizeof buf, "%s", path);
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        snprintf(err, errlen, "%.200s...: path too long", path);
+        return -1;
+    }
     for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
         if (mkdir(buf, 0777) != 0 && errno != EEXIST) return fail(err, errlen, buf, errno);
@@ -89,7 +92,7 @@ static int visit(const char *path, const struct stat *st, int flag, struct FTW *
     (void)st;
     /* replacing a result deletes the old one's files once the new one is in place: a folder of
      * it that will not let go of them left the old result beside the new, and an error */
-    if (!walking->writing && flag == FTW_D && access(path, W_OK | X_OK) != 0) {
+    if (!walking->writing && (flag == FTW_D || flag == FTW_DNR) && access(path, R_OK | W_OK | X_OK) != 0) {
         snprintf(walking->locked, sizeof walking->locked, "%s", path);
         return 1;
     }
@@ -204,7 +207,7 @@ static int replaceable(const char *dir, char *err, size_t errlen)
  * unwritable --out was found only after the whole run, naming DIR.tmp.PID. */
 static int writable_above(const char *dir, char *err, size_t errlen)
 {
-    char above[sizeof ((outdir *)0)->final_path], probe[sizeof above + 64];
+    char above[PATH_MAX], probe[sizeof above + 64];
     snprintf(above, sizeof above, "%s", dir);
     struct stat st;
     for (;;) {
@@ -395,15 +398,8 @@ int of_check(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
-    if (od_make_parents(path, err, errlen) < 0) return -1;
-    FILE *f = fopen(probe, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write there: %s", path, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    remove(probe);
-    return 0;
+    /* nothing made: the caller makes the folders PATH needs when it writes it, after the work */
+    return writable_above(path, err, errlen);
 }
 
 FILE *of_open(outfile *o, const char *path, char *err, size_t errlen)

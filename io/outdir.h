@@ -46,8 +46,9 @@ typedef struct outfile {
     FILE *f;
 } outfile;
 
-/* Whether a file can be written at PATH, before the work that makes it: creates PATH's
- * folders and a temporary file beside PATH, removed at once. -1 with "PATH: reason" in ERR. */
+/* Whether a file can be written at PATH, before the work that makes it: a directory made and
+ * removed at once in the nearest folder above PATH that exists. Nothing is left: the caller
+ * makes PATH's folders (od_make_parents) when the work is done. -1 with "PATH: reason" in ERR. */
 int of_check(const char *path, char *err, size_t errlen);
 /* Opens the temporary file of PATH for writing; NULL with "PATH: reason" in ERR. */
 FILE *of_open(outfile *o, const char *path, char *err, size_t errlen);

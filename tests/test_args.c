@@ -178,7 +178,7 @@ Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stder
     char *nowhere[] = {"roofline-fit", "--write", "/proc/ss-nowhere/fit.inc"};
     cr_assert_eq(cmd_roofline_fit(3, nowhere), EXIT_BAD_INPUT);
     read_stderr(out, sizeof out);
-    cr_assert(strstr(out, "servesim: --write /proc/ss-nowhere: "), "%s", out);
+    cr_assert(strstr(out, "servesim: --write /proc/ss-nowhere/fit.inc: cannot write in /proc: "), "%s", out);
 }
 
 /* A hexadecimal number, which strtod would have read, is refused with a word on how to write

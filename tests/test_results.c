@@ -396,6 +396,26 @@ Test(results, an_output_directory_nothing_can_be_made_in_is_refused_before_the_w
     cr_assert_str_eq(listing, "", "the check leaves nothing behind: %s", listing);
 }
 
+/* A single file's check leaves nothing (roofline-fit --write made its folders before the fit,
+ * and left them when it then failed; review): its writer makes them after the work */
+Test(results, a_files_check_makes_nothing)
+{
+    char path[192], listing[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/new/sub/table.csv", root);
+    cr_assert_eq(of_check(path, err, sizeof err), 0, "%s", err);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "%s", listing);
+    cr_assert_eq(of_check("/proc/ss-nowhere/table.csv", err, sizeof err), -1);
+    cr_assert(strstr(err, "/proc/ss-nowhere/table.csv: cannot write in /proc: "), "%s", err);
+    outfile o;
+    cr_assert_eq(od_make_parents(path, err, sizeof err), 0, "%s", err);
+    FILE *f = of_open(&o, path, err, sizeof err);
+    cr_assert_not_null(f, "%s", err);
+    fputs("x\n", f);
+    cr_assert_eq(of_commit(&o, err, sizeof err), 0, "%s", err);
+    cr_assert(exists(path));
+}
+
 static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -414,7 +434,7 @@ Test(results, a_result_whose_files_cannot_be_deleted_is_refused_before_the_work)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         if (geteuid() == 0 && (nftw(root, chown_entry, 16, FTW_PHYS) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
-            _exit(3);
+            _exit(3); /* a user namespace without nobody: nothing to test with */
         if (chmod(dir, 0555) != 0) _exit(4);
         char err[512] = "";
         int refused = od_check(dir, err, sizeof err) == -1 &&
@@ -424,8 +444,9 @@ Test(results, a_result_whose_files_cannot_be_deleted_is_refused_before_the_work)
     }
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d", WEXITSTATUS(status));
     if (geteuid() == 0) chown(root, 0, 0); /* make_root's own again, for the teardown */
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3) cr_skip_test("root cannot become nobody (uid 65534) here");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d", WEXITSTATUS(status));
 }
 
 Test(results, a_single_file_appears_whole_or_not_at_all)
@@ -548,14 +569,15 @@ Test(results, summary_json_names_the_percentiles_asked_for)
     cr_assert_not_null(json_object_get(o, "p99_itl_ms"), "the fixed ones stay");
     json_decref(o);
     /* ten figures labelled 99.999999999 "p100" (bad-input campaign): as short as it reads back */
-    summary fine = {.num_percentiles = 4, .percentiles = {99.999999999, 0.1 + 0.2, 50, 100}};
+    summary fine = {.num_percentiles = 5, .percentiles = {99.999999999, 0.1 + 0.2, 50, 100, 3e-21}};
     o = res_summary_json(&fine);
     cr_assert_not_null(json_object_get(o, "p99.999999999_ttft_ms"));
     cr_assert_not_null(json_object_get(o, "p0.30000000000000004_ttft_ms"), "Python's repr of 0.1 + 0.2");
     cr_assert_not_null(json_object_get(o, "p50_ttft_ms"), "no exponent");
     cr_assert_not_null(json_object_get(o, "p100_ttft_ms"));
+    cr_assert_not_null(json_object_get(o, "p2.9999999999999999e-21_ttft_ms"), "past twenty decimals, %%.17g");
     json_t *none = res_summary_json(&(summary){0});
-    cr_assert_eq(json_object_size(o), json_object_size(none) + 4 * 3, "a key for each latency and new percentile "
+    cr_assert_eq(json_object_size(o), json_object_size(none) + 4 * 4, "a key for each latency and new percentile "
                  "(p50 is one of the fixed ones)");
     json_decref(none);
     json_decref(o);
