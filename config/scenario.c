@@ -1057,8 +1057,8 @@ static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char 
         }
         for (int i = 0; i < out->num_percentiles; i++)
             if (out->percentiles[i] == q) { /* its summary keys would collide */
-                snprintf(err, errlen, "run.percentiles (%s): %g is given twice in \"%s\"", V(run, percentiles).origin, q,
-                         V(run, percentiles).s);
+                snprintf(err, errlen, "run.percentiles (%s): %.*s is given twice in \"%s\"", V(run, percentiles).origin,
+                         (int)(end - p), p, V(run, percentiles).s);
                 return -1;
             }
         out->percentiles[out->num_percentiles++] = q;

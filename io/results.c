@@ -191,6 +191,7 @@ static void percentile_label(double q, char *out, size_t len)
         snprintf(out, len, "%.*f", decimals, q);
         if (strtod(out, NULL) == q) return;
     }
+    snprintf(out, len, "%.17g", q); /* below 1e-20: twenty zeros would name them all alike */
 }
 
 static int json_latency(json_t *obj, const char *name, const latency_stats *st, const summary *s)

@@ -58,10 +58,11 @@ static void normalize(measured_run *m)
     }
 }
 
-/* The longest prompt or output a record may give (2^24 tokens: past any model's context), and
- * the longest time a vLLM result's TTFT or gap may (a day). */
+/* The longest prompt or output a record may give (2^24 tokens: past any model's context), the
+ * longest time a vLLM result's TTFT or gap may (a day), and the latest send time. */
 #define MEASURED_MAX_LEN (1 << 24)
 #define MEASURED_MAX_S 86400.0
+#define MEASURED_MAX_CLOCK_S 1e12   /* past any epoch clock's reading, seconds */
 
 static double number(const char *s, bool *ok)
 {
@@ -266,6 +267,12 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
         if (in_len < !failed || in_len > MEASURED_MAX_LEN || out_len < 0 || out_len > MEASURED_MAX_LEN) {
             rc = errmsg(err, errlen, "%s: request %zu: input length %lld and output length %lld must lie in [%d, %d] and "
                         "[0, %d]", path, i, (long long)in_len, (long long)out_len, !failed, MEASURED_MAX_LEN, MEASURED_MAX_LEN);
+            break;
+        }
+        /* send times are a clock's readings (vLLM 0.33 writes its absolute ones): any from 0 on */
+        if (starts && !(start >= 0 && start <= MEASURED_MAX_CLOCK_S)) {
+            rc = errmsg(err, errlen, "%s: request %zu: start_times entry %g s is not a clock reading in [0, %g] s", path,
+                        i, start, MEASURED_MAX_CLOCK_S);
             break;
         }
         if (!failed && !(ttft >= 0 && ttft <= MEASURED_MAX_S)) {

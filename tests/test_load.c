@@ -355,6 +355,9 @@ Test(load, a_vllm_benchmark_json_reads_back)
          "request 1: itls[1] is not a gap in [0, 86400] s"},
         {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[\"x\"], []]",
          "request 0: itls[0] is not a gap"},
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], "
+         "\"start_times\": [5, -1]",
+         "request 1: start_times entry -1 s is not a clock reading in [0, 1e+12] s"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char doc[512];

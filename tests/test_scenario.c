@@ -513,7 +513,7 @@ Test(scenario, percentiles_are_checked)
     /* one given twice wrote its summary keys twice (bad-input campaign) */
     cr_assert_eq(scenario_set(&sc, "run.percentiles=99.9,50,99.90", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
-    cr_assert(strstr(err, "run.percentiles (--set): 99.9 is given twice in \"99.9,50,99.90\""), "%s", err);
+    cr_assert(strstr(err, "run.percentiles (--set): 99.90 is given twice in \"99.9,50,99.90\""), "%s", err);
 }
 
 /* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
