@@ -1,4 +1,5 @@
-/* Reading what a command wrote, for the tests that check result files. */
+/* Reading what a command wrote, for the tests that check result files, and writing the files a
+ * test gives one. */
 #ifndef SERVESIM_TESTS_FILE_FIXTURE_H
 #define SERVESIM_TESTS_FILE_FIXTURE_H
 
@@ -20,6 +21,15 @@ static inline char *slurp_path(const char *path)
     buf[fread(buf, 1, (size_t)n, f)] = '\0';
     fclose(f);
     return buf;
+}
+
+/* Writes TEXT to PATH, replacing it. */
+static inline void write_path(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
 }
 
 /* DIR/NAME whole, as a string the caller frees. */

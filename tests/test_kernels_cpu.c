@@ -10,6 +10,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "kernels/backend.h"
+#include "tests/file_fixture.h"
 #include "tests/kernel_fixture.h"
 #include "kernels/cpu/ops.h"
 
@@ -29,10 +30,7 @@ static void put(const char *dir, const char *name, const char *text)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "%s", path);
-    fputs(text, f);
-    fclose(f);
+    write_path(path, text);
 }
 
 /* A container's limit, less what its processes hold: memory.current counts the page cache,

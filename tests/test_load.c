@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tiny_engine.h"
+#include "tests/file_fixture.h"
 #include "cli/commands.h"
 #include "load/client.h"
 #include "load/measured.h"
@@ -230,13 +231,6 @@ Test(load, a_server_that_dies_mid_run_leaves_every_request_recorded)
 
 /* ---- measured runs read back ---- */
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "%s", path);
-    fputs(text, f);
-    fclose(f);
-}
 
 Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
 {
@@ -245,7 +239,7 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
     char path[128];
     snprintf(path, sizeof path, "%s/requests.csv", dir);
     /* out of order, a failed request, a warm-up, a quoted field and a column we do not read */
-    write_file(path,
+    write_path(path,
                "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,prompt_len,cached_prompt_len,"
                "output_len,num_preemptions,stop_reason,warmup,extra\n"
                "2,10.5,,10.7,11.0,30,0,4,0,length,0,\"a,b\"\n"
@@ -253,7 +247,7 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
                "1,10.2,,,10.3,25,0,0,0,error,0,x\n");
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
     /* rows interleaved across requests, as the engine and the simulator write them */
-    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
+    write_path(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
     measured_run m;
     char err[512];
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
@@ -277,35 +271,35 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
 
     /* an engine that speculated: each request's drafts and the ones kept */
     snprintf(path, sizeof path, "%s/requests.csv", dir);
-    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
                      "draft_tokens,accepted_tokens\n0,1.0,1.1,1.2,20,3,length,0,8,5\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
     cr_assert(m.reqs[0].draft_tokens == 8 && m.reqs[0].accepted_tokens == 5);
     measured_free(&m);
-    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
                      "draft_tokens,accepted_tokens\n0,1.0,1.1,1.2,20,3,length,0,4,5\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1, "more kept than drafted");
     cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
-    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
                      "draft_tokens\n0,1.0,1.1,1.2,20,3,length,0,4\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "draft_tokens and accepted_tokens come together"), "%s", err);
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
-    write_file(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
+    write_path(path, "request_id,token_index,time\n0,0,10.1\n0,1,10.2\n2,0,10.7\n0,2,10.4\n2,1,10.75\n2,2,10.85\n2,3,11.0\n");
 
     snprintf(path, sizeof path, "%s/requests.csv", dir);
-    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
                      "0,1.0,1.1,1.2,20,3,finished,0\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
-    write_file(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
                      ",1.0,1.1,1.2,20,3,length,0\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1, "an empty id is not a request (it was cast from NaN)");
     cr_assert(strstr(err, "requests.csv:2: not a request record"), "%s", err);
-    write_file(path, "");
+    write_path(path, "");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv: empty, expected a requests.csv header"), "%s", err);
-    write_file(path, "request_id,arrival_time\n0,1\n");
+    write_path(path, "request_id,arrival_time\n0,1\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv:1: no column first_token_time"), "%s", err);
     snprintf(path, sizeof path, "rm -rf %s", dir);
@@ -318,7 +312,7 @@ Test(load, a_vllm_benchmark_json_reads_back)
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
-    write_file(path, "{\"input_lens\": [10, 20, 30], \"output_lens\": [3, 0, 2], \"ttfts\": [0.1, 0, 0.2],"
+    write_path(path, "{\"input_lens\": [10, 20, 30], \"output_lens\": [3, 0, 2], \"ttfts\": [0.1, 0, 0.2],"
                      " \"itls\": [[0.01, 0.02], [], [0.05]], \"errors\": [\"\", \"timeout\", \"\"],"
                      " \"start_times\": [5.0, 5.1, 5.3], \"extra\": 1}");
     measured_run m;
@@ -332,14 +326,14 @@ Test(load, a_vllm_benchmark_json_reads_back)
     cr_assert_float_eq(m.reqs[2].first_token_time, 0.5, 1e-12);
     cr_assert_eq(m.num_itl, 3, "a failed request's gaps are not measured ones");
     measured_free(&m);
-    write_file(path, "{\"input_lens\": [10, 20], \"output_lens\": [3], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], \"errors\": [\"\", \"\"]}");
+    write_path(path, "{\"input_lens\": [10, 20], \"output_lens\": [3], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], \"errors\": [\"\", \"\"]}");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "\"output_lens\" must be a list of 2 entries"), "%s", err);
-    write_file(path, "{\"input_lens\": [10], \"output_lens\": [3], \"ttfts\": [0.1], \"itls\": [[0.1]], \"errors\": [\"\"]}");
+    write_path(path, "{\"input_lens\": [10], \"output_lens\": [3], \"ttfts\": [0.1], \"itls\": [[0.1]], \"errors\": [\"\"]}");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
     cr_assert(!m.have_arrivals, "a file without start_times (older vLLM versions) has no send times");
     measured_free(&m);
-    write_file(path, "{\"input_lens\": [1");
+    write_path(path, "{\"input_lens\": [1");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
     cr_assert(strstr(err, path) && strstr(err, ":1:"), "%s", err);
     /* lengths and times out of range were taken (an output of 1e12 tokens wrapped to an int,
@@ -362,11 +356,11 @@ Test(load, a_vllm_benchmark_json_reads_back)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char doc[512];
         snprintf(doc, sizeof doc, "{%s, \"errors\": [\"\", \"\"]}", bad[i][0]);
-        write_file(path, doc);
+        write_path(path, doc);
         cr_assert_eq(measured_read(path, &m, err, sizeof err), -1, "%s", doc);
         cr_assert(strstr(err, bad[i][1]), "%s", err);
     }
-    write_file(path, "{\"input_lens\": [10, 0], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0], \"itls\": [[], []],"
+    write_path(path, "{\"input_lens\": [10, 0], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0], \"itls\": [[], []],"
                      " \"errors\": [\"\", \"refused\"]}");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "a failed request may have sent nothing: %s", err);
     measured_free(&m);
