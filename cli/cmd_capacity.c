@@ -141,14 +141,21 @@ static int by_rate(const void *a, const void *b)
 
 static void write_csv(FILE *f, const search_ctx *s, const cap_point *sorted)
 {
+    /* the latencies at run.percentiles after the fixed columns, as every probe's summary has them */
+    const summary *named = NULL;
+    for (int i = 0; !named && i < s->n; i++)
+        if (sorted[i].have) named = &sorted[i].sum;
+    int n = named ? named->num_percentiles : 0;
     fputs("rate,served,", f);
     sumf_write_header(f, "");
+    if (named) sumf_write_extra_header(f, named);
     fputc('\n', f);
     for (int i = 0; i < s->n; i++) {
         fprintf(f, "%.6g,%d,", sorted[i].rate, s->served[find_point(s, sorted[i].rate)]);
         if (sorted[i].have) sumf_write_row(f, &sorted[i].sum);
         else
             for (size_t k = 1; k < sumf_count(); k++) fputc(',', f);
+        sumf_write_extra_row(f, sorted[i].have ? &sorted[i].sum : NULL, n);
         fputc('\n', f);
     }
 }

@@ -182,18 +182,6 @@ void res_write_request(res_dir *d, const req_record *q)
     end_row(&r, d->requests);
 }
 
-/* "99.9" for 99.9, "50" for 50: the percentile as vLLM spells it in its keys (Python's
- * shortest repr). "%.10g" labelled 99.999999999 "p100" (bad-input campaign). */
-static void percentile_label(double q, char *out, size_t len)
-{
-    /* the fewest decimals that do (in (0, 100], never an exponent: %g wrote 50 as 5e+01) */
-    for (int decimals = 0; decimals <= 20; decimals++) {
-        snprintf(out, len, "%.*f", decimals, q);
-        if (strtod(out, NULL) == q) return;
-    }
-    snprintf(out, len, "%.17g", q); /* below 1e-20: twenty zeros would name them all alike */
-}
-
 static int json_latency(json_t *obj, const char *name, const latency_stats *st, const summary *s)
 {
     const struct { const char *stat; double v; } fields[] = {
@@ -208,7 +196,7 @@ static int json_latency(json_t *obj, const char *name, const latency_stats *st, 
     }
     for (int i = 0; i < s->num_percentiles; i++) {
         char q[32], key[64];
-        percentile_label(s->percentiles[i], q, sizeof q);
+        met_percentile_label(s->percentiles[i], q, sizeof q);
         snprintf(key, sizeof key, "p%s_%s_ms", q, name);
         bad |= json_put(obj, key, json_num(st->extra[i]));
     }
@@ -299,7 +287,7 @@ static void print_latency(FILE *f, const char *title, const char *name, const la
         double q = s->percentiles[i];
         if (q == 50 || q == 90 || q == 99) continue; /* printed above */
         char ql[32];
-        percentile_label(q, ql, sizeof ql);
+        met_percentile_label(q, ql, sizeof ql);
         snprintf(label, sizeof label, "P%s %s (ms):", ql, name);
         fprintf(f, "%-40s %.2f\n", label, st->extra[i]);
     }

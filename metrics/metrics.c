@@ -460,3 +460,15 @@ void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_
     }
     if (used && used < len) snprintf(buf + used, len - used, " (requests.csv's stop_reason)");
 }
+
+/* "%.10g" labelled 99.999999999 "p100" (bad-input campaign) */
+void met_percentile_label(double q, char *out, size_t len)
+{
+    /* the fewest decimals that do (in (0, 100], never an exponent: %g wrote 50 as 5e+01) */
+    for (int decimals = 0; decimals <= 20; decimals++) {
+        snprintf(out, len, "%.*f", decimals, q);
+        if (strtod(out, NULL) == q) return;
+    }
+    snprintf(out, len, "%.17g", q); /* below 1e-20: twenty zeros would name them all alike */
+}
+

@@ -113,6 +113,9 @@ void met_on_request(met_acc *m, const req_record *r);
 /* The percentiles (each in (0, 100]) met_summarize reports besides P50, P90 and P99; 99.9
  * until told otherwise. N <= MET_MAX_PERCENTILES. */
 void met_set_percentiles(met_acc *m, const double *q, int n);
+/* "99.9" for 99.9, "50" for 50: a percentile as vLLM spells it in its keys (Python's shortest
+ * repr: the fewest decimals that read back as Q), in OUT. */
+void met_percentile_label(double q, char *out, size_t len);
 /* Keep every request record for met_requests (validation and tests compare them). */
 void met_keep_requests(met_acc *m);
 /* Fills OUT from everything seen. Returns 0, or -1 when no measured request finished. */

@@ -16,10 +16,12 @@ typedef struct rep_stat {
 void rep_aggregate(const summary *runs, size_t n, rep_stat *out);
 /* A summary holding every field's mean (integer fields rounded to the nearest). */
 void rep_mean_summary(const rep_stat *st, summary *out);
-/* repeats.csv: "repeat,seed,<every summary field>", one row per run, repeat counted from 1. */
+/* repeats.csv: "repeat,seed,<every summary field>,<the latencies at run.percentiles>", one row
+ * per run, repeat counted from 1. */
 void rep_write_runs_csv(FILE *f, const summary *runs, const uint64_t *seeds, size_t n);
-/* repeat_stats.csv: "metric,mean,std,min,max", one row per summary field. */
-void rep_write_stats_csv(FILE *f, const rep_stat *st);
+/* repeat_stats.csv: "metric,mean,std,min,max", one row per summary field, then one per latency
+ * at run.percentiles (from RUNS[0..n), the runs ST describes). */
+void rep_write_stats_csv(FILE *f, const rep_stat *st, const summary *runs, size_t n);
 /* The headline metrics as "mean ± std [min, max]" over N runs. */
 void rep_print_table(FILE *f, const rep_stat *st, size_t n);
 

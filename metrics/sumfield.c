@@ -58,3 +58,60 @@ void sumf_write_row(FILE *f, const summary *s)
         fprintf(f, "%s%s", i ? "," : "", buf);
     }
 }
+
+/* Each latency's stats in the summary, in SUMMARY_FIELDS' order, with its name. */
+#define S(name, type, csv, label, what)
+#define L(name, title, abbrev, what) {#name, offsetof(summary, name##_ms)},
+static const struct { const char *name; size_t offset; } latencies[] = {SUMMARY_FIELDS(S, L)};
+#undef S
+#undef L
+enum { NUM_LATENCIES = sizeof latencies / sizeof *latencies };
+
+static const latency_stats *latency_of(const summary *s, int l)
+{
+    return (const latency_stats *)(const void *)((const char *)s + latencies[l].offset);
+}
+
+int sumf_extra_count(const summary *s) { return NUM_LATENCIES * s->num_percentiles; }
+
+double sumf_extra_get(const summary *s, int k)
+{
+    return latency_of(s, k / s->num_percentiles)->extra[k % s->num_percentiles];
+}
+
+void sumf_extra_name(const summary *s, int k, char *buf, size_t len)
+{
+    char label[32];
+    met_percentile_label(s->percentiles[k % s->num_percentiles], label, sizeof label);
+    snprintf(buf, len, "p%s_%s_ms", label, latencies[k / s->num_percentiles].name);
+}
+
+void sumf_write_extra_header(FILE *f, const summary *s)
+{
+    for (int k = 0; k < sumf_extra_count(s); k++) {
+        char name[64];
+        sumf_extra_name(s, k, name, sizeof name);
+        fprintf(f, ",%s", name);
+    }
+}
+
+void sumf_write_extra_row(FILE *f, const summary *s, int n)
+{
+    for (int k = 0; k < NUM_LATENCIES * n; k++) {
+        char buf[64] = "";
+        if (s) sumf_format(sumf_extra_get(s, k), SUMF_DBL, buf, sizeof buf);
+        fprintf(f, ",%s", buf);
+    }
+}
+
+void sumf_mean_extras(const summary *runs, size_t nruns, summary *out)
+{
+    out->num_percentiles = runs[0].num_percentiles;
+    memcpy(out->percentiles, runs[0].percentiles, sizeof out->percentiles);
+    for (int k = 0; k < sumf_extra_count(out); k++) {
+        double sum = 0;
+        for (size_t r = 0; r < nruns; r++) sum += sumf_extra_get(&runs[r], k);
+        latency_stats *o = (latency_stats *)(void *)((char *)out + latencies[k / out->num_percentiles].offset);
+        o->extra[k % out->num_percentiles] = sum / (double)nruns;
+    }
+}

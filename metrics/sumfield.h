@@ -28,4 +28,19 @@ void sumf_write_header(FILE *f, const char *suffix);
 /* Every field of S, comma-separated; no line end. */
 void sumf_write_row(FILE *f, const summary *s);
 
+/* The latencies at run.percentiles (summary.percentiles, vLLM's --metric-percentiles) beyond
+ * the fixed columns: every latency at each percentile, K from 0 to sumf_extra_count, named as
+ * summary.json names them ("p99.9_ttft_ms"). Every row of one CSV has the same ones. */
+int sumf_extra_count(const summary *s);
+double sumf_extra_get(const summary *s, int k);
+void sumf_extra_name(const summary *s, int k, char *buf, size_t len);
+/* ",pQ_NAME_ms" for each of S's; no line end. */
+void sumf_write_extra_header(FILE *f, const summary *s);
+/* Their values in S, each led by a comma; blank when S is NULL (a point with no finished
+ * request), N percentiles' worth. */
+void sumf_write_extra_row(FILE *f, const summary *s, int n);
+/* The mean of each over RUNS[0..NRUNS) (a point's repeats, NRUNS > 0) into OUT, with RUNS[0]'s
+ * percentiles. */
+void sumf_mean_extras(const summary *runs, size_t nruns, summary *out);
+
 #endif

@@ -33,7 +33,7 @@ static int write_repeat_files(const outdir *od, const sweep_result *r, char *err
     rep_write_runs_csv(f, r->runs, r->seeds, (size_t)r->nruns);
     if (od_fclose(f, "repeats.csv", err, errlen) < 0 || !(f = od_fopen(od, "repeat_stats.csv", err, errlen)))
         return -1;
-    rep_write_stats_csv(f, r->stats);
+    rep_write_stats_csv(f, r->stats, r->runs, (size_t)r->nruns);
     return od_fclose(f, "repeat_stats.csv", err, errlen);
 }
 

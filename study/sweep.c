@@ -54,6 +54,11 @@ static void add_column(sweep_plan *p, int key)
 /* Checks VALUE for KEY the way the scenario reader would, on a scratch copy. */
 static int check_value(const sweep_plan *p, int key, const char *value, char *err, size_t errlen)
 {
+    if (key == K_run_percentiles) { /* they name sweep.csv's columns, one set for every row */
+        snprintf(err, errlen, "run.percentiles names sweep.csv's columns and is the same for every point: give it "
+                 "once, with --percentiles");
+        return -1;
+    }
     scenario scratch = p->base;
     char assignment[600];
     snprintf(assignment, sizeof assignment, "%s=%s", key_names[key], value);
@@ -450,8 +455,12 @@ static int collect(const sweep_plan *p, job *jobs, sweep_result *r)
     }
     if (r->nruns == 0) return 0;
     rep_aggregate(r->runs, (size_t)r->nruns, r->stats);
-    if (p->repeat == 1) r->sum = r->runs[0];
-    else rep_mean_summary(r->stats, &r->sum);
+    if (p->repeat == 1) {
+        r->sum = r->runs[0];
+    } else {
+        rep_mean_summary(r->stats, &r->sum);
+        sumf_mean_extras(r->runs, (size_t)r->nruns, &r->sum);
+    }
     return 0;
 }
 
@@ -556,6 +565,21 @@ void sweep_results_free(sweep_result *r, int n)
 
 /* ---- output ---- */
 
+/* A summary naming the latencies at run.percentiles every point reports (one for all: varying
+ * run.percentiles is refused), for the extra columns' header; their count in *N. */
+static summary extras_of(const sweep_plan *p, int *n)
+{
+    summary s = {0};
+    scenario_resolved r;
+    char why[1200];
+    if (scenario_resolve(&p->base, &r, why, sizeof why) == 0) {
+        s.num_percentiles = r.num_percentiles;
+        memcpy(s.percentiles, r.percentiles, sizeof s.percentiles);
+    }
+    *n = s.num_percentiles;
+    return s;
+}
+
 static void write_header(FILE *f, const sweep_plan *p)
 {
     fputs("point,label", f);
@@ -570,6 +594,9 @@ static void write_header(FILE *f, const sweep_plan *p)
         fputc(',', f);
         sumf_write_header(f, "_max");
     }
+    int n;
+    summary named = extras_of(p, &n);
+    sumf_write_extra_header(f, &named); /* last: means over the repeats when there are several */
     fputc('\n', f);
 }
 
@@ -609,6 +636,9 @@ static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_resul
         fprintf(f, ",%d", r->nruns);
         for (int which = 1; which <= 3; which++) write_stats(f, r, which);
     }
+    int n;
+    extras_of(p, &n);
+    sumf_write_extra_row(f, r->nruns > 0 ? &r->sum : NULL, n);
     fputc('\n', f);
 }
 
@@ -623,6 +653,9 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
 {
     fputs("point,label,repeat,seed,", f);
     sumf_write_header(f, "");
+    int n;
+    summary named = extras_of(p, &n);
+    sumf_write_extra_header(f, &named);
     fputc('\n', f);
     for (int i = 0; i < sweep_num_points(p); i++) {
         char label[256];
@@ -632,6 +665,7 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
             csv_write_field(f, label);
             fprintf(f, ",%d,%llu,", k + 1, (unsigned long long)r[i].seeds[k]);
             sumf_write_row(f, &r[i].runs[k]);
+            sumf_write_extra_row(f, &r[i].runs[k], n);
             fputc('\n', f);
         }
     }

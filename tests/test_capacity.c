@@ -149,6 +149,18 @@ Test(capacity, end_to_end_finds_the_service_rate)
     double found = capacity_answer("/tmp/ss-capacity/capacity.txt", "Capacity: %lf req/s is served");
     cr_assert(found > 0.85 * service && found < 1.15 * service, "capacity %g req/s, service rate %g req/s", found,
               service);
+    /* the latencies at run.percentiles (99.9 by default) end each probe's row (new-user trial:
+     * they were in no CSV) */
+    FILE *f = fopen("/tmp/ss-capacity/capacity.csv", "r");
+    cr_assert_not_null(f);
+    char head[8192], row[8192];
+    cr_assert(fgets(head, sizeof head, f) && fgets(row, sizeof row, f));
+    fclose(f);
+    cr_assert(strstr(head, ",p99.9_ttft_ms,p99.9_tpot_ms,p99.9_itl_ms,p99.9_e2el_ms\n"), "%s", head);
+    int commas_head = 0, commas_row = 0;
+    for (char *c = head; *c; c++) commas_head += *c == ',';
+    for (char *c = row; *c; c++) commas_row += *c == ',';
+    cr_assert_eq(commas_row, commas_head, "a value for each column: %s", row);
     char *bad[] = {"capacity", "--slo", "ttft_p42_ms=3", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, bad), 2);
 }

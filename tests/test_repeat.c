@@ -53,9 +53,40 @@ Test(repeat, csv_rows_per_run_and_per_metric)
     rep_stat st[64];
     rep_aggregate(runs, 2, st);
     f = open_memstream(&buf, &len);
-    rep_write_stats_csv(f, st);
+    rep_write_stats_csv(f, st, runs, 2);
     fclose(f);
     cr_assert(strstr(buf, "metric,mean,std,min,max\ncompleted,8,1.414213562,7,9\n"), "%s", buf);
+    cr_assert_null(strstr(buf, "p99.9"), "no run.percentiles, no rows for them: %s", buf);
+    free(buf);
+}
+
+/* The latencies at run.percentiles were in each run's summary.json and in none of the repeat
+ * files (new-user trial): repeats.csv ends with them, repeat_stats.csv has a row each */
+Test(repeat, the_latencies_at_run_percentiles_are_in_both_files)
+{
+    summary runs[2] = {{.completed = 7, .num_percentiles = 2, .percentiles = {99.9, 25}},
+                       {.completed = 9, .num_percentiles = 2, .percentiles = {99.9, 25}}};
+    runs[0].ttft_ms.extra[0] = 100, runs[1].ttft_ms.extra[0] = 140; /* mean 120, std sqrt(800) */
+    runs[0].e2el_ms.extra[1] = 3, runs[1].e2el_ms.extra[1] = 5;
+    uint64_t seeds[2] = {11, 12};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rep_write_runs_csv(f, runs, seeds, 2);
+    fclose(f);
+    const char *head = strchr(buf, '\n');
+    cr_assert(head, "%s", buf);
+    cr_assert(strstr(buf, ",p99.9_ttft_ms,p25_ttft_ms,p99.9_tpot_ms,p25_tpot_ms,p99.9_itl_ms,p25_itl_ms,"
+                          "p99.9_e2el_ms,p25_e2el_ms\n"), "%s", buf);
+    cr_assert(strstr(buf, ",100,0,0,0,0,0,0,3\n") && strstr(buf, ",140,0,0,0,0,0,0,5\n"), "%s", buf);
+    free(buf);
+    rep_stat st[64];
+    rep_aggregate(runs, 2, st);
+    f = open_memstream(&buf, &len);
+    rep_write_stats_csv(f, st, runs, 2);
+    fclose(f);
+    cr_assert(strstr(buf, "\np99.9_ttft_ms,120,28.28427125,100,140\n"), "%s", buf);
+    cr_assert(strstr(buf, "\np25_e2el_ms,4,1.414213562,3,5\n"), "%s", buf);
     free(buf);
 }
 

@@ -321,6 +321,8 @@ Test(sweep, bad_input_exits_2_and_writes_nothing)
          * runs (once at its turn, after the points before it: review) */
         {"sweep", "--vary", "deployment.replicas=1,1024", "--set", "kv.num_blocks=1000000000", "--out", "/tmp/ss-bad",
          NULL},
+        /* run.percentiles names the columns: one for every point */
+        {"sweep", "--vary", "run.percentiles=99,99.9", "--out", "/tmp/ss-bad", NULL},
         /* a value twice ran its point twice under one label (bad-input campaign) */
         {"sweep", "--vary", "workload.rate=1,2,1", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--point", "scheduler.policy=static,scheduler.prefix_caching=on", "--out", "/tmp/ss-bad", NULL},
@@ -354,6 +356,27 @@ Test(sweep, repeat_and_keep_runs_write_their_files)
     for (char *c = reps; *c; c++) rows += *c == '\n';
     cr_assert_eq(rows, 1 + 2 * 3);
     cr_assert(strstr(reps, "\n1,10,3,2,"), "point 1, third repeat, seed 2:\n%s", reps);
+    /* the latencies at run.percentiles (99.9 by default) end both files' rows, sweep.csv's the
+     * mean over the repeats (new-user trial: they were in neither) */
+    cr_assert(strstr(csv, ",p99.9_ttft_ms,p99.9_tpot_ms,p99.9_itl_ms,p99.9_e2el_ms\n"), "%s", csv);
+    cr_assert(strstr(reps, ",p99.9_ttft_ms,p99.9_tpot_ms,p99.9_itl_ms,p99.9_e2el_ms\n"), "%s", reps);
+    /* point 1's mean P99.9 TTFT from its three rows in repeats.csv, against sweep.csv's */
+    double mean = 0;
+    const char *line = reps;
+    int counted = 0;
+    while ((line = strstr(line, "\n1,10,"))) {
+        line++;
+        const char *end = strchr(line, '\n'), *c = end;
+        for (int commas = 0; commas < 4; c--) commas += *c == ','; /* the fourth field from the end */
+        mean += strtod(c + 2, NULL) / 3;
+        counted++;
+    }
+    cr_assert_eq(counted, 3);
+    const char *row = strstr(csv, "\n1,10,");
+    cr_assert(row);
+    const char *end = strchr(row + 1, '\n'), *c = end;
+    for (int commas = 0; commas < 4; c--) commas += *c == ',';
+    cr_assert_float_eq(strtod(c + 2, NULL), mean, 1e-6 * mean, "sweep.csv's P99.9 TTFT is the repeats' mean");
     free(csv), free(reps);
 }
 
