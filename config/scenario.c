@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "workload/dist.h"
 #include "io/decimal.h"
@@ -1037,6 +1038,15 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     if (w->arrival != ARRIVAL_TRACE && V(workload, trace).s[0]) {
         snprintf(err, errlen, "workload.trace is set (%s) but workload.arrival is %s, not trace",
                  V(workload, trace).origin, V(workload, arrival).s);
+        return -1;
+    }
+    /* a trace that is not there was named by its path alone, not by the key and line that gave
+     * it (new-user trial); its contents are read, and their errors named by line, when it runs */
+    if (w->arrival == ARRIVAL_TRACE && access(out->trace_path, R_OK) != 0) {
+        char label[400];
+        scenario_key_label(sc, K_workload_trace, label, sizeof label);
+        snprintf(err, errlen, "%s = %s: cannot open %s: %s", label, V(workload, trace).s, out->trace_path,
+                 strerror(errno));
         return -1;
     }
     return 0;

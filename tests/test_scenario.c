@@ -487,6 +487,22 @@ Test(scenario, fp8_weights_and_kv_cache_by_hand)
     cr_assert_eq(scenario_set(&sc, "model.quantization=int4", err, sizeof err), -1);
 }
 
+/* A trace file that is not there was named by its path alone (new-user trial): the key and
+ * the line that gave it too */
+Test(scenario, a_missing_trace_names_its_key_and_line)
+{
+    scenario sc;
+    scenario_resolved r;
+    char err[1024], want[256];
+    const char *p = write_ini("[workload]\narrival = trace\ntrace = nothere.csv\n");
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_load(&sc, p, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    snprintf(want, sizeof want, "workload.trace (%s:3) = nothere.csv: cannot open /tmp/nothere.csv: No such file", p);
+    cr_assert(strstr(err, want), "%s", err);
+    unlink(p);
+}
+
 /* run.percentiles: numbers in (0, 100], at most 8; "" for none beyond P50/P90/P99. */
 Test(scenario, percentiles_are_checked)
 {
