@@ -220,7 +220,9 @@ static int writable_above(const char *dir, char *err, size_t errlen)
     /* a name of its own: a sweep's threads check at once */
     snprintf(probe, sizeof probe, "%s/.servesim-probe-XXXXXX", above);
     if (!mkdtemp(probe)) {
-        snprintf(err, errlen, "%s: cannot write in %s: %s", dir, above, strerror(errno));
+        /* a folder that exists answering "no such file" is a virtual one (/proc) */
+        snprintf(err, errlen, "%s: cannot write in %s: %s%s", dir, above, strerror(errno),
+                 errno == ENOENT ? " (a file system that takes no new entries)" : "");
         return -1;
     }
     rmdir(probe);
