@@ -98,6 +98,43 @@ static int key_of_one_section(const char *key)
     return k;
 }
 
+/* Levenshtein distance between A and B, both under 128 characters (longer: a large number). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la >= 128 || lb >= 128) return 1000;
+    int row[128];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* The one key whose "section.key" is within two edits of SECTION.KEY (a typo such as
+ * workload.num_request, which no other hint caught; new-user trial), else -1. */
+static int nearest_key(const char *section, const char *key)
+{
+    char want[300], have[300];
+    snprintf(want, sizeof want, "%s.%s", section, key);
+    int best = -1, best_d = 3, ties = 0;
+    for (int k = 0; k < K_COUNT; k++) {
+        snprintf(have, sizeof have, "%s.%s", keys[k].section, keys[k].key);
+        int d = edit_distance(want, have);
+        if (d < best_d) best = k, best_d = d, ties = 0;
+        else if (d == best_d) ties++;
+    }
+    return ties ? -1 : best;
+}
+
 static bool known_section(const char *section)
 {
     for (int k = 0; k < K_COUNT; k++)
@@ -242,10 +279,12 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     load_ctx *c = user;
     int k = find_key(section, name);
     if (k < 0) {
-        char hint[160];
+        char hint[300];
+        const char *why = vllm_hint(name, hint, sizeof hint);
+        int near = *why ? -1 : nearest_key(section, name);
+        if (near >= 0) why = (snprintf(hint, sizeof hint, "; did you mean %s?", keys[near].key), hint);
         if (known_section(section))
-            snprintf(c->err, c->errlen, "unknown key %s.%s%s (see `servesim keys`)", section, name,
-                     vllm_hint(name, hint, sizeof hint));
+            snprintf(c->err, c->errlen, "unknown key %s.%s%s (see `servesim keys`)", section, name, why);
         else snprintf(c->err, c->errlen, "unknown section [%s]", section);
         return 0;
     }
@@ -423,8 +462,9 @@ int scenario_set_from(scenario *sc, const char *assignment, const char *origin, 
     if (k < 0) {
         const char *why = vllm_hint(key, hint, sizeof hint);
         int other = *why ? -1 : key_of_one_section(key); /* the key in another section */
+        if (other < 0 && !*why) other = nearest_key(section, key); /* or a typo */
         if (other >= 0)
-            why = (snprintf(hint, sizeof hint, "; did you mean %s.%s?", keys[other].section, key), hint);
+            why = (snprintf(hint, sizeof hint, "; did you mean %s.%s?", keys[other].section, keys[other].key), hint);
         snprintf(err, errlen, "--set %s: unknown key %s.%s%s (see `servesim keys`)", assignment, section, key, why);
         return -1;
     }

@@ -204,6 +204,9 @@ Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_
         {"kv.NUM_GPU_BLOCKS_OVERRIDE=9", "vLLM's --num-gpu-blocks-override is kv.num_blocks here"},
         {"tensor_parallel=2", "expected SECTION.KEY=VALUE; did you mean deployment.tensor_parallel=2?"},
         {"scheduler.tensor_parallel=2", "unknown key scheduler.tensor_parallel; did you mean deployment.tensor_parallel?"},
+        /* a typo within two edits of one key (new-user trial: no hint was given) */
+        {"workload.num_request=200", "unknown key workload.num_request; did you mean workload.num_requests?"},
+        {"worklod.num_requests=200", "did you mean workload.num_requests?"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cr_assert_eq(scenario_set(&sc, cases[i].set, err, sizeof err), -1, "%s", cases[i].set);
@@ -213,6 +216,7 @@ Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_
     cr_assert_eq(scenario_set(&sc, "preset=tiny", err, sizeof err), -1);
     cr_assert_not(strstr(err, "did you mean"), "%s", err);
     cr_assert_eq(sc.v[K_deployment_tensor_parallel].i, 1, "nothing was set");
+    expect_load_error("[workload]\nnum_request = 4\n", "unknown key workload.num_request; did you mean num_requests?", 2);
     expect_load_error("[scheduler]\nmax_num_seqs = 4\nenable_prefix_caching = true\n",
                       "unknown key scheduler.enable_prefix_caching; vLLM's --enable-prefix-caching is "
                       "scheduler.prefix_caching here", 3);
