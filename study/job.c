@@ -168,8 +168,13 @@ static int use_table(job_cost *c, const scenario_resolved *r, const char *path, 
     if (ct_read(&t, path, err, errlen) < 0) return -1;
     int rc = check_table_shape(&t, r, path, err, errlen);
     snprintf(c->device, sizeof c->device, "%s", ct_meta(&t, "device") ? ct_meta(&t, "device") : "unknown");
-    const char *src = ct_meta(&t, "source");
+    const char *src = ct_meta(&t, "source"), *model = ct_meta(&t, "model");
     int n = snprintf(c->source, sizeof c->source, "%s (%s%s%s)", shown, c->device, src ? "; " : "", src ? src : "");
+    /* a measured table is found by shape: llama-3-8b is priced by llama-3.1-8b's, which a user
+     * took for the wrong model (new-user trial) */
+    if (rc == 0 && model && r->model.name && strcmp(model, r->model.name) != 0 && n >= 0 && (size_t)n < sizeof c->source)
+        n += snprintf(c->source + n, sizeof c->source - (size_t)n, "; %s's table, the same shape as %s", model,
+                      r->model.name);
     /* a table's host work per sequence: the kernel database's carry vLLM's; servesim
      * calibrate's have none (their engine's host work is in their overhead and scales) */
     const char *host = ct_meta(&t, "host_us_per_seq");

@@ -438,6 +438,28 @@ Test(committed_tables, a_draft_model_fuses_up_to_the_targets_token_count)
     job_cost_free(&c);
 }
 
+/* A measured table is found by shape: the default llama-3-8b is priced by llama-3.1-8b's,
+ * which a user took for the wrong model (new-user trial); the source says whose it is */
+Test(committed_tables, a_table_of_another_model_of_the_same_shape_says_so)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    scenario_resolved r;
+    job_cost c;
+    char err[1024];
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, "; llama-3.1-8b's table, the same shape as llama-3-8b;"), "%s", c.source);
+    job_cost_free(&c);
+    char set[64];
+    snprintf(set, sizeof set, "model.preset=llama-3.1-8b");
+    cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_null(strstr(c.source, "'s table, the same shape"), "its own table: %s", c.source);
+    job_cost_free(&c);
+}
+
 /* A draft model's forwards ride in the target's step, which does the host work */
 Test(measured, a_draft_model_has_no_host_work_of_its_own)
 {
