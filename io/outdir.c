@@ -395,8 +395,7 @@ void od_abort(outdir *d)
 
 int of_check(const char *path, char *err, size_t errlen)
 {
-    char probe[4200];
-    if (snprintf(probe, sizeof probe, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof probe) {
+    if (strlen(path) + 32 > sizeof ((outfile *)0)->path) { /* with of_open's ".tmp.PID" */
         snprintf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
