@@ -1,39 +1,38 @@
 #include "metrics/repeat.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "metrics/sumfield.h"
 
-/* Mean, sample standard deviation and range of X[0..n). */
-static rep_stat describe(const double *x, size_t n)
+/* Field I of run R: a sumf field, or past them the extra I - sumf_count() (metrics/sumfield.h). */
+static double field_value(const summary *run, size_t i)
+{
+    return i < sumf_count() ? sumf_get(sumf_at(i), run) : sumf_extra_get(run, (int)(i - sumf_count()));
+}
+
+/* Mean, sample standard deviation and range of field I over RUNS[0..n). */
+static rep_stat describe_field(const summary *runs, size_t n, size_t i)
 {
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     for (size_t r = 0; r < n; r++) {
-        sum += x[r];
-        lo = fmin(lo, x[r]);
-        hi = fmax(hi, x[r]);
+        double v = field_value(&runs[r], i);
+        sum += v;
+        lo = fmin(lo, v);
+        hi = fmax(hi, v);
     }
     double mean = sum / (double)n, sq = 0;
     /* two passes: the spread of nearly equal runs would vanish in a one-pass sum of squares */
-    for (size_t r = 0; r < n; r++) sq += (x[r] - mean) * (x[r] - mean);
+    for (size_t r = 0; r < n; r++) {
+        double d = field_value(&runs[r], i) - mean;
+        sq += d * d;
+    }
     return (rep_stat){mean, n > 1 ? sqrt(sq / (double)(n - 1)) : 0, lo, hi};
-}
-
-/* Field I of RUNS (a sumf field, or past them the K-th extra) over the N runs, in X. */
-static rep_stat describe_field(const summary *runs, size_t n, size_t i, double *x)
-{
-    for (size_t r = 0; r < n; r++)
-        x[r] = i < sumf_count() ? sumf_get(sumf_at(i), &runs[r]) : sumf_extra_get(&runs[r], (int)(i - sumf_count()));
-    return describe(x, n);
 }
 
 void rep_aggregate(const summary *runs, size_t n, rep_stat *out)
 {
-    double *x = malloc(n * sizeof *x);
-    for (size_t i = 0; x && i < sumf_count(); i++) out[i] = describe_field(runs, n, i, x);
-    free(x);
+    for (size_t i = 0; i < sumf_count(); i++) out[i] = describe_field(runs, n, i);
 }
 
 void rep_mean_summary(const rep_stat *st, summary *out)
@@ -69,14 +68,12 @@ void rep_write_stats_csv(FILE *f, const rep_stat *st, const summary *runs, size_
         fprintf(f, "%s,%.10g,%.10g,%.10g,%.10g\n", sumf_at(i)->name, st[i].mean, st[i].std, st[i].min,
                 st[i].max);
     /* the latencies at run.percentiles, as each run's summary.json names them */
-    double *x = n ? malloc(n * sizeof *x) : NULL;
-    for (int k = 0; x && k < sumf_extra_count(&runs[0]); k++) {
+    for (int k = 0; n > 0 && k < sumf_extra_count(&runs[0]); k++) {
         char name[64];
         sumf_extra_name(&runs[0], k, name, sizeof name);
-        rep_stat one = describe_field(runs, n, sumf_count() + (size_t)k, x);
+        rep_stat one = describe_field(runs, n, sumf_count() + (size_t)k);
         fprintf(f, "%s,%.10g,%.10g,%.10g,%.10g\n", name, one.mean, one.std, one.min, one.max);
     }
-    free(x);
 }
 
 void rep_print_table(FILE *f, const rep_stat *st, size_t n)
