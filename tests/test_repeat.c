@@ -38,23 +38,40 @@ Test(repeat, mean_std_min_max_of_known_numbers)
     cr_assert_eq(st[sumf_find("completed")].std, 0, "one run has no spread");
 }
 
-Test(repeat, csv_rows_per_run_and_per_metric)
+/* repeats.csv of the two RUNS (seeds 11 and 12), as text the caller frees. */
+static char *runs_csv(const summary *runs)
 {
-    summary runs[2] = {{.completed = 7}, {.completed = 9}};
     uint64_t seeds[2] = {11, 12};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     rep_write_runs_csv(f, runs, seeds, 2);
     fclose(f);
+    return buf;
+}
+
+/* repeat_stats.csv of the two RUNS, as text the caller frees. */
+static char *stats_csv(const summary *runs)
+{
+    rep_stat st[64];
+    cr_assert_leq(sumf_count(), 64);
+    rep_aggregate(runs, 2, st);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rep_write_stats_csv(f, st, runs, 2);
+    fclose(f);
+    return buf;
+}
+
+Test(repeat, csv_rows_per_run_and_per_metric)
+{
+    summary runs[2] = {{.completed = 7}, {.completed = 9}};
+    char *buf = runs_csv(runs);
     cr_assert(strncmp(buf, "repeat,seed,completed,rejected,", 31) == 0, "%s", buf);
     cr_assert(strstr(buf, "\n1,11,7,0,") && strstr(buf, "\n2,12,9,0,"), "%s", buf);
     free(buf);
-    rep_stat st[64];
-    rep_aggregate(runs, 2, st);
-    f = open_memstream(&buf, &len);
-    rep_write_stats_csv(f, st, runs, 2);
-    fclose(f);
+    buf = stats_csv(runs);
     cr_assert(strstr(buf, "metric,mean,std,min,max\ncompleted,8,1.414213562,7,9\n"), "%s", buf);
     cr_assert_null(strstr(buf, "p99.9"), "no run.percentiles, no rows for them: %s", buf);
     free(buf);
@@ -68,23 +85,12 @@ Test(repeat, the_latencies_at_run_percentiles_are_in_both_files)
                        {.completed = 9, .num_percentiles = 2, .percentiles = {99.9, 25}}};
     runs[0].ttft_ms.extra[0] = 100, runs[1].ttft_ms.extra[0] = 140; /* mean 120, std sqrt(800) */
     runs[0].e2el_ms.extra[1] = 3, runs[1].e2el_ms.extra[1] = 5;
-    uint64_t seeds[2] = {11, 12};
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    rep_write_runs_csv(f, runs, seeds, 2);
-    fclose(f);
-    const char *head = strchr(buf, '\n');
-    cr_assert(head, "%s", buf);
+    char *buf = runs_csv(runs);
     cr_assert(strstr(buf, ",p99.9_ttft_ms,p25_ttft_ms,p99.9_tpot_ms,p25_tpot_ms,p99.9_itl_ms,p25_itl_ms,"
                           "p99.9_e2el_ms,p25_e2el_ms\n"), "%s", buf);
     cr_assert(strstr(buf, ",100,0,0,0,0,0,0,3\n") && strstr(buf, ",140,0,0,0,0,0,0,5\n"), "%s", buf);
     free(buf);
-    rep_stat st[64];
-    rep_aggregate(runs, 2, st);
-    f = open_memstream(&buf, &len);
-    rep_write_stats_csv(f, st, runs, 2);
-    fclose(f);
+    buf = stats_csv(runs);
     cr_assert(strstr(buf, "\np99.9_ttft_ms,120,28.28427125,100,140\n"), "%s", buf);
     cr_assert(strstr(buf, "\np25_e2el_ms,4,1.414213562,3,5\n"), "%s", buf);
     free(buf);
