@@ -566,8 +566,8 @@ void sweep_results_free(sweep_result *r, int n)
 /* ---- output ---- */
 
 /* A summary naming the latencies at run.percentiles every point reports (one for all: varying
- * run.percentiles is refused), for the extra columns' header; their count in *N. */
-static summary extras_of(const sweep_plan *p, int *n)
+ * run.percentiles is refused), for the extra columns: num_percentiles and percentiles only. */
+static summary percentiles_of(const sweep_plan *p)
 {
     summary s = {0};
     scenario_resolved r;
@@ -576,11 +576,10 @@ static summary extras_of(const sweep_plan *p, int *n)
         s.num_percentiles = r.num_percentiles;
         memcpy(s.percentiles, r.percentiles, sizeof s.percentiles);
     }
-    *n = s.num_percentiles;
     return s;
 }
 
-static void write_header(FILE *f, const sweep_plan *p)
+static void write_header(FILE *f, const sweep_plan *p, const summary *named)
 {
     fputs("point,label", f);
     for (int c = 0; c < p->ncolumns; c++) fprintf(f, ",%s", key_names[p->columns[c]]);
@@ -594,9 +593,7 @@ static void write_header(FILE *f, const sweep_plan *p)
         fputc(',', f);
         sumf_write_header(f, "_max");
     }
-    int n;
-    summary named = extras_of(p, &n);
-    sumf_write_extra_header(f, &named); /* last: means over the repeats when there are several */
+    sumf_write_extra_header(f, named); /* last: means over the repeats when there are several */
     fputc('\n', f);
 }
 
@@ -614,7 +611,7 @@ static void write_stats(FILE *f, const sweep_result *r, int which)
     }
 }
 
-static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_result *r)
+static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_result *r, int num_percentiles)
 {
     scenario sc;
     char label[256], err[256];
@@ -636,25 +633,23 @@ static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_resul
         fprintf(f, ",%d", r->nruns);
         for (int which = 1; which <= 3; which++) write_stats(f, r, which);
     }
-    int n;
-    extras_of(p, &n);
-    sumf_write_extra_row(f, r->nruns > 0 ? &r->sum : NULL, n);
+    sumf_write_extra_row(f, r->nruns > 0 ? &r->sum : NULL, num_percentiles);
     fputc('\n', f);
 }
 
 void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
 {
-    write_header(f, p);
+    summary named = percentiles_of(p); /* once: resolving the scenario for each row was work per row */
+    write_header(f, p, &named);
     for (int i = 0; i < sweep_num_points(p); i++)
-        if (r[i].ran) write_row(f, p, i, &r[i]);
+        if (r[i].ran) write_row(f, p, i, &r[i], named.num_percentiles);
 }
 
 void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
 {
     fputs("point,label,repeat,seed,", f);
     sumf_write_header(f, "");
-    int n;
-    summary named = extras_of(p, &n);
+    summary named = percentiles_of(p);
     sumf_write_extra_header(f, &named);
     fputc('\n', f);
     for (int i = 0; i < sweep_num_points(p); i++) {
@@ -665,7 +660,7 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
             csv_write_field(f, label);
             fprintf(f, ",%d,%llu,", k + 1, (unsigned long long)r[i].seeds[k]);
             sumf_write_row(f, &r[i].runs[k]);
-            sumf_write_extra_row(f, &r[i].runs[k], n);
+            sumf_write_extra_row(f, &r[i].runs[k], named.num_percentiles);
             fputc('\n', f);
         }
     }
