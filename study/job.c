@@ -63,31 +63,33 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
     char want[256];
     model_shape_string(&r->model, want, sizeof want);
     const char *have = ct_meta(t, "shape");
+    if (!have || strcmp(have, want) != 0) {
+        snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"", path,
+                 have ? have : "(none recorded)", want);
+        return -1;
+    }
     int tp = measured_table_tp(t);
     bool fp8_weights = measured_table_fp8_weights(t), fp8_kv = measured_table_fp8_kv(t);
-    if (have && strcmp(have, want) == 0 && (fp8_weights != r->fp8_weights || fp8_kv != r->fp8_kv)) {
+    if (fp8_weights != r->fp8_weights || fp8_kv != r->fp8_kv) {
         snprintf(err, errlen, "%s: measured %s, but the scenario's model.quantization is %s and kv.cache_dtype %s", path,
                  measured_precision_words(fp8_weights, fp8_kv),
                  r->fp8_weights ? "fp8" : "none", r->fp8_kv ? "fp8" : "auto");
         return -1;
     }
-    if (have && strcmp(have, want) == 0 && tp != r->tensor_parallel) {
+    if (tp != r->tensor_parallel) {
         snprintf(err, errlen, "%s: measured at tensor_parallel %d, but the scenario's deployment.tensor_parallel is %d",
                  path, tp, r->tensor_parallel);
         return -1;
     }
     /* its all-reduces would be charged to every step of one GPU, which has none (bad-input campaign) */
-    if (have && strcmp(have, want) == 0 && tp == 1 && (t->n[CT_ALLREDUCE] > 0 || t->n[CT_ALLREDUCE_FUSED] > 0)) {
+    if (tp == 1 && (t->n[CT_ALLREDUCE] > 0 || t->n[CT_ALLREDUCE_FUSED] > 0)) {
         snprintf(err, errlen, "%s: prices all-reduces (%s rows), but was measured on one GPU (tensor_parallel %s), "
                  "which has none; a tensor-parallel group's table says its size in its tensor_parallel header",
                  path, t->n[CT_ALLREDUCE] > 0 ? "allreduce" : "allreduce_fused",
                  ct_meta(t, "tensor_parallel") ? "1" : "not recorded");
         return -1;
     }
-    if (have && strcmp(have, want) == 0) return 0;
-    snprintf(err, errlen, "%s: measured for the shape \"%s\", but the scenario's model is \"%s\"", path,
-             have ? have : "(none recorded)", want);
-    return -1;
+    return 0;
 }
 
 /* ", vLLM host work X us a sequence ..." after C's source, when it has any */
