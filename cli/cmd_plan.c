@@ -8,6 +8,7 @@
  * each user's token rate. --shard K/N probes every N-th layout and keeps its results in
  * plan-shard.json; `servesim merge` joins the shards into what one run writes. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "io/json.h"
 #include "io/outdir.h"
 #include "io/plot.h"
+#include "kernels/backend.h"
 #include "metrics/sumfield.h"
 #include "sim/router.h"
 #include "study/capacity.h"
@@ -92,6 +94,8 @@ typedef struct layout {
     summary at;
     /* --rate: the fewest replicas serving it (0: none up to the limit) and the summary there */
     int min_replicas;
+    int replica_limit;       /* the most the search tries: 4,096 GPUs, or what memory allows */
+    bool memory_limited;     /* the limit is the block pools' memory, not the GPUs */
     summary at_target;
     char cost[16];           /* the cost model that prices it: "measured" or "roofline" */
 } layout;
@@ -485,6 +489,23 @@ static bool pool_refused(const scenario_resolved *r, char *why, size_t len)
     return true;
 }
 
+/* The most units of layout L (replicas, or prefill:decode groups) whose block pools fit the
+ * memory this machine has available; INT_MAX when it cannot tell. plan --rate grows the
+ * replicas as it searches, and a run past that memory is refused: the search stopped there,
+ * mid-plan, with exit 2. */
+static int units_memory_allows(const plan *p, const layout *l)
+{
+    scenario sc;
+    scenario_resolved r;
+    char err[1024];
+    size_t avail;
+    if (kb_host_memory_available(&avail, err, sizeof err) < 0 || layout_scenario(p, l, 1, 0, &sc, err, sizeof err) < 0 ||
+        scenario_resolve(&sc, &r, err, sizeof err) < 0)
+        return INT_MAX;
+    double each = simjob_pool_bytes(&r);
+    return each > 0 && (double)avail / each < INT_MAX ? (int)((double)avail / each) : INT_MAX;
+}
+
 /* The layouts: every TP the model splits by and fits at, every router, every --vary
  * combination. Layouts that cannot be built say why (leave_out). */
 static int enumerate(plan *p)
@@ -693,7 +714,10 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             char name[600];
             layout_name(p, l, name, sizeof name);
             if (!l->min_replicas) {
-                fprintf(f, "  %-*s none up to the replica limit\n", w, name);
+                fprintf(f, "  %-*s none up to %d %s = %d GPUs%s\n", w, name, l->replica_limit,
+                        l->ratio_p ? (l->replica_limit == 1 ? "group" : "groups") : l->replica_limit == 1 ? "replica" : "replicas",
+                        gpus_of(l, l->replica_limit),
+                        l->memory_limited ? ", the most whose block pools fit this machine's memory" : "");
                 continue;
             }
             fprintf(f, "  %-*s %4d %s = %4d GPUs (TTFT p99 %.0f ms, TPOT p99 %.1f ms)\n", w, name, l->min_replicas,
@@ -707,7 +731,7 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             fprintf(f, "Smallest: %d GPUs (%s x %d)\n", gpus_of(&p->lay[best], p->lay[best].min_replicas), name,
                     p->lay[best].min_replicas);
         } else {
-            fprintf(f, "No layout serves %.4g req/s within the replica limit.\n", c->target);
+            fprintf(f, "No layout serves %.4g req/s within its replica limit.\n", c->target);
         }
     }
     if (p->nleft_out) fputs("\nLeft out:\n", f);
@@ -862,6 +886,8 @@ static int write_shard(plan *p, const char *out, char *err, size_t errlen)
         bad = !o || !at || !tg || json_put(o, "index", json_integer(i)) | json_put(o, "capacity", exact(l->capacity)) |
               json_put(o, "fail", exact(l->fail)) | json_put(o, "have", json_boolean(l->have)) |
               json_put(o, "min_replicas", json_integer(l->min_replicas)) |
+              json_put(o, "replica_limit", json_integer(l->replica_limit)) |
+              json_put(o, "memory_limited", json_boolean(l->memory_limited)) |
               json_array_append_new(at, exact(l->at.output_throughput)) | json_array_append_new(at, exact(l->at.tpot_ms.median)) |
               json_array_append_new(at, exact(l->at.ttft_ms.p99)) | json_array_append_new(at, exact(l->at.tpot_ms.p99)) |
               json_array_append_new(tg, exact(l->at_target.ttft_ms.p99)) |
@@ -937,7 +963,10 @@ static int run_plan(plan *p)
                 bool have;
                 if (capacity(p, 1, &per_replica, &fail, &s, &have) < 0) return -1;
             }
-            int limit = 4096 / gpus_of(l, 1);
+            int limit = 4096 / gpus_of(l, 1), fit = units_memory_allows(p, l);
+            l->memory_limited = fit < limit;
+            if (fit < limit) limit = fit > 1 ? fit : 1; /* enumerate checked one unit's pools */
+            l->replica_limit = limit;
             int estimate = per_replica > 0 ? (int)fmin(ceil(c->target / per_replica), limit) : limit;
             if (fewest_replicas(p, estimate, limit) < 0) return -1;
         }
@@ -1124,12 +1153,15 @@ static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded,
             read_exact(json_array_get(at, 2), &l->at.ttft_ms.p99) < 0 || read_exact(json_array_get(at, 3), &l->at.tpot_ms.p99) < 0 ||
             read_exact(json_array_get(tg, 0), &l->at_target.ttft_ms.p99) < 0 ||
             read_exact(json_array_get(tg, 1), &l->at_target.tpot_ms.p99) < 0 ||
-            !json_is_boolean(json_object_get(o, "have")) || !json_is_integer(json_object_get(o, "min_replicas"))) {
+            !json_is_boolean(json_object_get(o, "have")) || !json_is_integer(json_object_get(o, "min_replicas")) ||
+            !json_is_integer(json_object_get(o, "replica_limit")) || !json_is_boolean(json_object_get(o, "memory_limited"))) {
             snprintf(err, errlen, "%s/plan-shard.json: layout %d: a number is missing or malformed", dir, x);
             return -1;
         }
         l->have = json_is_true(json_object_get(o, "have"));
         l->min_replicas = (int)json_integer_value(json_object_get(o, "min_replicas"));
+        l->replica_limit = (int)json_integer_value(json_object_get(o, "replica_limit"));
+        l->memory_limited = json_is_true(json_object_get(o, "memory_limited"));
         loaded[x] = true;
     }
     json_array_foreach(json_object_get(doc, "points"), i, o) {

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/environment.h"
 #include "io/interrupt.h"
+#include "kernels/backend.h"
 
 /* One row per command: name, arguments shown in the usage, whether it runs the CPU kernels
  * (their BLAS is pinned to one core per thread first), entry point, what it does. */
@@ -73,6 +74,13 @@ static int dispatch(int argc, char **argv)
     const char *cmd = argv[1];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name) != 0) continue;
+        /* checked once here: the memory checks that read it take a bad value as "cannot tell" */
+        size_t cap;
+        char err[256];
+        if (kb_memory_cap(&cap, err, sizeof err) < 0) {
+            fprintf(stderr, "servesim: %s\n", err);
+            return EXIT_BAD_INPUT;
+        }
         if (commands[i].pins_blas) env_fix_blas_core(argv);
         return commands[i].run(argc - 1, argv + 1);
     }

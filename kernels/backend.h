@@ -77,9 +77,14 @@ void kb_close(kb_backend *b);
 const char *kb_device_name(const kb_backend *b);
 /* Bytes the weights and the KV pool will take, for messages and records. */
 /* The memory this machine (or its container's cgroup) can still give a process, in bytes:
- * what the CPU backend's weights and KV, and the simulator's block pools, must fit in.
- * -1 with a reason in ERR when it cannot be read. */
+ * what the CPU backend's weights and KV, and the simulator's block pools, must fit in; no
+ * more than SERVESIM_MEMORY_GIB where it is set. -1 with a reason in ERR when it cannot be
+ * read, or SERVESIM_MEMORY_GIB is malformed. */
 int kb_host_memory_available(size_t *bytes, char *err, size_t errlen);
+/* SERVESIM_MEMORY_GIB, a user's cap on the memory above (on a shared machine, what plan and
+ * sweep may take): 1 with the bytes in *BYTES, 0 when unset, -1 with a message naming it in
+ * ERR when it is not a number of GiB above 0. main refuses a malformed one before any command. */
+int kb_memory_cap(size_t *bytes, char *err, size_t errlen);
 /* What the cgroup (v2) at DIR lets its processes still take: memory.max less memory.current,
  * the page cache (memory.stat's file) counted free, since the kernel reclaims it. 0 when DIR
  * sets no limit (memory.max absent or "max"), else 1 with the bytes in *BYTES. */

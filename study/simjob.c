@@ -141,10 +141,13 @@ int simjob_check_pool_memory(const scenario_resolved *r, char *err, size_t errle
     double need = simjob_pool_bytes(r);
     if (need <= (double)avail) return 0;
     const double gib = 1 << 30;
+    size_t cap;
+    bool capped = kb_memory_cap(&cap, why, sizeof why) > 0 && cap == avail;
     snprintf(err, errlen, "deployment.replicas = %d: the simulator holds a block pool of %d KV blocks for each "
              "replica, about %.3g GiB of this machine's memory for all %d (%.3g GiB each), and only %.3g GiB is "
-             "available; lower deployment.replicas, or kv.num_blocks (a smaller pool), or run on a larger machine",
-             r->replicas, r->sched.num_blocks, need / gib, r->replicas, need / r->replicas / gib, (double)avail / gib);
+             "available%s; lower deployment.replicas, or kv.num_blocks (a smaller pool), or %s",
+             r->replicas, r->sched.num_blocks, need / gib, r->replicas, need / r->replicas / gib, (double)avail / gib,
+             capped ? " (SERVESIM_MEMORY_GIB)" : "", capped ? "raise SERVESIM_MEMORY_GIB" : "run on a larger machine");
     return -1;
 }
 

@@ -58,6 +58,30 @@ Test(kernels_cpu, a_cgroups_page_cache_counts_as_free)
     system(rm);
 }
 
+/* SERVESIM_MEMORY_GIB caps the memory counted as available (a user's share of a shared
+ * machine); anything but a size above 0 is refused, naming it, not read as no cap */
+Test(kernels_cpu, servesim_memory_gib_caps_what_is_available)
+{
+    size_t cap = 7, avail;
+    char err[256];
+    unsetenv("SERVESIM_MEMORY_GIB");
+    cr_assert_eq(kb_memory_cap(&cap, err, sizeof err), 0, "unset: no cap");
+    cr_assert_eq(cap, 7);
+    setenv("SERVESIM_MEMORY_GIB", "0.5", 1);
+    cr_assert_eq(kb_memory_cap(&cap, err, sizeof err), 1);
+    cr_assert_eq(cap, (size_t)1 << 29);
+    cr_assert_eq(kb_host_memory_available(&avail, err, sizeof err), 0, "%s", err);
+    cr_assert_leq(avail, (size_t)1 << 29, "no more than the cap");
+    const char *bad[] = {"0", "-1", "abc", "1x", "nan", "inf", "1e30", "1e-12"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("SERVESIM_MEMORY_GIB", bad[i], 1);
+        cr_assert_eq(kb_memory_cap(&cap, err, sizeof err), -1, "%s", bad[i]);
+        cr_assert(strstr(err, "SERVESIM_MEMORY_GIB="), "%s", err);
+        cr_assert_eq(kb_host_memory_available(&avail, err, sizeof err), -1, "%s", bad[i]);
+    }
+    unsetenv("SERVESIM_MEMORY_GIB");
+}
+
 Test(kernels_cpu, matmul_matches_naive)
 {
     static const int shapes[][3] = {{1, 64, 64}, {7, 128, 384}, {33, 256, 96}, {128, 64, 1000}};

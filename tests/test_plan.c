@@ -51,6 +51,43 @@ Test(plan, fewest_replicas_for_a_target_on_servers_of_known_rate)
     cr_assert_eq(gpus, 3, "a target of 2.5 one-at-a-time servers needs 3 (got %d)", gpus);
 }
 
+/* plan --rate grows the replicas as it searches, and a run whose block pools pass the memory
+ * is refused: the search of a target needing 3 replicas stopped at 3 with exit 2, after its
+ * work, where memory held 2. It now searches up to the 2 and says why it stopped. */
+Test(plan, a_rate_search_stops_at_the_replicas_memory_holds)
+{
+    const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
+                          "workload.num_requests=200"};
+    scenario sc, one;
+    scenario_resolved r;
+    char err[1024];
+    scenario_defaults(&sc);
+    for (int i = 0; i < 4; i++) cr_assert_eq(scenario_set(&sc, sets[i], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    one = sc;
+    scenario_set(&one, "workload.num_requests=1", err, sizeof err);
+    simjob j = {.sc = &one};
+    cr_assert_eq(simjob_run(&j, err, sizeof err), 0, "%s", err);
+    char target[64], cap[64];
+    snprintf(target, sizeof target, "%.6g", 2.5 * 1000 / j.sum.e2el_ms.mean);
+    snprintf(cap, sizeof cap, "%.9g", 2.5 * simjob_pool_bytes(&r) / (1 << 30));
+    setenv("SERVESIM_MEMORY_GIB", cap, 1);
+    system("rm -rf /tmp/ss-plan-mem");
+    char *argv[] = {"plan", "--rate", target, "--max-tp", "1", "--set", (char *)sets[0], "--set", (char *)sets[1],
+                    "--set", (char *)sets[2], "--set", (char *)sets[3], "--out", "/tmp/ss-plan-mem", "--quiet"};
+    cr_assert_eq(cmd_plan(16, argv), 0);
+    unsetenv("SERVESIM_MEMORY_GIB");
+    FILE *f = fopen("/tmp/ss-plan-mem/plan.txt", "r");
+    cr_assert_not_null(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    cr_assert(strstr(text, "none up to 2 replicas = 2 GPUs, the most whose block pools fit this machine's memory\n"),
+              "%s", text);
+    cr_assert(strstr(text, "No layout serves"), "%s", text);
+}
+
 /* llama-3-70b leaves no KV room on one H200: the layouts on 8 GPUs are TP 2, 4 and 8 (4, 2
  * and 1 replicas), each with its measured table; --max-tp 4 drops TP 8. The front's points
  * are served and none is beaten on both axes by another served probe. */

@@ -98,8 +98,27 @@ int kb_cgroup_memory_left(const char *dir, size_t *bytes)
     return 1;
 }
 
+int kb_memory_cap(size_t *bytes, char *err, size_t errlen)
+{
+    const char *env = getenv("SERVESIM_MEMORY_GIB");
+    if (!env || !env[0]) return 0;
+    char *end;
+    double gib = strtod(env, &end);
+    /* a byte at least, and no more than size_t holds */
+    if (end == env || *end || !(gib * 1073741824.0 >= 1) || !(gib * 1073741824.0 < 0x1p63)) {
+        snprintf(err, errlen, "SERVESIM_MEMORY_GIB=%s: not a number of GiB above 0 (the memory servesim may count "
+                 "as available; unset it for what the machine has)", env);
+        return -1;
+    }
+    *bytes = (size_t)(gib * 1073741824.0);
+    return 1;
+}
+
 int kb_host_memory_available(size_t *bytes, char *err, size_t errlen)
 {
+    size_t cap;
+    int capped = kb_memory_cap(&cap, err, errlen);
+    if (capped < 0) return -1;
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) {
         snprintf(err, errlen, "cannot read /proc/meminfo to check what fits in memory");
@@ -118,6 +137,7 @@ int kb_host_memory_available(size_t *bytes, char *err, size_t errlen)
     *bytes = (size_t)kib * 1024;
     size_t left; /* a container's cgroup (v2) limit can be far below what the host has free */
     if (kb_cgroup_memory_left("/sys/fs/cgroup", &left) && left < *bytes) *bytes = left;
+    if (capped && cap < *bytes) *bytes = cap;
     return 0;
 }
 
