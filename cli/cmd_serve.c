@@ -28,7 +28,8 @@ static const char serve_usage[] =
     "  machine measures its own delay. --event-log writes, when the server stops, every streamed\n"
     "  token's send time (request_id from the client's X-Request-Id header, else the response\n"
     "  id; token_index; sent, CLOCK_MONOTONIC s): any client's records on the same machine can\n"
-    "  be timed against it (scripts/client-delay.py does it for `vllm bench serve`).\n";
+    "  be timed against it (scripts/client-delay.py does it for `vllm bench serve`); it replaces\n"
+    "  an existing file only when that is an event log.\n";
 
 int cmd_serve(int argc, char **argv)
 {

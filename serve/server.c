@@ -466,6 +466,17 @@ static void srv_discard(srv *s)
     free(s);
 }
 
+/* The event log's header, and whether PATH is a file that starts with it. */
+#define EVENT_LOG_HEADER "request_id,token_index,sent"
+static bool is_event_log(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[64];
+    bool ours = f && fgets(line, sizeof line, f) && strcmp(line, EVENT_LOG_HEADER "\n") == 0;
+    if (f) fclose(f);
+    return ours;
+}
+
 srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
 {
     srv *s = calloc(1, sizeof *s);
@@ -487,12 +498,20 @@ srv *srv_start(const srv_options *o, engine_live *eng, char *err, size_t errlen)
             free(s);
             return NULL;
         }
+        /* an existing file is replaced at the stop: only an event log of ours may be (the
+         * scenario file itself, given here by mistake, was overwritten) */
+        if (stat(o->event_log, &sb) == 0 && !is_event_log(o->event_log)) {
+            snprintf(err, errlen, "--event-log %s: exists and is not an event log; serve replaces only an event log "
+                     "(its first line \"%s\"): name a new file", o->event_log, EVENT_LOG_HEADER);
+            free(s);
+            return NULL;
+        }
         if (!(s->logf = of_open(&s->log, o->event_log, why, sizeof why))) {
             snprintf(err, errlen, "--event-log %s: cannot create it (%s)", o->event_log, strerror(errno));
             free(s);
             return NULL;
         }
-        fputs("request_id,token_index,sent\n", s->logf);
+        fprintf(s->logf, "%s\n", EVENT_LOG_HEADER);
     }
     pthread_mutex_init(&s->loglock, NULL);
     pthread_mutex_init(&s->mlock, NULL);

@@ -282,6 +282,11 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "--event-log" in r.stderr and open(blocker).read() == "mine",
           f"an --event-log that cannot be written: exit {r.returncode}: {r.stderr}")
+    # a file that is not an event log (the scenario itself, given by mistake) was overwritten at the stop
+    r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", blocker],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "is not an event log" in r.stderr and open(blocker).read() == "mine",
+          f"an --event-log naming a file of the user's: exit {r.returncode}: {r.stderr}")
     # a directory was taken, and the log lost at the stop (a reviewer's find)
     r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", os.path.join(tmp, "ev")],
                        capture_output=True, text=True, timeout=60)
