@@ -61,6 +61,7 @@ typedef struct walk {
     bool writing;         /* writing the manifest: collect the paths in listed (the commit's walk
                            * skips the temporary marker) */
     bool has_list;        /* checking: the marker has a manifest (an older servesim's has none) */
+    bool foreign;         /* checking: the marker's first line is not servesim's */
     char unlisted[512];   /* checking: the first path the manifest lacks */
     char locked[512];     /* checking: the first folder whose entries servesim could not delete */
 } walk;
@@ -124,7 +125,8 @@ static int walk_tree(const char *dir, walk *w)
 }
 
 /* The paths DIR's marker lists, sorted, in W (has_list false for an older servesim's marker,
- * which lists nothing): 1, or 0 when DIR has no marker (none, or not a file), -1 out of memory. */
+ * which lists nothing; foreign true for a marker servesim did not write): 1, or 0 when DIR has
+ * no marker (none, or not a file), -1 out of memory. */
 static int read_manifest(const char *dir, walk *w)
 {
     char path[sizeof ((outdir *)0)->final_path + 40];
@@ -138,7 +140,12 @@ static int read_manifest(const char *dir, walk *w)
     size_t len = 0;
     ssize_t got;
     int rc = 1;
-    while (rc == 1 && (got = getline(&line, &len, f)) > 0) {
+    /* its first line is servesim's, as every servesim's marker has had: an empty marker, or
+     * any other file of that name, once passed for an older servesim's and the folder was
+     * replaced whole, the user's files in it with it */
+    got = getline(&line, &len, f);
+    w->foreign = got <= 0 || strncmp(line, OD_MARKER_TEXT, strlen(OD_MARKER_TEXT)) != 0;
+    while (rc == 1 && !w->foreign && (got = getline(&line, &len, f)) > 0) {
         if (line[got - 1] == '\n') line[--got] = 0;
         if (!in_list) {
             in_list = w->has_list = strcmp(line, OD_MANIFEST) == 0;
@@ -183,6 +190,10 @@ static int replaceable(const char *dir, char *err, size_t errlen)
         rc = fail(err, errlen, dir, ENOMEM);
     } else if (have == 0) {
         snprintf(err, errlen, "%s: a directory with files servesim did not write (no %s in it); choose another "
+                              "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
+        rc = -1;
+    } else if (w.foreign) {
+        snprintf(err, errlen, "%s: its %s is not one servesim wrote (its first line is not servesim's); choose another "
                               "output directory or empty this one: servesim replaces only its own results", dir, OD_MARKER);
         rc = -1;
     } else if (w.has_list && walk_tree(dir, &w) != 0) {

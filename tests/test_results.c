@@ -238,6 +238,15 @@ Test(results, a_result_the_user_added_to_is_refused_and_kept)
     fclose(fopen(note, "w"));
     cr_assert_eq(od_check(empty, err, sizeof err), -1);
     cr_assert(strstr(err, "holds note.txt"), "%s", err);
+    /* an empty marker, or one of other text, is not servesim's: taken for an older servesim's,
+     * the folder was replaced whole, the user's files in it too */
+    const char *foreign[] = {"", "hello\n", "servesim wrote this directory\n"};
+    for (int i = 0; i < 3; i++) {
+        put_file(mark, foreign[i]);
+        cr_assert_eq(od_check(empty, err, sizeof err), -1, "marker \"%s\"", foreign[i]);
+        cr_assert(strstr(err, "is not one servesim wrote"), "%s", err);
+        cr_assert(exists(note));
+    }
     /* a marker of an older servesim lists nothing: its result is replaced as before */
     remove(mine);
     rmdir(sub);
