@@ -398,6 +398,55 @@ static int capacity(plan *p, int replicas, double *best, double *fail, summary *
     return 0;
 }
 
+/* The fewest replicas of layout CUR serving the target between LO (0, or a count that does
+ * not) and HI (one that does, its summary in AT): down from HI by 1, 2, 4, ... to the first
+ * that does not, then halving the gap. The first guess is usually right, and one probe below
+ * it confirms it; a guess far too high (one replica's capacity cut short by --max-rate) took
+ * a probe a replica, each of hundreds of thousands of requests, on the way down. */
+static int shrink_to_fewest(plan *p, int lo, int hi, summary at)
+{
+    layout *l = &p->lay[p->cur];
+    bool ok;
+    summary s;
+    for (int step = 1; hi - step > lo; step *= 2) {
+        if (measure(p, hi - step, p->cli->target, &ok, &s) < 0) return -1;
+        if (!ok) {
+            lo = hi - step;
+            break;
+        }
+        hi -= step;
+        at = s;
+    }
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (measure(p, mid, p->cli->target, &ok, &s) < 0) return -1;
+        if (ok) {
+            hi = mid;
+            at = s;
+        } else {
+            lo = mid;
+        }
+    }
+    l->min_replicas = hi;
+    l->at_target = at;
+    return 0;
+}
+
+/* Where the capacity search served its --max-rate, the capacity is only a bound below, and
+ * target / capacity a count above the answer (63 replicas for 1,000 req/s at --max-rate 16,
+ * where one served 2,000): doubles from one replica to below ESTIMATE, then narrows. 1 when
+ * found, 0 when none below ESTIMATE serves, -1 when a probe failed. */
+static int fewest_from_one(plan *p, int estimate)
+{
+    bool ok;
+    summary s;
+    for (int r = 1; r < estimate; r *= 2) {
+        if (measure(p, r, p->cli->target, &ok, &s) < 0) return -1;
+        if (ok) return shrink_to_fewest(p, r / 2, r, s) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
 /* The fewest replicas of layout CUR that serve the target, from ESTIMATE up or down. */
 static int fewest_replicas(plan *p, int estimate, int limit)
 {
@@ -406,34 +455,14 @@ static int fewest_replicas(plan *p, int estimate, int limit)
     summary s;
     int r = estimate < 1 ? 1 : estimate > limit ? limit : estimate;
     if (measure(p, r, p->cli->target, &ok, &s) < 0) return -1;
-    if (ok) {
-        l->at_target = s;
-        while (r > 1) {
-            if (measure(p, r - 1, p->cli->target, &ok, &s) < 0) return -1;
-            if (!ok) break;
-            l->at_target = s;
-            r--;
-        }
-        l->min_replicas = r;
-        return 0;
-    }
+    if (ok) return shrink_to_fewest(p, 0, r, s);
     while (r < limit) {
         /* grow by a quarter at a time: imbalance needs a few, a bad estimate many */
+        int below = r;
         r += r / 4 > 1 ? r / 4 : 1;
         if (r > limit) r = limit;
         if (measure(p, r, p->cli->target, &ok, &s) < 0) return -1;
-        if (ok) {
-            l->at_target = s;
-            l->min_replicas = r;
-            /* step back down one at a time to the fewest */
-            while (r > 1) {
-                if (measure(p, r - 1, p->cli->target, &ok, &s) < 0) return -1;
-                if (!ok) break;
-                l->at_target = s;
-                l->min_replicas = --r;
-            }
-            return 0;
-        }
+        if (ok) return shrink_to_fewest(p, below, r, s);
     }
     l->min_replicas = 0;
     return 0;
@@ -713,6 +742,11 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             const layout *l = &p->lay[i];
             char name[600];
             layout_name(p, l, name, sizeof name);
+            if (!l->min_replicas && !l->replica_limit) {
+                fprintf(f, "  %-*s none: %s meets the SLOs at no rate, however low\n", w, name,
+                        l->ratio_p ? "a group" : "a replica");
+                continue;
+            }
             if (!l->min_replicas) {
                 fprintf(f, "  %-*s none up to %d %s = %d GPUs%s\n", w, name, l->replica_limit,
                         l->ratio_p ? (l->replica_limit == 1 ? "group" : "groups") : l->replica_limit == 1 ? "replica" : "replicas",
@@ -951,14 +985,14 @@ static int run_plan(plan *p)
     for (p->cur = 0; p->cur < p->nlay; p->cur++) {
         layout *l = &p->lay[p->cur];
         if (p->cur % c->num_shards != c->shard) continue;
-        double per_replica = 0;
+        double per_replica = 0, fail = 0;
         if (c->gpus) {
             if (capacity(p, l->replicas, &l->capacity, &l->fail, &l->at, &l->have) < 0) return -1;
             per_replica = l->capacity / l->replicas;
+            fail = l->fail;
         }
         if (c->target > 0) {
             if (!c->gpus) { /* one replica's capacity guesses how many the target needs */
-                double fail;
                 summary s;
                 bool have;
                 if (capacity(p, 1, &per_replica, &fail, &s, &have) < 0) return -1;
@@ -967,7 +1001,19 @@ static int run_plan(plan *p)
             l->memory_limited = fit < limit;
             if (fit < limit) limit = fit > 1 ? fit : 1; /* enumerate checked one unit's pools */
             l->replica_limit = limit;
-            int estimate = per_replica > 0 ? (int)fmin(ceil(c->target / per_replica), limit) : limit;
+            if (per_replica <= 0) {
+                /* a replica that meets the SLOs at no rate, however low, fails them on requests
+                 * alone, which no number of replicas changes: searched, it ran up to the limit */
+                l->replica_limit = 0;
+                l->min_replicas = 0;
+                continue;
+            }
+            int estimate = (int)fmin(ceil(c->target / per_replica), limit);
+            if (fail == 0) { /* --max-rate served: a capacity that low bound, an estimate too high */
+                int found;
+                if ((found = fewest_from_one(p, estimate)) < 0) return -1;
+                if (found) continue;
+            }
             if (fewest_replicas(p, estimate, limit) < 0) return -1;
         }
     }
