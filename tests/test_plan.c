@@ -88,6 +88,44 @@ Test(plan, a_rate_search_stops_at_the_replicas_memory_holds)
     cr_assert(strstr(text, "No layout serves"), "%s", text);
 }
 
+/* An SLO one replica meets at no rate (a TTFT of a microsecond) is failed by requests alone,
+ * which no count of replicas changes: the search jumped to its replica limit and was refused
+ * for memory (exit 2). And where one replica served --max-rate, target / capacity is far too
+ * many: the search stepped down from 20 replicas a probe at a time; it now doubles up from
+ * one, which serves. */
+Test(plan, a_rate_search_neither_runs_away_nor_crawls)
+{
+    system("rm -rf /tmp/ss-plan-none /tmp/ss-plan-low");
+    char *none[] = {"plan", "--rate", "5", "--max-tp", "1", "--slo", "ttft_p99_ms=0.001", "--set",
+                    "model.preset=llama-3.2-1b", "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-none", "--quiet"};
+    cr_assert_eq(cmd_plan(14, none), 0);
+    FILE *f = fopen("/tmp/ss-plan-none/plan.txt", "r");
+    cr_assert_not_null(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    cr_assert(strstr(text, "none: a replica meets the SLOs at no rate, however low\n"), "%s", text);
+    char *low[] = {"plan", "--rate", "40", "--max-rate", "2", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b",
+                   "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-low", "--quiet"};
+    cr_assert_eq(cmd_plan(14, low), 0);
+    f = fopen("/tmp/ss-plan-low/plan.txt", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    int gpus = -1;
+    while (fgets(line, sizeof line, f)) sscanf(line, "Smallest: %d GPUs", &gpus);
+    fclose(f);
+    cr_assert_eq(gpus, 1, "one replica serves 40 req/s");
+    f = fopen("/tmp/ss-plan-low/points.csv", "r");
+    cr_assert_not_null(f);
+    int at_target = 0;
+    double rate;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "\"%*[^\"]\",%*d,%*d,%*d,%lf", &rate) == 1 && rate == 40) at_target++;
+    fclose(f);
+    cr_assert_eq(at_target, 1, "one probe at the target: one replica, served (%d)", at_target);
+}
+
 /* llama-3-70b leaves no KV room on one H200: the layouts on 8 GPUs are TP 2, 4 and 8 (4, 2
  * and 1 replicas), each with its measured table; --max-tp 4 drops TP 8. The front's points
  * are served and none is beaten on both axes by another served probe. */
