@@ -550,17 +550,6 @@ static int enumerate(plan *p)
         for (int ri = 0; ri < c->nrouters; ri++)
             for (int combo = 0; combo < combos; combo++) {
                 layout l = {.tp = tp, .replicas = c->gpus ? (int)(c->gpus / tp) : 1, .router = c->routers[ri]};
-                if (pd >= 0) { /* as many whole prefill:decode groups as the GPUs hold */
-                    l.ratio_p = c->pd[pd][0];
-                    l.ratio_d = c->pd[pd][1];
-                    l.replicas = c->gpus ? (int)(c->gpus / gpus_of(&l, 1)) : 1;
-                    if (l.replicas < 1) {
-                        if (ri == 0 && combo == 0 && !c->quiet)
-                            fprintf(stderr, "plan: --pd %d:%d at tensor parallel %d needs %d GPUs, more than --gpus %ld\n",
-                                    l.ratio_p, l.ratio_d, tp, gpus_of(&l, 1), c->gpus);
-                        continue;
-                    }
-                }
                 bool same = false; /* an aggregated layout moves no KV: one kv_transfer_* value is enough */
                 for (int k = 0, rest = combo; k < c->nvary; k++) {
                     l.value[k] = rest % c->vary[k].n;
@@ -568,6 +557,18 @@ static int enumerate(plan *p)
                     same |= pd < 0 && l.value[k] > 0 && moves_kv(c->vary[k].key);
                 }
                 if (same) continue;
+                if (pd >= 0) { /* as many whole prefill:decode groups as the GPUs hold */
+                    l.ratio_p = c->pd[pd][0];
+                    l.ratio_d = c->pd[pd][1];
+                    l.replicas = c->gpus ? (int)(c->gpus / gpus_of(&l, 1)) : 1;
+                    if (l.replicas < 1) { /* in plan.txt with the others: it was on stderr alone */
+                        char why[160];
+                        snprintf(why, sizeof why, "--pd %d:%d at tensor parallel %d needs %d GPUs, more than --gpus %ld",
+                                 l.ratio_p, l.ratio_d, tp, gpus_of(&l, 1), c->gpus);
+                        leave_out(p, &l, why);
+                        continue;
+                    }
+                }
                 scenario sc;
                 scenario_resolved r;
                 char err[1024];

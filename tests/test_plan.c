@@ -126,6 +126,24 @@ Test(plan, a_rate_search_neither_runs_away_nor_crawls)
     cr_assert_eq(at_target, 1, "one probe at the target: one replica, served (%d)", at_target);
 }
 
+/* A --pd ratio that needs more GPUs than --gpus was said on stderr alone (nothing with
+ * --quiet), and plan.txt, which lists what was left out and why, did not name it */
+Test(plan, a_ratio_too_large_for_the_gpus_is_listed_as_left_out)
+{
+    system("rm -rf /tmp/ss-plan-pd");
+    char *argv[] = {"plan", "--gpus", "2", "--pd", "3:1", "--max-tp", "1", "--max-rate", "8", "--set",
+                    "model.preset=llama-3.2-1b", "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-pd", "--quiet"};
+    cr_assert_eq(cmd_plan(16, argv), 0);
+    FILE *f = fopen("/tmp/ss-plan-pd/plan.txt", "r");
+    cr_assert_not_null(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    cr_assert(strstr(text, "  tp1 disagg 3:1 least_outstanding: --pd 3:1 at tensor parallel 1 needs 4 GPUs, more than "
+                           "--gpus 2\n"), "%s", text);
+}
+
 /* llama-3-70b leaves no KV room on one H200: the layouts on 8 GPUs are TP 2, 4 and 8 (4, 2
  * and 1 replicas), each with its measured table; --max-tp 4 drops TP 8. The front's points
  * are served and none is beaten on both axes by another served probe. */
