@@ -1312,7 +1312,16 @@ int plan_merge(const char *out, char **dirs, int ndirs)
     }
     for (int k = 1; status == EXIT_OK && k <= n; k++)
         if (!seen[k] && k - 1 < p->nlay) {
-            snprintf(err, sizeof err, "shard %d/%d is missing (layouts %d, %d, ...)", k, n, k - 1, k - 1 + n);
+            /* the layouts it holds, as many as there are (a list of two named a layout past the last) */
+            int len = snprintf(err, sizeof err, "shard %d/%d is missing (layout%s", k, n, k - 1 + n < p->nlay ? "s" : "");
+            for (int i = k - 1, said = 0; i < p->nlay; i += n, said++) {
+                if (said == 3) {
+                    len += snprintf(err + len, sizeof err - (size_t)len, ", ...");
+                    break;
+                }
+                len += snprintf(err + len, sizeof err - (size_t)len, "%s %d", said ? "," : "", i);
+            }
+            snprintf(err + len, sizeof err - (size_t)len, ")");
             status = EXIT_BAD_INPUT;
         }
     for (int i = 0; status == EXIT_OK && i < p->nlay; i++)

@@ -280,6 +280,24 @@ Test(plan, an_out_of_the_user_s_is_refused_before_the_search, .init = cr_redirec
     system("rm -rf /tmp/ss-plan-mine");
 }
 
+/* A missing shard named the layouts it holds as "K-1, K-1+N, ...", whether or not they exist:
+ * of 4 layouts in 3 shards, shard 2 holds layout 1 alone, and layout 4 was named */
+Test(plan, a_missing_shard_names_the_layouts_it_holds, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-plan-miss");
+    char *argv[] = {"plan", "--gpus", "2", "--max-tp", "2", "--routers", "least_outstanding,round_robin", "--max-rate",
+                    "2", "--set", "model.preset=llama-3.2-1b", "--set", "workload.num_requests=20", "--quiet",
+                    "--shard", "1/3", "--out", "/tmp/ss-plan-miss/s1"};
+    cr_assert_eq(cmd_plan(18, argv), 0);
+    char *merge[] = {"merge", "/tmp/ss-plan-miss/m", "/tmp/ss-plan-miss/s1"};
+    cr_assert_eq(cmd_merge(3, merge), 2);
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char text[2048];
+    text[fread(text, 1, sizeof text - 1, err)] = 0;
+    cr_assert(strstr(text, "shard 2/3 is missing (layout 1)\n"), "%s", text);
+}
+
 Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
 {
     system("rm -rf /tmp/ss-plan-bad");
