@@ -883,7 +883,9 @@ static int read_exact(const json_t *v, double *out)
     if (!s) return -1;
     errno = 0;
     *out = strtod(s, &end);
-    return end == s || *end || errno ? -1 : 0;
+    /* every number a shard records is a rate, a throughput or a latency: "nan" or "-1" in an
+     * edited shard went into plan.csv and the answer */
+    return end == s || *end || errno || !isfinite(*out) || *out < 0 ? -1 : 0;
 }
 
 /* The shard's command line without --shard, --out and --quiet: what the merge re-parses. */
@@ -1180,6 +1182,11 @@ static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded,
     int n = (int)json_integer_value(json_object_get(doc, "num_shards"));
     size_t i;
     json_t *o;
+    if (json_integer_value(json_object_get(doc, "layouts_total")) != p->nlay) {
+        snprintf(err, errlen, "%s/plan-shard.json: layouts_total is not the %d layouts its command line makes", dir,
+                 p->nlay);
+        return -1;
+    }
     json_array_foreach(json_object_get(doc, "layouts"), i, o) {
         json_t *idx = json_object_get(o, "index"), *at = json_object_get(o, "at"), *tg = json_object_get(o, "at_target");
         int x = json_is_integer(idx) ? (int)json_integer_value(idx) : -1;
@@ -1206,9 +1213,18 @@ static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded,
             return -1;
         }
         l->have = json_is_true(json_object_get(o, "have"));
-        l->min_replicas = (int)json_integer_value(json_object_get(o, "min_replicas"));
-        l->replica_limit = (int)json_integer_value(json_object_get(o, "replica_limit"));
+        json_int_t min = json_integer_value(json_object_get(o, "min_replicas"));
+        json_int_t limit = json_integer_value(json_object_get(o, "replica_limit"));
         l->memory_limited = json_is_true(json_object_get(o, "memory_limited"));
+        /* what a search can give: a capacity up to --max-rate, replicas up to the limit */
+        if (l->capacity > p->cli->max_rate || limit < 0 || limit > 4096 / gpus_of(l, 1) || min < 0 || min > limit ||
+            (p->cli->gpus == 0 && l->capacity > 0) || (p->cli->target <= 0 && (min || limit))) {
+            snprintf(err, errlen, "%s/plan-shard.json: layout %d: a capacity or replica count no search of this plan "
+                     "gives", dir, x);
+            return -1;
+        }
+        l->min_replicas = (int)min;
+        l->replica_limit = (int)limit;
         loaded[x] = true;
     }
     json_array_foreach(json_object_get(doc, "points"), i, o) {
@@ -1229,7 +1245,23 @@ static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded,
             snprintf(err, errlen, "%s/plan-shard.json: point %zu belongs to no layout of shard %d/%d", dir, i, k + 1, n);
             return -1;
         }
+        if (pt.replicas < 1 || pt.replicas > 4096 / gpus_of(&p->lay[pt.layout], 1) || pt.rate <= 0 ||
+            pt.rate > fmax(p->cli->max_rate, p->cli->target)) {
+            snprintf(err, errlen, "%s/plan-shard.json: point %zu: a rate or replica count no search of this plan "
+                     "probes", dir, i);
+            return -1;
+        }
         tmp[(*ntmp)++] = pt;
+    }
+    /* every layout is probed at least once: one without a probe was emptied by hand (unless
+     * the plan's store of probes filled up, and later ones went unrecorded) */
+    for (int x = k; x < p->nlay && json_array_size(json_object_get(doc, "points")) < MAX_POINTS; x += n) {
+        bool probed = false;
+        for (int j = 0; j < *ntmp && !probed; j++) probed = tmp[j].layout == x;
+        if (!probed && loaded[x]) {
+            snprintf(err, errlen, "%s/plan-shard.json: layout %d has no probe; every search probes", dir, x);
+            return -1;
+        }
     }
     return 0;
 }

@@ -256,6 +256,26 @@ Test(plan, shards_merge_into_exactly_what_one_run_writes)
     char *other[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/other"};
     cr_assert_eq(cmd_merge(4, other), 2);
     cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
+    /* a shard edited by hand: "nan", a capacity past --max-rate, a negative count, a layout
+     * stripped of its probes, another layouts_total all went into plan.csv and the answer */
+    const char *edits[] = {"s/\"capacity\": \"[^\"]*\"/\"capacity\": \"nan\"/",
+                           "s/\"capacity\": \"[^\"]*\"/\"capacity\": \"99999\"/",
+                           "s/\"min_replicas\": [0-9]*/\"min_replicas\": -3/",
+                           "s/\"layouts_total\": [0-9]*/\"layouts_total\": 9/",
+                           "s/\"rate\": \"[^\"]*\"/\"rate\": \"-1\"/"};
+    for (int i = 0; i < 5; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf /tmp/ss-pshard/t && cp -r /tmp/ss-pshard/s2 /tmp/ss-pshard/t && "
+                 "sed -i '%s' /tmp/ss-pshard/t/plan-shard.json", edits[i]);
+        cr_assert_eq(system(cmd), 0);
+        char *tampered[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/t"};
+        cr_assert_eq(cmd_merge(4, tampered), 2, "%s", edits[i]);
+    }
+    system("cd /tmp/ss-pshard && rm -rf t && cp -r s2 t && python3 -c \"import json; p='t/plan-shard.json'; "
+           "d=json.load(open(p)); d['points']=[]; json.dump(d, open(p, 'w'))\"");
+    char *emptied[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/t"};
+    cr_assert_eq(cmd_merge(4, emptied), 2, "a layout without a probe");
+    cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
     /* merging into one of the shards replaced that shard with the merge */
     char *into[] = {"merge", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s2"};
     cr_assert_eq(cmd_merge(4, into), 2);
