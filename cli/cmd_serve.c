@@ -79,7 +79,10 @@ int cmd_serve(int argc, char **argv)
     if (!a.quiet) {
         printf("Serving %s on %s (%d KV blocks of %d tokens, max_model_len %d)\n", so.model, st.device,
                r.sched.num_blocks, r.sched.block_size, r.sched.max_model_len);
-        printf("Listening on http://%s:%d/v1  (Ctrl-C to stop)\n", a.host, srv_port(s));
+        /* an IPv6 address is bracketed in a URL (RFC 3986): "http://::1:8000/v1" was refused by load */
+        bool v6 = strchr(a.host, ':') != NULL;
+        printf("Listening on http://%s%s%s:%d/v1  (Ctrl-C to stop)\n", v6 ? "[" : "", a.host, v6 ? "]" : "",
+               srv_port(s));
     }
     fflush(stdout);
     const volatile sig_atomic_t *stop = interrupt_flag();

@@ -11,6 +11,7 @@ import os
 import re
 import threading
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -276,6 +277,28 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "3 tokens stamped by the client before" in r.stderr, f"client-delay refuses a mismatch: {r.stderr}")
     d, r = delay_of(three + three, {"start_times": [9.9], "ttfts": [0.2], "itls": [[0.45, 0.2]], "errors": [""]})
     check(r.returncode == 2 and "appears twice" in r.stderr, f"client-delay: a request id twice: {r.stderr}")
+    # an IPv6 host is bracketed in the URL printed: "http://::1:PORT/v1" was refused by load
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+        has_v6 = True
+    except OSError:
+        has_v6 = False
+    if has_v6:
+        v6 = subprocess.Popen([SERVESIM, "serve", ini, "--host", "::1", "--port", "0"], stdout=subprocess.PIPE, text=True)
+        line = ""
+        for _ in range(3):
+            line = v6.stdout.readline()
+            if "Listening" in line:
+                break
+        m = re.search(r"(http://\[::1\]:\d+/v1)", line)
+        check(m is not None, f"serve --host ::1 prints a bracketed URL: {line!r}")
+        if m:
+            r = subprocess.run([SERVESIM, "load", ini, "--url", m.group(1), "--out", os.path.join(tmp, "v6"), "--quiet",
+                                "--set", "workload.num_requests=3", "--set", "run.warmup_requests=0"],
+                               capture_output=True, text=True, timeout=120)
+            check(r.returncode == 0, f"load takes the URL serve printed: exit {r.returncode}: {r.stderr}")
+        v6.send_signal(signal.SIGINT)
+        v6.wait(timeout=60)
     blocker = os.path.join(tmp, "afile")
     open(blocker, "w").write("mine")
     r = subprocess.run([SERVESIM, "serve", ini, "--port", "0", "--event-log", os.path.join(blocker, "log.csv")],
