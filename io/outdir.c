@@ -171,6 +171,11 @@ static int replaceable(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
     if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : fail(err, errlen, dir, errno);
+    if (S_ISLNK(st.st_mode)) { /* replacing it would replace the link, not the folder it names */
+        snprintf(err, errlen, "%s: is a symbolic link; name the directory it points to, or a new one: servesim "
+                              "replaces a result by renaming a new directory onto its path", dir);
+        return -1;
+    }
     if (!S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: exists and is not a directory; servesim writes results only into a new "
                               "directory or one it wrote before, and deletes nothing else", dir);

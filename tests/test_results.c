@@ -356,6 +356,12 @@ Test(results, what_servesim_did_not_write_is_refused_and_kept)
     snprintf(dir, sizeof dir, "%s/empty", root);
     mkdir(dir, 0777);
     write_run(dir, NULL);
+    /* a link to a result was refused as "not a directory", which it names */
+    char link[128];
+    snprintf(link, sizeof link, "%s/link", root);
+    cr_assert_eq(symlink("empty", link), 0);
+    cr_assert_eq(od_check(link, err, sizeof err), -1);
+    cr_assert(strstr(err, "link: is a symbolic link; name the directory it points to"), "%s", err);
 }
 
 Test(results, abort_leaves_nothing)
