@@ -128,6 +128,7 @@ typedef struct plan {
 
 static int parse_routers(const char *v, plan_cli *c)
 {
+    if (cli_refuse_empty_items("--routers", v, v) < 0) return -1;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", v);
     c->nrouters = 0;
@@ -151,6 +152,7 @@ static int parse_routers(const char *v, plan_cli *c)
 
 static int parse_pd(const char *v, plan_cli *c)
 {
+    if (cli_refuse_empty_items("--pd", v, v) < 0) return -1;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -190,6 +192,7 @@ static int parse_vary(const char *v, plan_cli *c)
         fprintf(stderr, "servesim: --vary %s: expected SECTION.KEY=V1,V2,... (at most %d keys)\n", v, MAX_VARY);
         return -1;
     }
+    if (cli_refuse_empty_items("--vary", v, eq + 1) < 0) return -1;
     vary_key *k = &c->vary[c->nvary];
     snprintf(k->key, sizeof k->key, "%.*s", (int)(eq - v), v);
     for (int i = 0; i < c->nvary; i++)

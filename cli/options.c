@@ -78,6 +78,15 @@ int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int
     return 0;
 }
 
+int cli_refuse_empty_items(const char *flag, const char *value, const char *list)
+{
+    size_t n = strlen(list);
+    if (n && list[0] != ',' && list[n - 1] != ',' && !strstr(list, ",,")) return 0;
+    fprintf(stderr, "servesim: %s %s: an empty item; give V1,V2,... with none empty\n", flag,
+            value[0] ? value : "\"\"");
+    return -1;
+}
+
 int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out)
 {
     char *end;

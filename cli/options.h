@@ -24,6 +24,10 @@ int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt
 int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int n,
               int (*on_opt)(void *ctx, const char *flag, const char *value),
               int (*on_arg)(void *ctx, const char *arg), void *ctx);
+/* -1 after printing "FLAG VALUE: an empty item ..." when the comma-separated LIST (VALUE, or
+ * the part of it after "KEY=") is empty or has an empty item (a leading or trailing comma,
+ * ",,"), which strtok would skip: "--routers round_robin," was taken as one router. 0 otherwise. */
+int cli_refuse_empty_items(const char *flag, const char *value, const char *list);
 /* VALUE as an integer in [LO, HI]; -1 after printing "FLAG VALUE: expected an integer in
  * [LO, HI]". */
 int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out);

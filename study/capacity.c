@@ -41,6 +41,10 @@ static int slo_field(const char *name, size_t len)
 
 int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen)
 {
+    if (!spec[0]) { /* it ran without a limit, as if --slo had not been given */
+        snprintf(err, errlen, "--slo \"\": no objective; give METRIC=LIMIT, e.g. ttft_p99_ms=500, or leave --slo out");
+        return -1;
+    }
     for (const char *p = spec; *p;) {
         size_t len = strcspn(p, ","), klen = strcspn(p, "=");
         char *end;

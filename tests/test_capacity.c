@@ -63,7 +63,9 @@ Test(capacity, slo_names_in_both_spellings)
     const char *bad[] = {"ttft_p95_ms=1", "ttft_p99_ms=0", "ttft_p99_ms", "ttft_p99_ms=1x", "nonsense=3",
                          "ttft_p99_ms=inf", "ttft_p99_ms=1e400", "ttft_p99_ms=500,p99_ttft_ms=100", "ttft_p99_ms=500,",
                          "ttft_p99.9_ms=500", "tpot_p99.9xyz_ms=5", "request_throughput=5", "mean_step_time_ms=9",
-                         "ttft_p99_msx=1", "p99_ttft_ms_ms=1"};
+                         "ttft_p99_msx=1", "p99_ttft_ms_ms=1",
+                         /* an empty --slo ran as if none was given, ",x" and ",," were caught only by chance */
+                         "", ",ttft_p99_ms=1", "ttft_p99_ms=1,,tpot_p99_ms=5"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         n = 0;
         cr_assert_eq(cap_parse_slo(bad[i], slo, &n, err, sizeof err), -1, "%s", bad[i]);

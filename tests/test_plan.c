@@ -343,6 +343,13 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     /* layouts whose block pools pass the machine's memory are left out, before any search */
     char *pools[] = {"plan", "--gpus", "1024", "--set", "kv.num_blocks=1000000000", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pools), 2, "every layout left out");
+    /* an empty item was skipped: "--routers round_robin," was one router, "--pd ''" none */
+    const char *empties[][2] = {{"--pd", ""}, {"--pd", ",1:1"}, {"--routers", "round_robin,"},
+                                {"--routers", "round_robin,,least_outstanding"}, {"--vary", "scheduler.max_num_seqs=8,"}};
+    for (int i = 0; i < 5; i++) {
+        char *empty[] = {"plan", "--gpus", "2", (char *)empties[i][0], (char *)empties[i][1], "--out", "/tmp/ss-plan-bad"};
+        cr_assert_eq(cmd_plan(7, empty), 2, "%s %s", empties[i][0], empties[i][1]);
+    }
     char *pd_twice[] = {"plan", "--gpus", "4", "--pd", "1:1,1:3,1:1", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, pd_twice), 2, "a ratio twice: its layouts planned and ranked twice");
     char *router[] = {"plan", "--gpus", "2", "--routers", "random", "--out", "/tmp/ss-plan-bad"};
