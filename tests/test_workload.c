@@ -474,6 +474,29 @@ Test(workload, malformed_traces_name_the_line)
     trace_fails("arrival_time,prompt_len,output_len,acceptance_rate\n0,1,1,\n", 2, "bad acceptance_rate \"\"");
 }
 
+/* A column named twice was read from its first, and a header with both formats' columns
+ * replayed as Azure's, each without a word (bad-input campaign): refused, naming the column. */
+Test(workload, ambiguous_trace_headers_are_refused)
+{
+    trace_fails("arrival_time,prompt_len,output_len,prompt_len\n0,10,5,700\n", 1,
+                "column prompt_len is named twice (columns 2 and 4)");
+    trace_fails("TIMESTAMP,ContextTokens,GeneratedTokens,TIMESTAMP\n2023-11-16 18:15:46,1,1,2023-11-16 18:15:47\n", 1,
+                "column TIMESTAMP is named twice (columns 1 and 4)");
+    trace_fails("arrival_time,prompt_len,output_len,acceptance_rate,acceptance_rate\n0,1,1,0.5,1\n", 1,
+                "column acceptance_rate is named twice (columns 4 and 5)");
+    trace_fails("TIMESTAMP,ContextTokens,GeneratedTokens,arrival_time,prompt_len,output_len\n"
+                "2023-11-16 18:15:46,1,1,0,700,5\n", 1,
+                "the header names both TIMESTAMP,ContextTokens,GeneratedTokens and arrival_time,");
+    /* a column the format does not read may still be there twice, and another format's column */
+    char path[64];
+    temp_trace(path, "model,arrival_time,prompt_len,output_len,model,TIMESTAMP\na,0,10,5,b,x\n");
+    wl_config c = trace_config(path, 0);
+    workload w = build_ok(&c);
+    unlink(path);
+    cr_assert(w.n == 1 && w.reqs[0].prompt_len == 10);
+    wl_free(&w);
+}
+
 Test(workload, header_only_trace_and_unreadable_file)
 {
     char path[64];

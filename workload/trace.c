@@ -169,7 +169,26 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
     return 0;
 }
 
-/* The format whose three columns the header names, in any order among other columns. */
+/* The header's one column NAME: its index, -1 when there is none, -2 (failed) when it is
+ * there twice. A column named twice was read from its first and the second ignored without a
+ * word (bad-input campaign): which one the file means cannot be told. */
+static int column(reader *r, const char *name)
+{
+    int at = -1;
+    for (int i = 0; i < r->csv.nfields; i++) {
+        if (strcmp(r->csv.field[i], name) != 0) continue;
+        if (at >= 0) {
+            fail(r, "column %s is named twice (columns %d and %d)", name, at + 1, i + 1);
+            return -2;
+        }
+        at = i;
+    }
+    return at;
+}
+
+/* The format whose three columns the header names, each once, in any order among other
+ * columns. A header with both formats' columns was replayed as Azure's without a word
+ * (bad-input campaign): refused, as which the file means cannot be told. */
 static int read_header(reader *r)
 {
     int got = csv_next(&r->csv, r->err, r->errlen);
@@ -179,15 +198,23 @@ static int read_header(reader *r)
         fail(r, "empty trace, expected a header line");
         return -1;
     }
+    int found[2] = {0, 0};
+    for (int k = TRACE_AZURE; k <= TRACE_PLAIN; k++)
+        for (int i = 0; i < 3; i++) found[k] += csv_index(&r->csv, columns[k][i]) >= 0;
+    if (found[TRACE_AZURE] == 3 && found[TRACE_PLAIN] == 3) {
+        fail(r, "the header names both %s,%s,%s and %s,%s,%s; keep one format's columns", columns[TRACE_AZURE][0],
+             columns[TRACE_AZURE][1], columns[TRACE_AZURE][2], columns[TRACE_PLAIN][0], columns[TRACE_PLAIN][1],
+             columns[TRACE_PLAIN][2]);
+        return -1;
+    }
     for (int k = TRACE_AZURE; k <= TRACE_PLAIN; k++) {
-        int found = 0;
-        for (int i = 0; i < 3; i++) found += (r->col[i] = csv_index(&r->csv, columns[k][i])) >= 0;
-        if (found == 3) {
-            r->fmt = (trace_format)k;
-            r->num_columns = r->csv.nfields;
-            r->acceptance_col = csv_index(&r->csv, "acceptance_rate");
-            return 0;
-        }
+        if (found[k] < 3) continue;
+        r->fmt = (trace_format)k;
+        r->num_columns = r->csv.nfields;
+        for (int i = 0; i < 3; i++)
+            if ((r->col[i] = column(r, columns[k][i])) < 0) return -1;
+        r->acceptance_col = column(r, "acceptance_rate");
+        return r->acceptance_col < -1 ? -1 : 0;
     }
     fail(r, "unknown trace header (expected the columns %s,%s,%s or %s,%s,%s)", columns[TRACE_AZURE][0],
          columns[TRACE_AZURE][1], columns[TRACE_AZURE][2], columns[TRACE_PLAIN][0], columns[TRACE_PLAIN][1],

@@ -1,5 +1,6 @@
 /* Arrival traces as CSV (io/csv.h: quoting, a byte-order mark). Two formats, told apart by
- * the columns the header names (in any order, other columns ignored):
+ * the columns the header names (in any order, other columns ignored; the columns read each
+ * named once, and not both formats' three):
  *   Azure LLM inference traces: TIMESTAMP,ContextTokens,GeneratedTokens
  *       with TIMESTAMP as "YYYY-MM-DD HH:MM:SS[.fffffff]" (up to 7 fraction digits);
  *   plain: arrival_time,prompt_len,output_len   with arrival_time in seconds.
