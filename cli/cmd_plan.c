@@ -340,9 +340,10 @@ static int layout_scenario(const plan *p, const layout *l, int replicas, double 
 static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
 {
     const layout *l = &p->lay[p->cur];
-    /* a search halving toward nothing leaves the keys' range: no rate that low is served */
+    /* a search halving toward nothing leaves the keys' range: no rate that low is served; nor
+     * is a trace replayed over a million times faster, past workload.trace_time_scale's 1e-6 */
     double scale = p->trace_rate > 0 ? trace_scale(p, rate) : 1;
-    if (rate < 1e-6 || scale > 1e6) {
+    if (rate < 1e-6 || scale < 1e-6 || scale > 1e6) {
         *ok = false;
         *sum = (summary){0};
         return 0;

@@ -507,6 +507,21 @@ Test(scenario, a_missing_trace_names_its_key_and_line)
     unlink(p);
 }
 
+/* workload.trace_time_scale = 0 passed the keys' range [0, 1000000], as `servesim keys`
+ * showed it, and was refused when the workload was built without its key, file or line
+ * (bad-input campaign): 0 is out of the range now, in a file and on --set. */
+Test(scenario, a_trace_time_scale_of_0_is_out_of_the_keys_range)
+{
+    expect_load_error("[workload]\narrival = trace\ntrace_time_scale = 0\n",
+                      "workload.trace_time_scale = 0 is out of range [0.000001, 1000000]", 3);
+    scenario sc;
+    char err[1024];
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "workload.trace_time_scale=0", err, sizeof err), -1);
+    cr_assert(strstr(err, "--set workload.trace_time_scale=0: workload.trace_time_scale = 0 is out of range"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "workload.trace_time_scale=0.000001", err, sizeof err), 0, "%s", err);
+}
+
 /* run.percentiles: numbers in (0, 100], at most 8; "" for none beyond P50/P90/P99. */
 Test(scenario, percentiles_are_checked)
 {
