@@ -71,8 +71,13 @@ Test(dist, rejects_bad_values)
     parse_fails("zipf:9:5:1.0", "MIN > MAX");
     parse_fails("zipf:1:5:0", "S must be > 0");
     parse_fails("lognormal:0:0.5:100", "MEDIAN must be > 0");
-    parse_fails("lognormal:10:0:100", "SIGMA must be > 0");
+    parse_fails("lognormal:10:0:100", "SIGMA must be in (0, 10]");
     parse_fails("lognormal:10:0.5:0", "MAX must be in [1,");
+    /* a median past MAX clipped most draws to MAX, a huge sigma all to 1 or MAX (bad-input campaign) */
+    parse_fails("lognormal:2000:0.5:1000", "\"lognormal:2000:0.5:1000\": MEDIAN > MAX");
+    parse_fails("lognormal:100:1e300:1000", "\"lognormal:100:1e300:1000\": SIGMA must be in (0, 10]");
+    parse_fails("lognormal:100:10.5:1000", "SIGMA must be in (0, 10]");
+    parse_ok("lognormal:1000:10:1000");
 }
 
 Test(dist, format_round_trips)

@@ -17,6 +17,12 @@
  * enough that prefix_len + length cannot overflow an int. */
 #define DIST_LEN_LIMIT (1 << 24)
 #define DIST_MAX_FIELDS 4
+/* Largest lognormal SIGMA. Lengths span ln(2^24) = 16.6 in log space at most, so at SIGMA = 10
+ * even a median in the middle of [1, 2^24] leaves over 40% of draws clipped to 1 or MAX, and
+ * beyond it the distribution degenerates into its two clip bounds (lognormal:100:1e300:1000
+ * gave only 1s and 1000s; bad-input campaign). Fits to real prompt and output lengths have
+ * SIGMA about 0.5 to 2. */
+#define LOGNORMAL_SIGMA_LIMIT 10
 
 static const char *const usage[] = {
     [DIST_FIXED] = "fixed:N",
@@ -108,11 +114,19 @@ static int check_values(const char *text, const len_dist *d, char *err, size_t e
             snprintf(err, errlen, "\"%s\": MEDIAN must be > 0", text);
             return -1;
         }
-        if (!(d->b > 0)) {
-            snprintf(err, errlen, "\"%s\": SIGMA must be > 0", text);
+        if (!(d->b > 0 && d->b <= LOGNORMAL_SIGMA_LIMIT)) {
+            snprintf(err, errlen, "\"%s\": SIGMA must be in (0, %d]", text, LOGNORMAL_SIGMA_LIMIT);
             return -1;
         }
-        return check_length(text, "MAX", d->c, err, errlen);
+        if (check_length(text, "MAX", d->c, err, errlen))
+            return -1;
+        /* a median above MAX clipped most draws to MAX (lognormal:2000:0.5:1000 gave 19 of 20
+         * prompts 1000; bad-input campaign) */
+        if (d->a > d->c) {
+            snprintf(err, errlen, "\"%s\": MEDIAN > MAX", text);
+            return -1;
+        }
+        return 0;
     }
     return -1;
 }

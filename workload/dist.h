@@ -8,7 +8,7 @@
 typedef enum dist_kind {
     DIST_FIXED,      /* fixed:N */
     DIST_UNIFORM,    /* uniform:MIN:MAX, integers, both ends included */
-    DIST_LOGNORMAL,  /* lognormal:MEDIAN:SIGMA:MAX, rounded, clipped to [1, MAX] */
+    DIST_LOGNORMAL,  /* lognormal:MEDIAN:SIGMA:MAX, rounded, clipped to [1, MAX]; MEDIAN <= MAX, SIGMA in (0, 10] */
     DIST_ZIPF,       /* zipf:MIN:MAX:S, P(k) ~ 1/(k-MIN+1)^S on [MIN, MAX] */
 } dist_kind;
 
