@@ -1,4 +1,4 @@
-/* `servesim capacity`: the highest Poisson rate meeting every SLO, the knee, where P99 TTFT
+/* `servesim capacity`: the highest arrival rate meeting every SLO, the knee, where P99 TTFT
  * takes off and where free KV blocks run out (definitions in study/capacity.h). */
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +18,9 @@
 static const char capacity_usage[] =
     "usage: servesim capacity [SCENARIO.ini] [--slo METRIC=LIMIT,...] [--max-rate R] [--out DIR]\n"
     "                         [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
-    "  Finds the highest Poisson arrival rate (workload.rate; the search starts there) that the\n"
-    "  scenario serves: every SLO met (METRIC is ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
+    "  Finds the highest arrival rate (workload.rate of poisson, gamma or constant arrivals; the\n"
+    "  search starts there) that the scenario serves: every SLO met (METRIC is\n"
+    "  ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
     "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and achieved throughput >= 90% of the offered rate.\n"
     "  Each probe's arrivals span the scenario's own span and at least 300 s (workload.num_requests\n"
     "  grows with the rate): achieved throughput counts the drain after the last arrival.\n"
@@ -290,9 +291,12 @@ int cmd_capacity(int argc, char **argv)
         return EXIT_BAD_INPUT;
     char err[2048];
     scenario_resolved r;
-    if (strcmp(sc.v[K_workload_arrival].s, "poisson") != 0) {
-        fprintf(stderr, "servesim: capacity searches Poisson rates, but workload.arrival is %s (%s)\n",
-                sc.v[K_workload_arrival].s, sc.v[K_workload_arrival].origin);
+    /* the arrival processes whose rate is workload.rate, as plan probes them (it refused gamma
+     * and constant, which plan searched) */
+    const char *arrival = sc.v[K_workload_arrival].s;
+    if (strcmp(arrival, "poisson") != 0 && strcmp(arrival, "gamma") != 0 && strcmp(arrival, "constant") != 0) {
+        fprintf(stderr, "servesim: capacity searches the rate of poisson, gamma or constant arrivals, but "
+                        "workload.arrival is %s (%s)\n", arrival, sc.v[K_workload_arrival].origin);
         return EXIT_BAD_INPUT;
     }
     if (scenario_resolve(&sc, &r, err, sizeof err) < 0) {

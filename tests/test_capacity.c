@@ -165,6 +165,18 @@ Test(capacity, end_to_end_finds_the_service_rate)
     cr_assert_eq(commas_row, commas_head, "a value for each column: %s", row);
     char *bad[] = {"capacity", "--slo", "ttft_p42_ms=3", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, bad), 2);
+    /* constant arrivals (and gamma's) are searched by their rate, as plan searches them: capacity
+     * refused them. A closed loop has no rate to search. */
+    system("rm -rf /tmp/ss-capacity-constant");
+    char *constant[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2],
+                        "--set", (char *)sets[3], "--set", "workload.arrival=constant", "--out",
+                        "/tmp/ss-capacity-constant", "--quiet"};
+    cr_assert_eq(cmd_capacity(14, constant), 0);
+    found = capacity_answer("/tmp/ss-capacity-constant/capacity.txt", "Capacity: %lf req/s is served");
+    cr_assert(found > 0.85 * service && found < 1.15 * service, "constant arrivals: capacity %g req/s, service rate %g",
+              found, service);
+    char *closed[] = {"capacity", "--set", "workload.arrival=closed", "--out", "/tmp/ss-capacity-bad"};
+    cr_assert_eq(cmd_capacity(5, closed), 2);
 }
 
 /* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,
