@@ -120,6 +120,16 @@ static int check_size(const sweep_plan *p, char *why, size_t len)
     return -1;
 }
 
+/* Whether a listed point sets KEY. A --vary of it too applied the axis value after the point's,
+ * and the rows ran at the --vary values under the point's label (bad-input campaign). */
+static bool set_by_a_point(const sweep_plan *p, int key)
+{
+    for (int i = 0; i < p->nlisted; i++)
+        for (int j = 0; j < p->listed[i].n; j++)
+            if (p->listed[i].a[j].key == key) return true;
+    return false;
+}
+
 int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
     char why[800];
@@ -135,6 +145,11 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
             snprintf(why, sizeof why, "%s is varied twice", key_names[ax.key]);
             goto bad;
         }
+    if (set_by_a_point(p, ax.key)) {
+        snprintf(why, sizeof why, "%s is also set by a --point, whose value the --vary values would replace; give "
+                 "it with one of --vary and --point", key_names[ax.key]);
+        goto bad;
+    }
     if (!(ax.values = malloc(SWEEP_MAX_VALUES * sizeof *ax.values))) {
         snprintf(why, sizeof why, "out of memory");
         goto bad;
@@ -200,6 +215,13 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
         goto bad;
     }
     if (parse_assignments(p, body, &pt, why, sizeof why) < 0) goto bad;
+    for (int i = 0; i < pt.n; i++)
+        for (int a = 0; a < p->naxes; a++)
+            if (p->axes[a].key == pt.a[i].key) {
+                snprintf(why, sizeof why, "%s is also varied by --vary, whose values would replace the point's; give "
+                         "it with one of --vary and --point", key_names[pt.a[i].key]);
+                goto bad;
+            }
     sweep_listed *grown = realloc(p->listed, (size_t)(p->nlisted + 1) * sizeof *grown);
     if (!grown) {
         snprintf(why, sizeof why, "out of memory");

@@ -527,3 +527,28 @@ Test(sweep, a_refused_point_names_the_sweep_as_its_origin, .init = cr_redirect_s
     cr_assert(strstr(text, "(given by the sweep's point)"), "%s", text);
     cr_assert_not(exists("/tmp/ss-bad-origin"));
 }
+
+/* A --point's value of a key a --vary also sets was replaced by the --vary values, and the rows
+ * ran at them under the point's label ("3 1", "3 2" at rates 1 and 2: bad-input campaign):
+ * refused in either order, naming the key and both flags */
+Test(sweep, a_key_given_by_both_point_and_vary_is_refused, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-both");
+    const char *args[] = {"sweep", "--vary", "workload.rate=1,2", "--point", "workload.rate=3", "--set",
+                          "workload.num_requests=5", "--out", "/tmp/ss-both", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 2);
+    cr_assert_not(exists("/tmp/ss-both"));
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert(strstr(text, "servesim: --point workload.rate=3: workload.rate is also varied by --vary"), "%s", text);
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "A:scheduler.max_num_seqs=4,workload.rate=3", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=1,2", err, sizeof err), -1);
+    cr_assert(strstr(err, "--vary workload.rate=1,2: workload.rate is also set by a --point"), "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "scheduler.max_num_seqs=8", err, sizeof err), -1);
+    cr_assert_eq(sweep_add_vary(&p, "kv.block_size=16,32", err, sizeof err), 0, "another key: %s", err);
+    sweep_plan_free(&p);
+}
