@@ -196,6 +196,30 @@ static int parse_assignments(const sweep_plan *p, const char *text, sweep_listed
     return n < 0 ? -1 : 0;
 }
 
+/* Whether A and B set the same keys to the same values, in any order: one setting, whose
+ * point would run twice. Values compare as written, as --vary's do. */
+static bool same_setting(const sweep_listed *a, const sweep_listed *b)
+{
+    if (a->n != b->n) return false;
+    for (int i = 0; i < a->n; i++) {
+        int j = 0;
+        while (j < b->n && (b->a[j].key != a->a[i].key || strcmp(b->a[j].value, a->a[i].value) != 0)) j++;
+        if (j == b->n) return false;
+    }
+    return true;
+}
+
+/* A listed point as its --point was written ("[LABEL:]K=V,K=V"), for messages. */
+static void listed_text(const sweep_listed *pt, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s", pt->label, pt->label[0] ? ":" : "");
+    for (int i = 0; i < pt->n; i++) {
+        size_t used = strlen(buf);
+        if (used < len)
+            snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "", key_names[pt->a[i].key], pt->a[i].value);
+    }
+}
+
 int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
     char why[800];
@@ -222,6 +246,18 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
                          "it with one of --vary and --point", key_names[pt.a[i].key]);
                 goto bad;
             }
+    /* two rows of one label, or one setting run twice (bad-input campaign); --vary refuses a
+     * value given twice alike */
+    for (int i = 0; i < p->nlisted; i++) {
+        bool label_twice = pt.label[0] && strcmp(pt.label, p->listed[i].label) == 0;
+        if (!label_twice && !same_setting(&pt, &p->listed[i])) continue;
+        char other[600];
+        listed_text(&p->listed[i], other, sizeof other);
+        if (label_twice) snprintf(why, sizeof why, "the label %s is given to --point %s too: a label names one point",
+                                  pt.label, other);
+        else snprintf(why, sizeof why, "the same setting as --point %s: the point would run twice", other);
+        goto bad;
+    }
     sweep_listed *grown = realloc(p->listed, (size_t)(p->nlisted + 1) * sizeof *grown);
     if (!grown) {
         snprintf(why, sizeof why, "out of memory");

@@ -326,6 +326,9 @@ Test(sweep, bad_input_exits_2_and_writes_nothing)
         /* a value twice ran its point twice under one label (bad-input campaign) */
         {"sweep", "--vary", "workload.rate=1,2,1", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--point", "scheduler.policy=static,scheduler.prefix_caching=on", "--out", "/tmp/ss-bad", NULL},
+        /* one label twice, one setting twice (bad-input campaign) */
+        {"sweep", "--point", "a:workload.rate=1", "--point", "a:workload.rate=2", "--out", "/tmp/ss-bad", NULL},
+        {"sweep", "--point", "workload.rate=1", "--point", "workload.rate=1", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--shard", "0/3", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--shard", "4/3", "--out", "/tmp/ss-bad", NULL},
         {"sweep", "--jobs", "0", "--out", "/tmp/ss-bad", NULL},
@@ -550,5 +553,30 @@ Test(sweep, a_key_given_by_both_point_and_vary_is_refused, .init = cr_redirect_s
     cr_assert(strstr(err, "--vary workload.rate=1,2: workload.rate is also set by a --point"), "%s", err);
     cr_assert_eq(sweep_add_vary(&p, "scheduler.max_num_seqs=8", err, sizeof err), -1);
     cr_assert_eq(sweep_add_vary(&p, "kv.block_size=16,32", err, sizeof err), 0, "another key: %s", err);
+    sweep_plan_free(&p);
+}
+
+/* Two --point of one label gave two rows both labelled "a", and one setting given twice ran
+ * twice (bad-input campaign): refused as --vary refuses a value given twice, naming both */
+Test(sweep, a_label_or_a_setting_given_twice_is_refused)
+{
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "a:workload.rate=1,kv.block_size=32", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "a:workload.rate=2", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--point a:workload.rate=2: the label a is given to --point "
+                          "a:workload.rate=1,kv.block_size=32 too: a label names one point");
+    /* the same assignments in another order, under another label or none */
+    cr_assert_eq(sweep_add_point(&p, "b:kv.block_size=32,workload.rate=1", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--point b:kv.block_size=32,workload.rate=1: the same setting as --point "
+                          "a:workload.rate=1,kv.block_size=32: the point would run twice");
+    cr_assert_eq(sweep_add_point(&p, "workload.rate=3", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "workload.rate=3", err, sizeof err), -1);
+    cr_assert(strstr(err, "the same setting as --point workload.rate=3"), "%s", err);
+    /* a subset of another's assignments is another setting */
+    cr_assert_eq(sweep_add_point(&p, "b:workload.rate=1", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.nlisted, 3);
     sweep_plan_free(&p);
 }
