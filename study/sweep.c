@@ -104,6 +104,32 @@ static int split_values(const char *list, char (*values)[256], int max, char *er
     }
 }
 
+/* Refuses a control character (a line end, a tab, ...) anywhere in SPEC, a --point's or a
+ * --vary's: its label and values are written on their point's one line of sweep.csv, and a
+ * line end, even quoted, cut the row in two for every reader of it (merge refused the shard,
+ * io/csv.h's reader refuses it). */
+static int check_controls(const char *spec, char *why, size_t len)
+{
+    for (const char *c = spec; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+            snprintf(why, len, "holds a control character (0x%02x at byte %d): a label or value is written on its "
+                     "point's one line of sweep.csv", (unsigned char)*c, (int)(c - spec) + 1);
+            return -1;
+        }
+    return 0;
+}
+
+/* SPEC with its control characters written as \xHH, so that the message about it stays one
+ * line. */
+static void escape_controls(const char *spec, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const char *c = spec; *c && used + 5 < len; c++)
+        used += (size_t)snprintf(buf + used, len - used, (unsigned char)*c < 0x20 || *c == 0x7f ? "\\x%02x" : "%c",
+                                 (unsigned char)*c);
+}
+
 int64_t sweep_runs_wanted(const sweep_plan *p)
 {
     int64_t n = p->nlisted ? p->nlisted : 1;
@@ -132,14 +158,15 @@ static bool set_by_a_point(const sweep_plan *p, int key)
 
 int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
-    char why[800];
+    char why[800], shown[2048];
     const char *list;
     sweep_axis ax = {0};
     if (p->naxes >= SWEEP_MAX_AXES) {
         snprintf(why, sizeof why, "more than %d --vary options", SWEEP_MAX_AXES);
         goto bad;
     }
-    if ((ax.key = parse_key(spec, &list, why, sizeof why)) < 0) goto bad;
+    if (check_controls(spec, why, sizeof why) < 0 || (ax.key = parse_key(spec, &list, why, sizeof why)) < 0)
+        goto bad;
     for (int a = 0; a < p->naxes; a++)
         if (p->axes[a].key == ax.key) {
             snprintf(why, sizeof why, "%s is varied twice", key_names[ax.key]);
@@ -172,7 +199,8 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
     return 0;
 bad:
     free(ax.values);
-    snprintf(err, errlen, "--vary %s: %s", spec, why);
+    escape_controls(spec, shown, sizeof shown);
+    snprintf(err, errlen, "--vary %s: %s", shown, why);
     return -1;
 }
 
@@ -222,10 +250,11 @@ static void listed_text(const sweep_listed *pt, char *buf, size_t len)
 
 int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
-    char why[800];
+    char why[800], shown[2048];
     sweep_listed pt = {.n = 0};
     /* a label ends at a ':' before the first '=' (values, e.g. distributions, may hold ':') */
     const char *colon = strchr(spec, ':'), *eq = strchr(spec, '='), *body = spec;
+    if (check_controls(spec, why, sizeof why) < 0) goto bad;
     if (colon && (!eq || colon < eq)) {
         if ((size_t)(colon - spec) >= sizeof pt.label || colon == spec) {
             snprintf(why, sizeof why, "a label must have 1 to %zu characters", sizeof pt.label - 1);
@@ -272,7 +301,8 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
     for (int i = 0; i < pt.n; i++) add_column(p, pt.a[i].key);
     return 0;
 bad:
-    snprintf(err, errlen, "--point %s: %s", spec, why);
+    escape_controls(spec, shown, sizeof shown);
+    snprintf(err, errlen, "--point %s: %s", shown, why);
     return -1;
 }
 

@@ -580,3 +580,29 @@ Test(sweep, a_label_or_a_setting_given_twice_is_refused)
     cr_assert_eq(p.nlisted, 3);
     sweep_plan_free(&p);
 }
+
+/* A label with a line end went into sweep.csv quoted, across two lines, and merge then refused
+ * the shard ("2 fields, the header has 57": bad-input campaign): a control character in a
+ * --point or a --vary is refused up front, the message on one line */
+Test(sweep, a_control_character_in_a_label_or_value_is_refused, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-ctl");
+    const char *args[] = {"sweep", "--point", "a\nb:workload.rate=1", "--point", "c:workload.rate=2", "--set",
+                          "workload.num_requests=5", "--shard", "1/2", "--out", "/tmp/ss-ctl", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 2);
+    cr_assert_not(exists("/tmp/ss-ctl"));
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert_str_eq(text, "servesim: --point a\\x0ab:workload.rate=1: holds a control character (0x0a at byte 2): "
+                           "a label or value is written on its point's one line of sweep.csv\n");
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "tab\there:workload.rate=1", err, sizeof err), -1);
+    cr_assert_eq(sweep_add_vary(&p, "hardware.vllm_version=0.10.1,0.11\r", err, sizeof err), -1);
+    cr_assert(strstr(err, "--vary hardware.vllm_version=0.10.1,0.11\\x0d: holds a control character"), "%s", err);
+    /* what the CSV writer quotes, and merge reads back, stays allowed */
+    cr_assert_eq(sweep_add_point(&p, "\"quoted\", and spaced :workload.rate=1", err, sizeof err), 0, "%s", err);
+    sweep_plan_free(&p);
+}
