@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "study/job.h"
 #include "study/run_repeat.h"
+#include "study/sweep.h"
 #include "cli/study_args.h"
 
 static const char run_usage[] =
@@ -32,6 +33,11 @@ int cmd_run(int argc, char **argv)
     char out[1200], suffix[64];
     snprintf(suffix, sizeof suffix, "seed%lld", sc.v[K_run_seed].i);
     char err[2048];
+    /* before any run: the seed past the range once failed as "point 0 (base): --set run.seed=..." */
+    if (sweep_check_seeds(&sc, (int)a.repeat, err, sizeof err) < 0) {
+        fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
     if (scenario_out_dir(&sc, a.out_dir, suffix, out, sizeof out, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;

@@ -21,6 +21,23 @@ static const char *const key_names[K_COUNT] = {
 
 const char *sweep_key_name(int key) { return key_names[key]; }
 
+static const char *const key_max[K_COUNT] = {
+#define X(sec, key, type, def, lo, hi, help) hi,
+    SCENARIO_KEYS(X)
+#undef X
+};
+
+int sweep_check_seeds(const scenario *sc, int repeat, char *err, size_t errlen)
+{
+    long long max = strtoll(key_max[K_run_seed], NULL, 10), seed = sc->v[K_run_seed].i;
+    if (repeat <= 1 || seed <= max - (repeat - 1)) return 0;
+    char label[400];
+    scenario_key_label(sc, K_run_seed, label, sizeof label);
+    snprintf(err, errlen, "%s = %lld with --repeat %d takes seeds up to %lld, past run.seed's maximum %lld: give a "
+             "seed of at most %lld, or fewer repeats", label, seed, repeat, seed + repeat - 1, max, max - (repeat - 1));
+    return -1;
+}
+
 static int find_key(const char *name, size_t len)
 {
     for (int k = 0; k < K_COUNT; k++)
@@ -398,10 +415,19 @@ int sweep_check(const sweep_plan *p, char *err, size_t errlen)
     for (int i = 0; i < sweep_num_points(p); i++) {
         if (!sweep_in_shard(p, i)) continue;
         char why[1200], label[256];
+        bool ok = sweep_point_scenario(p, i, &sc, why, sizeof why) == 0;
+        if (ok && sweep_check_seeds(&sc, p->repeat, why, sizeof why) < 0) {
+            /* the seed every point runs from (--seed, --set or the file's) is no point's doing: a
+             * "point 0 (base): --set run.seed=..." named neither what the user typed */
+            if (strcmp(sc.v[K_run_seed].origin, p->base.v[K_run_seed].origin) == 0) {
+                snprintf(err, errlen, "%s", why);
+                return -1;
+            }
+            ok = false;
+        }
         /* the memory a point's pools take, before any point runs: one past it once stopped a
          * sweep with exit 2 after the points before it had run */
-        if (sweep_point_scenario(p, i, &sc, why, sizeof why) == 0 && scenario_resolve(&sc, &r, why, sizeof why) == 0 &&
-            simjob_check_pool_memory(&r, why, sizeof why) == 0)
+        if (ok && scenario_resolve(&sc, &r, why, sizeof why) == 0 && simjob_check_pool_memory(&r, why, sizeof why) == 0)
             continue;
         sweep_point_label(p, i, label, sizeof label);
         snprintf(err, errlen, "point %d (%s): %s", i, label, why);

@@ -65,7 +65,11 @@ bool sweep_in_shard(const sweep_plan *p, int index);
 int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *err, size_t errlen);
 /* The listed point's label (or its values joined by '/'), then each axis value, by spaces. */
 void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len);
-/* Resolves every point of this shard: -1 with "point N (LABEL): reason" for the first bad one. */
+/* Whether SC's seeds run.seed .. run.seed + REPEAT - 1 stay within run.seed's range: -1 with a
+ * reason naming where run.seed came from and --repeat. */
+int sweep_check_seeds(const scenario *sc, int repeat, char *err, size_t errlen);
+/* Resolves every point of this shard: -1 with "point N (LABEL): reason" for the first bad one,
+ * or the reason alone when it is the base scenario's seed, which no point set. */
 int sweep_check(const sweep_plan *p, char *err, size_t errlen);
 /* What makes two shards parts of one sweep: a hash (FNV-1a, 64 bits) of the base scenario's
  * every value, the axes, the listed points and the repeat count; not the shard. */

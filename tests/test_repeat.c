@@ -1,5 +1,6 @@
 /* Repeat aggregation: mean, sample std, min and max of known numbers; run --repeat's files. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,4 +113,26 @@ Test(repeat, run_repeat_writes_a_run_and_the_spread)
     cr_assert_neq(stat("/tmp/ss-run-repeat/points", &st), 0);
     char *bad[] = {"run", "--repeat", "0"};
     cr_assert_eq(cmd_run(3, bad), 2);
+}
+
+/* A seed near run.seed's maximum with --repeat was refused as "point 0 (base): --set
+ * run.seed=2147483648: ...", a --set and a point the user had not typed (bad-input campaign):
+ * the message names --seed (or where run.seed came from) and --repeat, before any run */
+Test(repeat, a_seed_whose_repeats_pass_the_maximum_names_seed_and_repeat, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-run-seedmax");
+    char *argv[] = {"run", "--set", "workload.num_requests=5", "--seed", "2147483647", "--repeat", "2", "--out",
+                    "/tmp/ss-run-seedmax", "--quiet"};
+    cr_assert_eq(cmd_run(10, argv), 2);
+    struct stat st;
+    cr_assert_neq(stat("/tmp/ss-run-seedmax", &st), 0, "nothing written");
+    fflush(stderr);
+    char text[2048];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert_str_eq(text, "servesim: run.seed (--seed) = 2147483647 with --repeat 2 takes seeds up to 2147483648, "
+                           "past run.seed's maximum 2147483647: give a seed of at most 2147483646, or fewer repeats\n");
+    char *last[] = {"run", "--set", "workload.num_requests=5", "--set", "run.seed=2147483644", "--repeat", "4", "--out",
+                    "/tmp/ss-run-seedmax", "--quiet"};
+    cr_assert_eq(cmd_run(10, last), 0, "seeds up to the maximum itself run");
+    system("rm -rf /tmp/ss-run-seedmax");
 }

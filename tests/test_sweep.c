@@ -606,3 +606,30 @@ Test(sweep, a_control_character_in_a_label_or_value_is_refused, .init = cr_redir
     cr_assert_eq(sweep_add_point(&p, "\"quoted\", and spaced :workload.rate=1", err, sizeof err), 0, "%s", err);
     sweep_plan_free(&p);
 }
+
+/* --seed near run.seed's maximum with --repeat was refused as "point 0 (base): --set
+ * run.seed=2147483648: ...", naming a --set and a point the user had not typed (bad-input
+ * campaign): the base's seed is named with --repeat alone; a point's own seed with its point */
+Test(sweep, a_seed_whose_repeats_pass_the_maximum_names_seed_and_repeat, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-seedmax");
+    const char *args[] = {"sweep", "--vary", "workload.rate=1,2", "--set", "workload.num_requests=5", "--seed",
+                          "2147483647", "--repeat", "2", "--out", "/tmp/ss-seedmax", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 2);
+    cr_assert_not(exists("/tmp/ss-seedmax"));
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert_str_eq(text, "servesim: run.seed (--seed) = 2147483647 with --repeat 2 takes seeds up to 2147483648, "
+                           "past run.seed's maximum 2147483647: give a seed of at most 2147483646, or fewer repeats\n");
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_vary(&p, "run.seed=1,2147483647", err, sizeof err), 0, "%s", err);
+    p.repeat = 2;
+    cr_assert_eq(sweep_check(&p, err, sizeof err), -1);
+    cr_assert(strstr(err, "point 1 (2147483647): run.seed (the sweep's point) = 2147483647 with --repeat 2"), "%s", err);
+    p.repeat = 1;
+    cr_assert_eq(sweep_check(&p, err, sizeof err), 0, "%s", err);
+    sweep_plan_free(&p);
+}
