@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "study/simjob.h"
+#include "tests/file_fixture.h"
 
 static int count_lines(const char *path)
 {
@@ -77,15 +78,11 @@ Test(plan, a_rate_search_stops_at_the_replicas_memory_holds)
                     "--set", (char *)sets[2], "--set", (char *)sets[3], "--out", "/tmp/ss-plan-mem", "--quiet"};
     cr_assert_eq(cmd_plan(16, argv), 0);
     unsetenv("SERVESIM_MEMORY_GIB");
-    FILE *f = fopen("/tmp/ss-plan-mem/plan.txt", "r");
-    cr_assert_not_null(f);
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
+    char *text = slurp_path("/tmp/ss-plan-mem/plan.txt");
     cr_assert(strstr(text, "none up to 2 replicas = 2 GPUs, the most whose block pools fit this machine's memory\n"),
               "%s", text);
     cr_assert(strstr(text, "No layout serves"), "%s", text);
+    free(text);
 }
 
 /* An SLO one replica meets at no rate (a TTFT of a microsecond) is failed by requests alone,
@@ -99,17 +96,13 @@ Test(plan, a_rate_search_neither_runs_away_nor_crawls)
     char *none[] = {"plan", "--rate", "5", "--max-tp", "1", "--slo", "ttft_p99_ms=0.001", "--set",
                     "model.preset=llama-3.2-1b", "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-none", "--quiet"};
     cr_assert_eq(cmd_plan(14, none), 0);
-    FILE *f = fopen("/tmp/ss-plan-none/plan.txt", "r");
-    cr_assert_not_null(f);
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
+    char *text = slurp_path("/tmp/ss-plan-none/plan.txt");
     cr_assert(strstr(text, "none: a replica meets the SLOs at no rate, however low\n"), "%s", text);
+    free(text);
     char *low[] = {"plan", "--rate", "40", "--max-rate", "2", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b",
                    "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-low", "--quiet"};
     cr_assert_eq(cmd_plan(14, low), 0);
-    f = fopen("/tmp/ss-plan-low/plan.txt", "r");
+    FILE *f = fopen("/tmp/ss-plan-low/plan.txt", "r");
     cr_assert_not_null(f);
     char line[512];
     int gpus = -1;
@@ -134,14 +127,10 @@ Test(plan, a_ratio_too_large_for_the_gpus_is_listed_as_left_out)
     char *argv[] = {"plan", "--gpus", "2", "--pd", "3:1", "--max-tp", "1", "--max-rate", "8", "--set",
                     "model.preset=llama-3.2-1b", "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-pd", "--quiet"};
     cr_assert_eq(cmd_plan(16, argv), 0);
-    FILE *f = fopen("/tmp/ss-plan-pd/plan.txt", "r");
-    cr_assert_not_null(f);
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
+    char *text = slurp_path("/tmp/ss-plan-pd/plan.txt");
     cr_assert(strstr(text, "  tp1 disagg 3:1 least_outstanding: --pd 3:1 at tensor parallel 1 needs 4 GPUs, more than "
                            "--gpus 2\n"), "%s", text);
+    free(text);
 }
 
 /* llama-3-70b leaves no KV room on one H200: the layouts on 8 GPUs are TP 2, 4 and 8 (4, 2
