@@ -1,6 +1,8 @@
 /* `servesim merge`: joins the sweep.csv of every shard of one sweep into one, in point order,
- * after checking that together they hold every point exactly once; their cost_models.csv too,
- * and draws the sweep's plots from its command line, parsed again. */
+ * after checking that together they hold every point exactly once, each row that point's in the
+ * sweep made again from its command line; their cost_models.csv too, and draws the sweep's
+ * plots from that sweep. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static const char merge_usage[] =
     "  SHARD_DIR`) into OUT_DIR/sweep.csv, rows in point order, byte for byte what the sweep\n"
     "  without --shard writes, with its cost_models.csv and plots (drawn from the first shard's\n"
     "  command line, parsed again: run it where the shards ran). Fails when a point is missing\n"
-    "  or in two shards.\n"
+    "  or in two shards, or a row is not its point's in that sweep.\n"
     "  Shards of `servesim plan --shard K/N` (a plan-shard.json in each) are joined into what\n"
     "  the plan without --shard writes; run it where the shards ran (their scenario is read\n"
     "  again).\n";
@@ -36,6 +38,9 @@ typedef struct merged {
     char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
     char **cost_rows;        /* cost_models.csv's, by point index */
     char no_costs[1200];     /* why no cost_models.csv is written ("" when one is) */
+    bool have_plan;          /* the sweep made again from the first shard's command line */
+    sweep_plan plan;         /* its points check every row, and it draws the plots */
+    char no_plan[2400];      /* why there is none ("" when there is) */
 } merged;
 
 /* "points_total", "repeat" and "sweep_id" from DIR/sweep.json, read with jansson: any valid
@@ -78,6 +83,8 @@ static int read_json(const char *dir, int *total, int *repeat, char *id, size_t 
     return status;
 }
 
+static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, size_t len);
+
 static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
 {
     int total, repeat;
@@ -92,6 +99,13 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
         snprintf(m->id, sizeof m->id, "%s", id);
         m->total = total;
         m->repeat = repeat;
+        m->have_plan = replan(m, dir, &m->plan, m->no_plan, sizeof m->no_plan);
+        if (m->have_plan && (sweep_num_points(&m->plan) != total || m->plan.repeat != repeat)) {
+            /* its identity matched: only a sweep.json edited by hand gets here */
+            snprintf(err, errlen, "%s/sweep.json: %d points x %d repeats, but its command line makes %d x %d", dir,
+                     total, repeat, sweep_num_points(&m->plan), m->plan.repeat);
+            return -1;
+        }
         m->rows = calloc((size_t)total, sizeof *m->rows);
         m->where = calloc((size_t)total, sizeof *m->where);
         m->cost_rows = calloc((size_t)total, sizeof *m->cost_rows);
@@ -145,13 +159,45 @@ static int check_row(const merged *m, const char *line, const char *where, char 
     for (int i = m->first_metric; i < fields; i++) {
         const char *c = start[i], *next = c + strcspn(c, ",\n");
         char *end;
-        strtod(c, &end);
+        double v = strtod(c, &end);
         if (end == c || end != next) {
             snprintf(err, errlen, "%s: field %d (%.*s) is not a number", where, i + 1, (int)(next - c), c);
             return -1;
         }
+        /* the sweep writes a number it has none of as an empty field, never nan or inf */
+        if (!isfinite(v)) {
+            snprintf(err, errlen, "%s: field %d (%.*s) is not a finite number", where, i + 1, (int)(next - c), c);
+            return -1;
+        }
     }
     return 0;
+}
+
+/* Whether LINE, a row of point POINT, starts as the sweep writes that point's row (its index,
+ * label and, with VALUES, the varied keys' values: its first FIELDS fields): a row of another
+ * sweep copied into a shard once merged under this sweep's header (bad-input campaign). */
+static int check_point(const merged *m, int point, const char *line, int fields, bool values, const char *where,
+                       char *err, size_t errlen)
+{
+    char *want = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&want, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sweep_write_row_start(f, &m->plan, point, values);
+    fclose(f);
+    bool same = want && strncmp(line, want, len) == 0 && line[len] == ',';
+    if (!same) {
+        const char *start[MAX_FIELDS];
+        int n = split_row(line, start);
+        const char *cut = n > fields && fields < MAX_FIELDS ? start[fields] - 1 : line + strcspn(line, "\n");
+        snprintf(err, errlen, "%s: %.*s is not point %d of this sweep, which is %s (a row of another sweep?)", where,
+                 (int)(cut - line) > 300 ? 300 : (int)(cut - line), line, point, want ? want : "?");
+    }
+    free(want);
+    return same ? 0 : -1;
 }
 
 static int add_row(merged *m, char *line, const char *where, char *err, size_t errlen)
@@ -167,9 +213,31 @@ static int add_row(merged *m, char *line, const char *where, char *err, size_t e
         snprintf(err, errlen, "%s: point %ld is also in %s", where, point, m->where[point]);
         return -1;
     }
+    if (m->have_plan && check_point(m, (int)point, line, 2 + m->plan.ncolumns, true, where, err, errlen) < 0)
+        return -1;
     m->rows[point] = line;
     snprintf(m->where[point], sizeof m->where[point], "%s", where);
     return 0;
+}
+
+/* The first shard's header against the one its sweep writes: another sweep's sweep.csv (other
+ * varied keys, other percentiles) is refused before its rows. */
+static int check_header(const merged *m, const char *where, char *err, size_t errlen)
+{
+    if (!m->have_plan) return 0;
+    char *want = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&want, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sweep_write_csv_header(f, &m->plan);
+    fclose(f);
+    int status = want && strcmp(want, m->header) == 0 ? 0 : -1;
+    if (status < 0) snprintf(err, errlen, "%s: not the columns this sweep writes (a sweep.csv of another sweep?)", where);
+    free(want);
+    return status;
 }
 
 static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
@@ -195,6 +263,8 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
             if (!completed) {
                 snprintf(err, errlen, "%s: not a sweep.csv header (no completed column)", where);
                 status = -1;
+            } else {
+                status = check_header(m, where, err, errlen);
             }
         } else if (lineno == 1 && strcmp(line, m->header) != 0) {
             snprintf(err, errlen, "%s: the columns differ from the first shard's", where);
@@ -254,7 +324,8 @@ static int check_complete(const merged *m, char *err, size_t errlen)
 }
 
 /* The sweep's plan made again from the first shard's command line (its sweep.json's args, run
- * where it ran), for the plots: false with why not in WHY, which leaves the merge without them. */
+ * where it ran), for the rows' checks and the plots: false with why not in WHY, which leaves
+ * the merge without them. */
 static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, size_t len)
 {
     char path[1100];
@@ -309,7 +380,7 @@ static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, s
     return ok;
 }
 
-static int write_merged(merged *m, const char *out, const char *first_shard, char *err, size_t errlen)
+static int write_merged(merged *m, const char *out, char *err, size_t errlen)
 {
     outdir od;
     if (od_open(&od, out, err, errlen) < 0) return -1;
@@ -342,14 +413,8 @@ static int write_merged(merged *m, const char *out, const char *first_shard, cha
         printf("note: no cost_models.csv: %s\n", m->no_costs);
     }
     /* the plots the sweep without --shard draws, from the merged sweep.csv */
-    sweep_plan p;
-    char why[2400];
-    if (status == 0 && replan(m, first_shard, &p, why, sizeof why)) {
-        status = study_sweep_plots(&p, od.tmp_path, err, errlen);
-        sweep_plan_free(&p);
-    } else if (status == 0) {
-        printf("note: no plots: %s\n", why);
-    }
+    if (status == 0 && m->have_plan) status = study_sweep_plots(&m->plan, od.tmp_path, err, errlen);
+    else if (status == 0) printf("note: no plots, and each row's point not checked against the sweep's: %s\n", m->no_plan);
     if (status == 0) status = od_commit(&od, err, errlen);
     if (status < 0) od_abort(&od);
     return status;
@@ -409,7 +474,7 @@ int cmd_merge(int argc, char **argv)
         else
             read_cost_models(&m, argv[i]);
     if (status == EXIT_OK && check_complete(&m, err, sizeof err) < 0) status = EXIT_BAD_INPUT;
-    if (status == EXIT_OK && write_merged(&m, argv[1], argv[2], err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+    if (status == EXIT_OK && write_merged(&m, argv[1], err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
     if (status != EXIT_OK) fprintf(stderr, "servesim: %s\n", err);
     else printf("%d points from %d shards in %s/sweep.csv\n", m.total, argc - 2, argv[1]);
     for (int i = 0; m.rows && i < m.total; i++) free(m.rows[i]);
@@ -418,5 +483,6 @@ int cmd_merge(int argc, char **argv)
     free(m.cost_rows);
     free(m.where);
     free(m.header);
+    if (m.have_plan) sweep_plan_free(&m.plan);
     return status;
 }

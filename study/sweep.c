@@ -725,18 +725,23 @@ static void write_stats(FILE *f, const sweep_result *r, int which)
     }
 }
 
-static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_result *r, int num_percentiles)
+void sweep_write_row_start(FILE *f, const sweep_plan *p, int index, bool values)
 {
     scenario sc;
     char label[256], err[256];
-    sweep_point_scenario(p, index, &sc, err, sizeof err);
     sweep_point_label(p, index, label, sizeof label);
     fprintf(f, "%d,", index);
     csv_write_field(f, label);
+    if (!values || sweep_point_scenario(p, index, &sc, err, sizeof err) < 0) return;
     for (int c = 0; c < p->ncolumns; c++) {
         fputc(',', f);
         csv_write_field(f, sc.v[p->columns[c]].s);
     }
+}
+
+static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_result *r, int num_percentiles)
+{
+    sweep_write_row_start(f, p, index, true);
     if (p->repeat == 1) {
         fputc(',', f);
         if (r->nruns > 0) sumf_write_row(f, &r->sum);
@@ -749,6 +754,12 @@ static void write_row(FILE *f, const sweep_plan *p, int index, const sweep_resul
     }
     sumf_write_extra_row(f, r->nruns > 0 ? &r->sum : NULL, num_percentiles);
     fputc('\n', f);
+}
+
+void sweep_write_csv_header(FILE *f, const sweep_plan *p)
+{
+    summary named = percentiles_of(p);
+    write_header(f, p, &named);
 }
 
 void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
@@ -767,11 +778,8 @@ void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r
     sumf_write_extra_header(f, &named);
     fputc('\n', f);
     for (int i = 0; i < sweep_num_points(p); i++) {
-        char label[256];
-        sweep_point_label(p, i, label, sizeof label);
         for (int k = 0; r[i].ran && k < r[i].nruns; k++) {
-            fprintf(f, "%d,", i);
-            csv_write_field(f, label);
+            sweep_write_row_start(f, p, i, false);
             fprintf(f, ",%d,%llu,", k + 1, (unsigned long long)r[i].seeds[k]);
             sumf_write_row(f, &r[i].runs[k]);
             sumf_write_extra_row(f, &r[i].runs[k], named.num_percentiles);

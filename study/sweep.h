@@ -113,6 +113,12 @@ void sweep_run_name(int index, char *buf, size_t len);
 
 /* sweep.csv: point,label,<changed keys>,<summary fields>[,repeats,<field>_std,_min,_max...]. */
 void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
+/* sweep.csv's header alone, as sweep_write_csv writes it (merge checks a shard's against it). */
+void sweep_write_csv_header(FILE *f, const sweep_plan *p);
+/* The start of point INDEX's row: "INDEX,LABEL" and, with VALUES, the value of every key any
+ * point changes (sweep_plan.columns), each a CSV field, as sweep.csv's rows start; repeats.csv's
+ * start with the first two. merge checks a shard's rows against it. */
+void sweep_write_row_start(FILE *f, const sweep_plan *p, int index, bool values);
 /* repeats.csv: point,label,repeat,seed,<summary fields>, one row per run (for --repeat > 1). */
 void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
 /* sweep.json: the facts merge needs (total points, shard, repeat, the sweep's identity), and in

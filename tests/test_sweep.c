@@ -180,7 +180,8 @@ Test(sweep, shards_merge_into_the_unsharded_csv, .init = cr_redirect_stdout)
     fflush(stdout);
     static char said[8192];
     said[fread(said, 1, sizeof said - 1, cr_get_redirected_stdout())] = 0;
-    cr_assert(strstr(said, "note: no plots: /tmp/ss-shard3/sweep.json's command line makes sweep ") &&
+    cr_assert(strstr(said, "note: no plots, and each row's point not checked against the sweep's: "
+                           "/tmp/ss-shard3/sweep.json's command line makes sweep ") &&
               strstr(said, "the scenario (or a file it names) changed since the shard ran"), "%s", said);
     /* a command line refused here: its reason in the note, not the parser's usage on stderr */
     cr_assert_eq(system("sed -i 's/workload.num_requests=31/workload.num_requests=-5/' /tmp/ss-shard3/sweep.json"), 0);
@@ -189,7 +190,8 @@ Test(sweep, shards_merge_into_the_unsharded_csv, .init = cr_redirect_stdout)
     fflush(stdout);
     clearerr(cr_get_redirected_stdout()); /* read to its end above */
     said[fread(said, 1, sizeof said - 1, cr_get_redirected_stdout())] = 0;
-    cr_assert(strstr(said, "note: no plots: /tmp/ss-shard3/sweep.json's command line: ") &&
+    cr_assert(strstr(said, "note: no plots, and each row's point not checked against the sweep's: "
+                           "/tmp/ss-shard3/sweep.json's command line: ") &&
               strstr(said, "workload.num_requests"), "%s", said);
 }
 
@@ -632,4 +634,56 @@ Test(sweep, a_seed_whose_repeats_pass_the_maximum_names_seed_and_repeat, .init =
     p.repeat = 1;
     cr_assert_eq(sweep_check(&p, err, sizeof err), 0, "%s", err);
     sweep_plan_free(&p);
+}
+
+/* Shard 2 of a sweep of other values (5,6,7 for 1,2,4) copied into this sweep's shard 2, with a
+ * metric edited to nan, merged with exit 0 into a row "1,6,6,nan" (bad-input campaign): each
+ * row's index, label and varied values are checked against the sweep's point, made again from
+ * the shard's command line, and every metric must be a finite number; both name file and line */
+Test(sweep, merge_checks_each_row_against_the_sweeps_points, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-pshard* /tmp/ss-pother /tmp/ss-pbad");
+    for (int k = 1; k <= 3; k++) {
+        char out[64], shard[8];
+        snprintf(out, sizeof out, "/tmp/ss-pshard%d", k);
+        snprintf(shard, sizeof shard, "%d/3", k);
+        const char *args[] = {"sweep", "--vary", "workload.rate=1,2,4", "--set", "workload.num_requests=5", "--shard",
+                              shard, "--out", out, "--quiet", NULL};
+        cr_assert_eq(cli(cmd_sweep, args), 0);
+    }
+    const char *other[] = {"sweep", "--vary", "workload.rate=5,6,7", "--set", "workload.num_requests=5", "--shard",
+                           "2/3", "--out", "/tmp/ss-pother", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, other), 0);
+    const char *merge[] = {"merge", "/tmp/ss-pbad", "/tmp/ss-pshard1", "/tmp/ss-pshard2", "/tmp/ss-pshard3", NULL};
+    char *orig = slurp_path("/tmp/ss-pshard2/sweep.csv"), *theirs = slurp_path("/tmp/ss-pother/sweep.csv");
+    cr_assert(strstr(theirs, "\n1,6,6,"), "%s", theirs);
+    FILE *f = fopen("/tmp/ss-pshard2/sweep.csv", "w");
+    fputs(theirs, f);
+    fclose(f);
+    cr_assert_eq(cli(cmd_merge, merge), 2);
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert(strstr(text, "servesim: /tmp/ss-pshard2/sweep.csv:2: 1,6,6 is not point 1 of this sweep, which is "
+                           "1,2,2"), "%s", text);
+    /* this sweep's own row, a metric edited to nan, then to inf */
+    const char *bad[] = {"nan", "inf"};
+    for (int k = 0; k < 2; k++) {
+        char *row = strstr(orig, "\n1,2,2,") + 7, *comma = strchr(row, ',');
+        f = fopen("/tmp/ss-pshard2/sweep.csv", "w");
+        fprintf(f, "%.*s%s%s", (int)(row - orig), orig, bad[k], comma);
+        fclose(f);
+        cr_assert_eq(cli(cmd_merge, merge), 2, "%s", bad[k]);
+        stderr_text(text, sizeof text);
+        char want[128];
+        snprintf(want, sizeof want, "servesim: /tmp/ss-pshard2/sweep.csv:2: field 4 (%s) is not a finite number", bad[k]);
+        cr_assert(strstr(text, want), "%s", text);
+    }
+    cr_assert_not(exists("/tmp/ss-pbad"));
+    f = fopen("/tmp/ss-pshard2/sweep.csv", "w");
+    fputs(orig, f);
+    fclose(f);
+    cr_assert_eq(cli(cmd_merge, merge), 0, "restored, the shards merge");
+    free(orig);
+    free(theirs);
+    system("rm -rf /tmp/ss-pshard* /tmp/ss-pother /tmp/ss-pbad");
 }
