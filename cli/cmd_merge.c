@@ -1,7 +1,9 @@
 /* `servesim merge`: joins the sweep.csv of every shard of one sweep into one, in point order,
  * after checking that together they hold every point exactly once, each row that point's in the
- * sweep made again from its command line; their cost_models.csv too, and draws the sweep's
- * plots from that sweep. */
+ * sweep made again from its command line; their cost_models.csv, repeats.csv (--repeat) and
+ * points/ (--keep-runs) too, and draws the sweep's plots from that sweep. */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,7 +26,8 @@ static const char merge_usage[] =
     "  SHARD_DIR`) into OUT_DIR/sweep.csv, rows in point order, byte for byte what the sweep\n"
     "  without --shard writes, with its cost_models.csv and plots (drawn from the first shard's\n"
     "  command line, parsed again: run it where the shards ran). Fails when a point is missing\n"
-    "  or in two shards, or a row is not its point's in that sweep.\n"
+    "  or in two shards, or a row is not its point's in that sweep. Their repeats.csv\n"
+    "  (--repeat) and points/ (--keep-runs) are joined likewise.\n"
     "  Shards of `servesim plan --shard K/N` (a plan-shard.json in each) are joined into what\n"
     "  the plan without --shard writes; run it where the shards ran (their scenario is read\n"
     "  again).\n";
@@ -36,6 +39,15 @@ typedef struct merged {
     int num_fields, first_metric;
     char **rows;             /* by point index */
     char (*where)[1100];     /* "DIR/sweep.csv:LINE" of each row */
+    const char **dir_of;     /* the shard each row came from */
+    int repeats_field;       /* sweep.csv's "repeats" column (--repeat > 1) */
+    char *rep_header;        /* repeats.csv's (--repeat > 1) */
+    int rep_fields;
+    char **rep_rows;         /* each point's runs in repeats.csv, one line each, in order */
+    size_t *rep_len;         /* their length */
+    int *rep_count;
+    int with_runs, without_runs;           /* shards with points/ (--keep-runs) and without */
+    const char *a_with_runs, *a_without_runs;
     char **cost_rows;        /* cost_models.csv's, by point index */
     char no_costs[1200];     /* why no cost_models.csv is written ("" when one is) */
     bool have_plan;          /* the sweep made again from the first shard's command line */
@@ -109,7 +121,11 @@ static int check_plan(merged *m, const char *dir, char *err, size_t errlen)
         m->rows = calloc((size_t)total, sizeof *m->rows);
         m->where = calloc((size_t)total, sizeof *m->where);
         m->cost_rows = calloc((size_t)total, sizeof *m->cost_rows);
-        if (!m->rows || !m->where || !m->cost_rows) {
+        m->dir_of = calloc((size_t)total, sizeof *m->dir_of);
+        m->rep_rows = calloc((size_t)total, sizeof *m->rep_rows);
+        m->rep_len = calloc((size_t)total, sizeof *m->rep_len);
+        m->rep_count = calloc((size_t)total, sizeof *m->rep_count);
+        if (!m->rows || !m->where || !m->cost_rows || !m->dir_of || !m->rep_rows || !m->rep_len || !m->rep_count) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
@@ -141,9 +157,11 @@ static int split_row(const char *line, const char **start)
 static int count_fields(const char *line) { return split_row(line, NULL); }
 
 /* A row of the sweep's form: a line end (a missing one glued two rows into one), the
- * header's number of fields, and a number in every metric column (from the header's
- * "completed" on; metrics are never quoted). */
-static int check_row(const merged *m, const char *line, const char *where, char *err, size_t errlen)
+ * header's number of fields (NUM_FIELDS), and a number in every column from FIRST_NUMBER on
+ * (sweep.csv's metrics from the header's "completed", repeats.csv's from "repeat"; never
+ * quoted). */
+static int check_fields(const char *line, int num_fields, int first_number, const char *where, char *err,
+                        size_t errlen)
 {
     size_t len = strlen(line);
     if (len == 0 || line[len - 1] != '\n') {
@@ -152,11 +170,11 @@ static int check_row(const merged *m, const char *line, const char *where, char 
     }
     const char *start[MAX_FIELDS]; /* 32 KiB on the stack */
     int fields = split_row(line, start);
-    if (fields != m->num_fields || fields > MAX_FIELDS) {
-        snprintf(err, errlen, "%s: %d fields, the header has %d", where, fields, m->num_fields);
+    if (fields != num_fields || fields > MAX_FIELDS) {
+        snprintf(err, errlen, "%s: %d fields, the header has %d", where, fields, num_fields);
         return -1;
     }
-    for (int i = m->first_metric; i < fields; i++) {
+    for (int i = first_number; i < fields; i++) {
         const char *c = start[i], *next = c + strcspn(c, ",\n");
         char *end;
         double v = strtod(c, &end);
@@ -200,9 +218,9 @@ static int check_point(const merged *m, int point, const char *line, int fields,
     return same ? 0 : -1;
 }
 
-static int add_row(merged *m, char *line, const char *where, char *err, size_t errlen)
+static int add_row(merged *m, char *line, const char *dir, const char *where, char *err, size_t errlen)
 {
-    if (check_row(m, line, where, err, errlen) < 0) return -1;
+    if (check_fields(line, m->num_fields, m->first_metric, where, err, errlen) < 0) return -1;
     char *end;
     long point = strtol(line, &end, 10);
     if (end == line || *end != ',' || point < 0 || point >= m->total) {
@@ -216,6 +234,7 @@ static int add_row(merged *m, char *line, const char *where, char *err, size_t e
     if (m->have_plan && check_point(m, (int)point, line, 2 + m->plan.ncolumns, true, where, err, errlen) < 0)
         return -1;
     m->rows[point] = line;
+    m->dir_of[point] = dir;
     snprintf(m->where[point], sizeof m->where[point], "%s", where);
     return 0;
 }
@@ -260,8 +279,13 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
             m->num_fields = count_fields(m->header);
             const char *completed = strstr(m->header, ",completed,");
             m->first_metric = completed ? count_fields(m->header) - count_fields(completed + 1) : m->num_fields;
+            const char *repeats = strstr(m->header, ",repeats,");
+            m->repeats_field = repeats ? count_fields(m->header) - count_fields(repeats + 1) : -1;
             if (!completed) {
                 snprintf(err, errlen, "%s: not a sweep.csv header (no completed column)", where);
+                status = -1;
+            } else if (m->repeat > 1 && !repeats) {
+                snprintf(err, errlen, "%s: no repeats column, though the sweep ran %d repeats", where, m->repeat);
                 status = -1;
             } else {
                 status = check_header(m, where, err, errlen);
@@ -269,12 +293,159 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
         } else if (lineno == 1 && strcmp(line, m->header) != 0) {
             snprintf(err, errlen, "%s: the columns differ from the first shard's", where);
             status = -1;
-        } else if (lineno > 1 && (status = add_row(m, line, where, err, errlen)) == 0) {
+        } else if (lineno > 1 && (status = add_row(m, line, dir, where, err, errlen)) == 0) {
             line = NULL, cap = 0;
         }
     }
     free(line);
     fclose(f);
+    return status;
+}
+
+/* One row of DIR/repeats.csv into M: a run of a point whose sweep.csv row came from DIR, after
+ * that point's runs before it (the sweep writes each point's runs together, numbered 1, 2, ...);
+ * LAST is the point of the row before. */
+static int add_run(merged *m, const char *dir, const char *line, int *last, const char *where, char *err,
+                   size_t errlen)
+{
+    if (check_fields(line, m->rep_fields, 2, where, err, errlen) < 0) return -1;
+    char *end;
+    long point = strtol(line, &end, 10);
+    if (end == line || *end != ',' || point < 0 || point >= m->total || m->dir_of[point] != dir) {
+        snprintf(err, errlen, "%s: expected the index of a point in %s/sweep.csv first", where, dir);
+        return -1;
+    }
+    if (m->have_plan && check_point(m, (int)point, line, 2, false, where, err, errlen) < 0) return -1;
+    const char *start[MAX_FIELDS];
+    split_row(line, start);
+    long run = strtol(start[2], NULL, 10);
+    if (run != m->rep_count[point] + 1 || (m->rep_count[point] > 0 && *last != point)) {
+        snprintf(err, errlen, "%s: run %ld of point %ld, after %d of its runs%s: the sweep writes each point's runs "
+                 "together, numbered from 1", where, run, point, m->rep_count[point],
+                 m->rep_count[point] > 0 && *last != point ? " and another point's" : "");
+        return -1;
+    }
+    size_t had = m->rep_len[point], len = strlen(line);
+    char *grown = realloc(m->rep_rows[point], had + len + 1);
+    if (!grown) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(grown + had, line, len + 1);
+    m->rep_rows[point] = grown;
+    m->rep_len[point] = had + len;
+    m->rep_count[point]++;
+    *last = (int)point;
+    return 0;
+}
+
+/* DIR/repeats.csv, which a shard of a sweep of --repeat N > 1 writes as the sweep without
+ * --shard does (every run of its points): its header the first shard's, and with the plan
+ * the one that sweep writes; each point's runs as many as its sweep.csv row's repeats column
+ * says. merge once left it out, and the merged folder had no runs (bad-input campaign). */
+static int read_repeats(merged *m, const char *dir, char *err, size_t errlen)
+{
+    char path[1100], where[1100];
+    snprintf(path, sizeof path, "%s/repeats.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open (a shard of a sweep with --repeat %d writes one)", path, m->repeat);
+        return -1;
+    }
+    char *line = NULL, *want = NULL;
+    size_t cap = 0, wantlen = 0;
+    int status = 0, last = -1, lineno = 1;
+    for (; status == 0 && getline(&line, &cap, f) >= 0; lineno++) {
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (lineno > 1) {
+            status = add_run(m, dir, line, &last, where, err, errlen);
+        } else if (m->rep_header) {
+            if (strcmp(line, m->rep_header) != 0) {
+                snprintf(err, errlen, "%s: the columns differ from the first shard's", where);
+                status = -1;
+            }
+        } else {
+            FILE *w = m->have_plan ? open_memstream(&want, &wantlen) : NULL;
+            if (w) {
+                sweep_write_repeats_header(w, &m->plan);
+                fclose(w);
+            }
+            if (m->have_plan && (!want || strcmp(want, line) != 0)) {
+                snprintf(err, errlen, "%s: not the columns this sweep writes (a repeats.csv of another sweep?)", where);
+                status = -1;
+            } else if (strncmp(line, "point,label,repeat,seed,", 24) != 0) {
+                snprintf(err, errlen, "%s: not a repeats.csv header (point,label,repeat,seed first)", where);
+                status = -1;
+            } else {
+                m->rep_header = line, line = NULL, cap = 0;
+                m->rep_fields = count_fields(m->rep_header);
+            }
+        }
+    }
+    free(line);
+    free(want);
+    fclose(f);
+    if (status == 0 && lineno == 1) {
+        snprintf(err, errlen, "%s: empty (no header)", path);
+        status = -1;
+    }
+    for (int i = 0; status == 0 && i < m->total; i++) {
+        if (m->dir_of[i] != dir) continue;
+        const char *start[MAX_FIELDS];
+        split_row(m->rows[i], start);
+        long want_runs = strtol(start[m->repeats_field], NULL, 10);
+        if (m->rep_count[i] != want_runs) {
+            snprintf(err, errlen, "%s: %d runs of point %d, where %s says it has %ld", path, m->rep_count[i], i,
+                     m->where[i], want_runs);
+            status = -1;
+        }
+    }
+    return status;
+}
+
+/* DIR/points/, which a shard of --keep-runs writes: one folder a point of the shard, named as
+ * the sweep names it (sweep_run_name), and nothing else. merge once left it out (bad-input
+ * campaign); the folders are copied when every shard has one (see write_merged). */
+static int check_runs(merged *m, const char *dir, char *err, size_t errlen)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/points", dir);
+    DIR *d = opendir(path);
+    if (!d && errno == ENOENT) {
+        if (!m->without_runs++) m->a_without_runs = dir;
+        return 0;
+    }
+    if (!d) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!m->with_runs++) m->a_with_runs = dir;
+    int status = 0;
+    struct dirent *e;
+    while (status == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char *end, name[32] = "", run[1400];
+        long point = strtol(e->d_name, &end, 10);
+        if (point >= 0 && point < m->total && !*end) sweep_run_name((int)point, name, sizeof name);
+        struct stat st;
+        snprintf(run, sizeof run, "%s/%s", path, e->d_name);
+        if (point < 0 || point >= m->total || *end || strcmp(name, e->d_name) != 0 || m->dir_of[point] != dir ||
+            stat(run, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s: not the run folder of a point in %s/sweep.csv", run, dir);
+            status = -1;
+        }
+    }
+    closedir(d);
+    for (int i = 0; status == 0 && i < m->total; i++) {
+        char name[32], run[1400];
+        struct stat st;
+        sweep_run_name(i, name, sizeof name);
+        snprintf(run, sizeof run, "%s/%s", path, name);
+        if (m->dir_of[i] == dir && stat(run, &st) != 0) {
+            snprintf(err, errlen, "%s: missing: point %d ran in this shard, which kept its runs (--keep-runs)", run, i);
+            status = -1;
+        }
+    }
     return status;
 }
 
@@ -380,6 +551,92 @@ static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, s
     return ok;
 }
 
+/* The file FROM copied byte for byte to TO. -1 with "PATH: reason" in ERR. */
+static int copy_file(const char *from, const char *to, char *err, size_t errlen)
+{
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    if (!in || !out) {
+        snprintf(err, errlen, "%s: %s", in ? to : from, strerror(errno));
+        if (in) fclose(in);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    bool wrote = true;
+    while (wrote && (n = fread(buf, 1, sizeof buf, in)) > 0) wrote = fwrite(buf, 1, n, out) == n;
+    bool read = !ferror(in);
+    fclose(in);
+    if (fclose(out) != 0) wrote = false;
+    if (read && wrote) return 0;
+    snprintf(err, errlen, "%s: cannot %s", read ? to : from, read ? "write" : "read");
+    return -1;
+}
+
+/* The folder FROM copied to TO (made here): its files byte for byte, its folders likewise;
+ * anything else (a link, a device) is refused, since the sweep writes none. */
+static int copy_tree(const char *from, const char *to, char *err, size_t errlen)
+{
+    if (mkdir(to, 0777) != 0) {
+        snprintf(err, errlen, "%s: %s", to, strerror(errno));
+        return -1;
+    }
+    DIR *d = opendir(from);
+    if (!d) {
+        snprintf(err, errlen, "%s: %s", from, strerror(errno));
+        return -1;
+    }
+    int status = 0;
+    struct dirent *e;
+    while (status == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char src[4200], dst[4200];
+        struct stat st;
+        if ((size_t)snprintf(src, sizeof src, "%s/%s", from, e->d_name) >= sizeof src ||
+            (size_t)snprintf(dst, sizeof dst, "%s/%s", to, e->d_name) >= sizeof dst) {
+            snprintf(err, errlen, "%s/%s: the path is too long", from, e->d_name);
+            status = -1;
+        } else if (lstat(src, &st) != 0) {
+            snprintf(err, errlen, "%s: %s", src, strerror(errno));
+            status = -1;
+        } else if (S_ISDIR(st.st_mode)) {
+            status = copy_tree(src, dst, err, errlen);
+        } else if (S_ISREG(st.st_mode)) {
+            status = copy_file(src, dst, err, errlen);
+        } else {
+            snprintf(err, errlen, "%s: neither a file nor a folder, which a sweep's run never writes", src);
+            status = -1;
+        }
+    }
+    closedir(d);
+    return status;
+}
+
+/* OUT/points/ from every shard's points/ (--keep-runs), each point's run folder copied whole:
+ * the shards are left as they were. None when no shard has one; when only some have, a note
+ * says so and there is none, as for cost_models.csv. */
+static int write_runs(const merged *m, const outdir *od, char *err, size_t errlen)
+{
+    if (!m->with_runs) return 0;
+    if (m->without_runs) {
+        printf("note: no points/: %s has none (a shard run without --keep-runs), %s has\n", m->a_without_runs,
+               m->a_with_runs);
+        return 0;
+    }
+    char to[sizeof od->tmp_path + 64], from[1400], name[32];
+    snprintf(to, sizeof to, "%s/points", od->tmp_path);
+    if (mkdir(to, 0777) != 0) {
+        snprintf(err, errlen, "%s: %s", to, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < m->total; i++) {
+        sweep_run_name(i, name, sizeof name);
+        snprintf(from, sizeof from, "%s/points/%s", m->dir_of[i], name);
+        snprintf(to, sizeof to, "%s/points/%s", od->tmp_path, name);
+        if (copy_tree(from, to, err, errlen) < 0) return -1;
+    }
+    return 0;
+}
+
 static int write_merged(merged *m, const char *out, char *err, size_t errlen)
 {
     outdir od;
@@ -391,6 +648,16 @@ static int write_merged(merged *m, const char *out, char *err, size_t errlen)
         for (int i = 0; i < m->total; i++) fputs(m->rows[i], f);
         status = od_fclose(f, "sweep.csv", err, errlen);
     }
+    if (status == 0 && m->repeat > 1) { /* every run, in the sweep's order: by point, then seed */
+        if (!(f = od_fopen(&od, "repeats.csv", err, errlen))) status = -1;
+        if (f) {
+            fputs(m->rep_header, f);
+            for (int i = 0; i < m->total; i++)
+                if (m->rep_rows[i]) fputs(m->rep_rows[i], f);
+            status = od_fclose(f, "repeats.csv", err, errlen);
+        }
+    }
+    if (status == 0) status = write_runs(m, &od, err, errlen);
     if (status == 0 && (f = od_fopen(&od, "sweep.json", err, errlen))) {
         json_t *doc = json_pack("{s:i, s:i, s:i, s:i, s:s, s:b}", "points_total", m->total, "shard", 1, "num_shards", 1,
                                 "repeat", m->repeat, "sweep_id", m->id, "merged_from_shards", 1);
@@ -469,7 +736,9 @@ int cmd_merge(int argc, char **argv)
     merged m = {.total = -1};
     int status = EXIT_OK;
     for (int i = 2; status == EXIT_OK && i < argc; i++)
-        if (check_plan(&m, argv[i], err, sizeof err) < 0 || read_csv(&m, argv[i], err, sizeof err) < 0)
+        if (check_plan(&m, argv[i], err, sizeof err) < 0 || read_csv(&m, argv[i], err, sizeof err) < 0 ||
+            (m.repeat > 1 && read_repeats(&m, argv[i], err, sizeof err) < 0) ||
+            check_runs(&m, argv[i], err, sizeof err) < 0)
             status = EXIT_BAD_INPUT;
         else
             read_cost_models(&m, argv[i]);
@@ -479,8 +748,14 @@ int cmd_merge(int argc, char **argv)
     else printf("%d points from %d shards in %s/sweep.csv\n", m.total, argc - 2, argv[1]);
     for (int i = 0; m.rows && i < m.total; i++) free(m.rows[i]);
     for (int i = 0; m.cost_rows && i < m.total; i++) free(m.cost_rows[i]);
+    for (int i = 0; m.rep_rows && i < m.total; i++) free(m.rep_rows[i]);
     free(m.rows);
     free(m.cost_rows);
+    free(m.rep_rows);
+    free(m.rep_len);
+    free(m.rep_count);
+    free(m.dir_of);
+    free(m.rep_header);
     free(m.where);
     free(m.header);
     if (m.have_plan) sweep_plan_free(&m.plan);

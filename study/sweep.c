@@ -770,13 +770,24 @@ void sweep_write_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
         if (r[i].ran) write_row(f, p, i, &r[i], named.num_percentiles);
 }
 
-void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
+static void write_repeats_header(FILE *f, const summary *named)
 {
     fputs("point,label,repeat,seed,", f);
     sumf_write_header(f, "");
-    summary named = percentiles_of(p);
-    sumf_write_extra_header(f, &named);
+    sumf_write_extra_header(f, named);
     fputc('\n', f);
+}
+
+void sweep_write_repeats_header(FILE *f, const sweep_plan *p)
+{
+    summary named = percentiles_of(p);
+    write_repeats_header(f, &named);
+}
+
+void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r)
+{
+    summary named = percentiles_of(p);
+    write_repeats_header(f, &named);
     for (int i = 0; i < sweep_num_points(p); i++) {
         for (int k = 0; r[i].ran && k < r[i].nruns; k++) {
             sweep_write_row_start(f, p, i, false);

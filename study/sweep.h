@@ -121,6 +121,8 @@ void sweep_write_csv_header(FILE *f, const sweep_plan *p);
 void sweep_write_row_start(FILE *f, const sweep_plan *p, int index, bool values);
 /* repeats.csv: point,label,repeat,seed,<summary fields>, one row per run (for --repeat > 1). */
 void sweep_write_repeats_csv(FILE *f, const sweep_plan *p, const sweep_result *r);
+/* repeats.csv's header alone (merge checks a shard's against it). */
+void sweep_write_repeats_header(FILE *f, const sweep_plan *p);
 /* sweep.json: the facts merge needs (total points, shard, repeat, the sweep's identity), and in
  * a shard the command line (ARGV after the command name) and the folder it ran in, from which
  * merge makes the plan again to draw the plots. */

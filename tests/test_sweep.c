@@ -687,3 +687,58 @@ Test(sweep, merge_checks_each_row_against_the_sweeps_points, .init = cr_redirect
     free(theirs);
     system("rm -rf /tmp/ss-pshard* /tmp/ss-pother /tmp/ss-pbad");
 }
+
+/* merge left out repeats.csv (--repeat) and points/ (--keep-runs) with exit 0, though the sweep
+ * without --shard writes both (bad-input campaign): both are merged into what it writes, byte
+ * for byte; a shard without its repeats.csv, or with another point's runs, is refused */
+Test(sweep, merge_joins_repeats_csv_and_the_kept_runs, .init = cr_redirect_stdout)
+{
+    system("rm -rf /tmp/ss-kshard* /tmp/ss-kwhole /tmp/ss-kmerged* /tmp/ss-kbad");
+    const char *args[] = {"sweep", "--vary", "workload.rate=1,2,4", "--set", "workload.num_requests=5", "--repeat", "2",
+                          "--keep-runs", "--out", "/tmp/ss-kwhole", "--quiet", NULL, NULL, NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    for (int k = 1; k <= 2; k++) {
+        char out[64], shard[8];
+        snprintf(out, sizeof out, "/tmp/ss-kshard%d", k);
+        snprintf(shard, sizeof shard, "%d/2", k);
+        args[9] = out, args[11] = "--shard", args[12] = shard;
+        cr_assert_eq(cli(cmd_sweep, args), 0);
+    }
+    const char *merge[] = {"merge", "/tmp/ss-kmerged", "/tmp/ss-kshard2", "/tmp/ss-kshard1", NULL};
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    const char *files[] = {"sweep.csv", "repeats.csv", "points/000/summary.json", "points/001/requests.csv",
+                           "points/002/steps.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *a = slurp("/tmp/ss-kwhole", files[i]), *b = slurp("/tmp/ss-kmerged", files[i]);
+        cr_assert_str_eq(a, b, "%s", files[i]);
+        free(a), free(b);
+    }
+    cr_assert_eq(system("diff -r /tmp/ss-kwhole/points /tmp/ss-kmerged/points"), 0, "every run, every file");
+    /* a shard run without --keep-runs: no points/, and a note says why, as for cost_models.csv */
+    cr_assert_eq(system("mv /tmp/ss-kshard1/points /tmp/ss-kshard1-points"), 0);
+    const char *some[] = {"merge", "/tmp/ss-kmerged2", "/tmp/ss-kshard1", "/tmp/ss-kshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, some), 0);
+    cr_assert(exists("/tmp/ss-kmerged2/repeats.csv") && !exists("/tmp/ss-kmerged2/points"));
+    fflush(stdout);
+    static char said[8192];
+    said[fread(said, 1, sizeof said - 1, cr_get_redirected_stdout())] = 0;
+    cr_assert(strstr(said, "note: no points/: /tmp/ss-kshard1 has none (a shard run without --keep-runs), "
+                           "/tmp/ss-kshard2 has\n"), "%s", said);
+    cr_assert_eq(system("mv /tmp/ss-kshard1-points /tmp/ss-kshard1/points"), 0);
+    /* point 1's runs moved into shard 1's repeats.csv: not a point of that shard */
+    char *reps = slurp("/tmp/ss-kshard2", "repeats.csv");
+    FILE *f = fopen("/tmp/ss-kshard1/repeats.csv", "a");
+    fputs(strchr(reps, '\n') + 1, f);
+    fclose(f);
+    const char *bad[] = {"merge", "/tmp/ss-kbad", "/tmp/ss-kshard1", "/tmp/ss-kshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, bad), 2);
+    cr_assert_eq(system("rm /tmp/ss-kshard1/repeats.csv"), 0);
+    cr_assert_eq(cli(cmd_merge, bad), 2, "a shard of --repeat 2 without its repeats.csv");
+    /* a folder in points/ that is no run of the shard's */
+    cr_assert_eq(system("mkdir /tmp/ss-kshard2/points/007"), 0);
+    const char *stray[] = {"merge", "/tmp/ss-kbad", "/tmp/ss-kshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, stray), 2);
+    cr_assert_not(exists("/tmp/ss-kbad"));
+    free(reps);
+    system("rm -rf /tmp/ss-kshard* /tmp/ss-kwhole /tmp/ss-kmerged* /tmp/ss-kbad");
+}
