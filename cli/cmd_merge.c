@@ -157,9 +157,9 @@ static int split_row(const char *line, const char **start)
 static int count_fields(const char *line) { return split_row(line, NULL); }
 
 /* A row of the sweep's form: a line end (a missing one glued two rows into one), the
- * header's number of fields (NUM_FIELDS), and a number in every column from FIRST_NUMBER on
- * (sweep.csv's metrics from the header's "completed", repeats.csv's from "repeat"; never
- * quoted). */
+ * header's number of fields (NUM_FIELDS), and a number or nothing in every column from
+ * FIRST_NUMBER on (sweep.csv's metrics from the header's "completed", repeats.csv's from
+ * "repeat"; never quoted). */
 static int check_fields(const char *line, int num_fields, int first_number, const char *where, char *err,
                         size_t errlen)
 {
@@ -177,6 +177,7 @@ static int check_fields(const char *line, int num_fields, int first_number, cons
     for (int i = first_number; i < fields; i++) {
         const char *c = start[i], *next = c + strcspn(c, ",\n");
         char *end;
+        if (c == next) continue; /* a number the sweep has none of (no request finished): sumf_format */
         double v = strtod(c, &end);
         if (end == c || end != next) {
             snprintf(err, errlen, "%s: field %d (%.*s) is not a number", where, i + 1, (int)(next - c), c);

@@ -742,3 +742,28 @@ Test(sweep, merge_joins_repeats_csv_and_the_kept_runs, .init = cr_redirect_stdou
     free(reps);
     system("rm -rf /tmp/ss-kshard* /tmp/ss-kwhole /tmp/ss-kmerged* /tmp/ss-kbad");
 }
+
+/* A point where no request finished has its metrics written empty (sumf_format), and merge
+ * refused its shard ("field 4 () is not a number"): empty fields merge as the sweep wrote them */
+Test(sweep, merge_takes_a_point_where_no_request_finished, .init = cr_redirect_stdout)
+{
+    system("rm -rf /tmp/ss-eshard* /tmp/ss-ewhole /tmp/ss-emerged");
+    const char *args[] = {"sweep", "--vary", "workload.prompt_len=fixed:100,fixed:300000", "--set",
+                          "workload.num_requests=3", "--out", "/tmp/ss-ewhole", "--quiet", NULL, NULL, NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 0);
+    for (int k = 1; k <= 2; k++) {
+        char out[64], shard[8];
+        snprintf(out, sizeof out, "/tmp/ss-eshard%d", k);
+        snprintf(shard, sizeof shard, "%d/2", k);
+        args[6] = out, args[8] = "--shard", args[9] = shard;
+        cr_assert_eq(cli(cmd_sweep, args), 0);
+    }
+    char *a = slurp("/tmp/ss-ewhole", "sweep.csv");
+    cr_assert(strstr(a, "\n1,fixed:300000,fixed:300000,,,"), "every request rejected, no metric: %s", a);
+    const char *merge[] = {"merge", "/tmp/ss-emerged", "/tmp/ss-eshard1", "/tmp/ss-eshard2", NULL};
+    cr_assert_eq(cli(cmd_merge, merge), 0);
+    char *b = slurp("/tmp/ss-emerged", "sweep.csv");
+    cr_assert_str_eq(a, b);
+    free(a), free(b);
+    system("rm -rf /tmp/ss-eshard* /tmp/ss-ewhole /tmp/ss-emerged");
+}
