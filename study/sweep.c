@@ -21,6 +21,8 @@ static const char *const key_names[K_COUNT] = {
 
 const char *sweep_key_name(int key) { return key_names[key]; }
 
+/* Each key's maximum as the key table gives it: sweep_check_seeds reads run.seed's from here,
+ * not from a copy of its number. */
 static const char *const key_max[K_COUNT] = {
 #define X(sec, key, type, def, lo, hi, help) hi,
     SCENARIO_KEYS(X)
