@@ -68,9 +68,25 @@ static void point_scenario(const report *rp, int i, scenario *sc)
     sweep_point_scenario(rp->p, i, sc, err, sizeof err);
 }
 
-static const char *label_of(const report *rp, int i, char *buf, size_t len)
+/* A point's label as the plots' titles take it (plot_quote quotes it for gnuplot). */
+static const char *plot_label_of(const report *rp, int i, char *buf, size_t len)
 {
     sweep_point_label(rp->p, i, buf, len);
+    return buf;
+}
+
+/* A point's label as report.md prints it: a '|' in a label the user gave (--point LABEL:...) would end a table
+ * cell, so it is written as markdown's escape, which renders as the '|' itself in tables and prose alike. */
+static const char *label_of(const report *rp, int i, char *buf, size_t len)
+{
+    char raw[256];
+    sweep_point_label(rp->p, i, raw, sizeof raw);
+    size_t o = 0;
+    for (const char *c = raw; *c && o + 2 < len; c++) {
+        if (*c == '|') buf[o++] = '\\';
+        buf[o++] = *c;
+    }
+    buf[o] = 0;
     return buf;
 }
 
@@ -180,7 +196,7 @@ static int plot_timeline(report *rp, const int *pts, int n, const char *png, con
             char dir[64], label[256];
             run_dir(pts[j], dir, sizeof dir);
             fprintf(f, "%s'%s/steps.csv' using 'start_time':%s title ", j ? ", " : "", dir, panels[k].expr);
-            plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+            plot_quote(f, plot_label_of(rp, pts[j], label, sizeof label));
         }
         fputc('\n', f);
     }
@@ -201,7 +217,7 @@ static int plot_queues(report *rp, const int *pts, int n, const char *png, const
     for (int j = 0; j < n; j++) {
         char dir[64], label[256];
         run_dir(pts[j], dir, sizeof dir);
-        label_of(rp, pts[j], label, sizeof label);
+        plot_label_of(rp, pts[j], label, sizeof label);
         fprintf(f, "%s'%s/steps.csv' using 'start_time':'waiting' dashtype 2 linecolor %d title ", j ? ", " : "", dir,
                 j + 1);
         plot_quote(f, label);
@@ -212,7 +228,7 @@ static int plot_queues(report *rp, const int *pts, int n, const char *png, const
         char dir[64], label[256];
         run_dir(pts[j], dir, sizeof dir);
         fprintf(f, "%s'%s/steps.csv' using 'start_time':'num_free_blocks' title ", j ? ", " : "", dir);
-        plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+        plot_quote(f, plot_label_of(rp, pts[j], label, sizeof label));
     }
     fputs("\nunset multiplot\n", f);
     return plot_finish(&pl, rp->dir, rp->err, rp->errlen);
@@ -243,7 +259,7 @@ static int plot_cdfs(report *rp, const int *pts, int n, const char *png, const c
             char dir[64], label[256];
             run_dir(pts[j], dir, sizeof dir);
             fprintf(f, "%s'%s/requests.csv' using %s:(1) smooth cnormal title ", j ? ", " : "", dir, panels[k].expr);
-            plot_quote(f, label_of(rp, pts[j], label, sizeof label));
+            plot_quote(f, plot_label_of(rp, pts[j], label, sizeof label));
         }
         fputc('\n', f);
     }

@@ -34,14 +34,15 @@ Test(report, change_picks_its_direction_from_the_sign)
     cr_assert_str_eq(buf, "73.5%");
 }
 
-static char *versions_report(double static_tput, double cont_tput, double static_ttft, double cont_ttft)
+static char *labelled_versions_report(const char *static_point, double static_tput, double cont_tput,
+                                      double static_ttft, double cont_ttft)
 {
     scenario sc;
     char err[1024];
     scenario_defaults(&sc);
     sweep_plan p;
     sweep_plan_init(&p, &sc);
-    cr_assert_eq(sweep_add_point(&p, "static:scheduler.policy=static", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, static_point, err, sizeof err), 0, "%s", err);
     cr_assert_eq(sweep_add_point(&p, "continuous:scheduler.policy=continuous", err, sizeof err), 0, "%s", err);
     system("rm -rf /tmp/ss-report && mkdir -p /tmp/ss-report/points/000 /tmp/ss-report/points/001");
     for (int i = 0; i < 2; i++) {
@@ -69,6 +70,27 @@ static char *versions_report(double static_tput, double cont_tput, double static
     fread(buf, 1, (1 << 16) - 1, f);
     fclose(f);
     return buf;
+}
+
+static char *versions_report(double static_tput, double cont_tput, double static_ttft, double cont_ttft)
+{
+    return labelled_versions_report("static:scheduler.policy=static", static_tput, cont_tput, static_ttft, cont_ttft);
+}
+
+/* A '|' in a label the user gave is markdown's escape in report.md, so its table row keeps its
+ * columns (it had split the label cell in two); the plots' titles keep the label as given. */
+Test(report, a_bar_in_a_label_keeps_the_table_whole)
+{
+    char *md = labelled_versions_report("a|b:scheduler.policy=static", 1000, 3000, 800, 400);
+    const char *row = strstr(md, "| 0 | a\\|b | 0 |");
+    cr_assert(row, "%s", md);
+    const char *header = strstr(md, "| point | label |");
+    cr_assert(header, "%s", md);
+    int cells_header = 0, cells_row = 0;
+    for (const char *c = header; *c && *c != '\n'; c++) cells_header += *c == '|';
+    for (const char *c = row; *c && *c != '\n'; c++) cells_row += *c == '|' && (c == row || c[-1] != '\\');
+    cr_assert_eq(cells_row, cells_header, "%s", md);
+    free(md);
 }
 
 Test(report, sentences_change_with_the_numbers)
