@@ -431,6 +431,32 @@ int scenario_load(scenario *sc, const char *path, char *err, size_t errlen)
     return -1;
 }
 
+bool scenario_same_value(scenario_key k, const char *a, const char *b)
+{
+    scenario_value va, vb;
+    char err[256];
+    if (parse_value(k, a, &va, err, sizeof err) < 0 || parse_value(k, b, &vb, err, sizeof err) < 0)
+        return strcmp(a, b) == 0;
+    switch (keys[k].type) {
+    case INT:
+    case NUM:
+        return va.d == vb.d;
+    case BOOL:
+        return va.b == vb.b;
+    case DIST: {
+        len_dist da, db;
+        char ta[128], tb[128];
+        dist_parse(a, &da, err, sizeof err);
+        dist_parse(b, &db, err, sizeof err);
+        dist_format(&da, ta, sizeof ta);
+        dist_format(&db, tb, sizeof tb);
+        return strcmp(ta, tb) == 0;
+    }
+    default:
+        return strcmp(a, b) == 0;
+    }
+}
+
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 {
     return scenario_set_from(sc, assignment, "--set", err, errlen);

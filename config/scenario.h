@@ -102,6 +102,10 @@ int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 /* scenario_set with the value's ORIGIN named otherwise than "--set" (a sweep's point, plan's
  * layout): messages say where a value came from. */
 int scenario_set_from(scenario *sc, const char *assignment, const char *origin, char *err, size_t errlen);
+/* Whether A and B, both valid values of key K, mean one setting: numbers compare by value
+ * ("1" and "1.0"), booleans by truth ("on" and "true"), lengths by their canonical form ("8"
+ * and "fixed:8"), other values as written. */
+bool scenario_same_value(scenario_key k, const char *a, const char *b);
 /* "SECTION.KEY" of the key that models vLLM's option NAME ("--max-num-seqs", "max_num_seqs"),
  * written to BUF; NULL when NAME is none of VLLM_OPTIONS. */
 const char *scenario_vllm_key(const char *name, char *buf, size_t len);

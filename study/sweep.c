@@ -204,8 +204,10 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
     for (int v = 0; v < ax.n; v++) {
         if (check_value(p, ax.key, ax.values[v], why, sizeof why) < 0) goto bad;
         for (int u = 0; u < v; u++)
-            if (strcmp(ax.values[u], ax.values[v]) == 0) { /* the same point run twice, under one label */
-                snprintf(why, sizeof why, "%s is given twice", ax.values[v]);
+            if (scenario_same_value(ax.key, ax.values[u], ax.values[v])) { /* the same point run twice */
+                if (strcmp(ax.values[u], ax.values[v]) == 0) snprintf(why, sizeof why, "%s is given twice", ax.values[v]);
+                else snprintf(why, sizeof why, "%s is %s given again: the same point would run twice", ax.values[v],
+                              ax.values[u]);
                 goto bad;
             }
     }
@@ -244,16 +246,30 @@ static int parse_assignments(const sweep_plan *p, const char *text, sweep_listed
 }
 
 /* Whether A and B set the same keys to the same values, in any order: one setting, whose
- * point would run twice. Values compare as written, as --vary's do. */
+ * point would run twice. Values compare as the scenario reads them ("1" and "1.0" alike), as
+ * --vary's do. */
 static bool same_setting(const sweep_listed *a, const sweep_listed *b)
 {
     if (a->n != b->n) return false;
     for (int i = 0; i < a->n; i++) {
         int j = 0;
-        while (j < b->n && (b->a[j].key != a->a[i].key || strcmp(b->a[j].value, a->a[i].value) != 0)) j++;
+        while (j < b->n && (b->a[j].key != a->a[i].key || !scenario_same_value(a->a[i].key, b->a[j].value,
+                                                                                 a->a[i].value)))
+            j++;
         if (j == b->n) return false;
     }
     return true;
+}
+
+/* A listed point's part of its labels: its own label, or its values joined by '/' (as
+ * sweep_point_label writes them). */
+static void listed_label(const sweep_listed *pt, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", pt->label);
+    for (int i = 0; !pt->label[0] && i < pt->n; i++) {
+        size_t used = strlen(buf);
+        if (used < len) snprintf(buf + used, len - used, "%s%s", i ? "/" : "", pt->a[i].value);
+    }
 }
 
 /* A listed point as its --point was written ("[LABEL:]K=V,K=V"), for messages. */
@@ -296,13 +312,21 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
             }
     /* two rows of one label, or one setting run twice (bad-input campaign); --vary refuses a
      * value given twice alike */
+    char mine[400], theirs[400];
+    listed_label(&pt, mine, sizeof mine);
     for (int i = 0; i < p->nlisted; i++) {
-        bool label_twice = pt.label[0] && strcmp(pt.label, p->listed[i].label) == 0;
-        if (!label_twice && !same_setting(&pt, &p->listed[i])) continue;
+        /* a label given is compared with the others' labels given or made from their values:
+         * --point 2:workload.rate=5 beside --point workload.rate=2 gave two rows labelled "2" */
+        listed_label(&p->listed[i], theirs, sizeof theirs);
+        bool same = same_setting(&pt, &p->listed[i]), label_twice = !same && strcmp(mine, theirs) == 0;
+        if (!label_twice && !same) continue;
         char other[600];
         listed_text(&p->listed[i], other, sizeof other);
-        if (label_twice) snprintf(why, sizeof why, "the label %s is given to --point %s too: a label names one point",
-                                  pt.label, other);
+        if (label_twice && pt.label[0] && p->listed[i].label[0])
+            snprintf(why, sizeof why, "the label %s is given to --point %s too: a label names one point", mine, other);
+        else if (label_twice) /* one of the two labels is made of values */
+            snprintf(why, sizeof why, "it and --point %s would both be labelled %s: a label names one point; give %s a "
+                     "label of its own (--point LABEL:...)", other, mine, pt.label[0] ? "the other" : "this one");
         else snprintf(why, sizeof why, "the same setting as --point %s: the point would run twice", other);
         goto bad;
     }

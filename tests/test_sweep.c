@@ -583,6 +583,42 @@ Test(sweep, a_label_or_a_setting_given_twice_is_refused)
     sweep_plan_free(&p);
 }
 
+/* Values compared as written took workload.rate=1 beside workload.rate=1.0, one point run
+ * twice; a label given equal to another point's label made of its values gave two rows
+ * labelled "2" (stop 34's leftovers) */
+Test(sweep, one_value_written_twice_ways_or_one_label_made_twice_is_refused)
+{
+    scenario sc = tiny();
+    sweep_plan p;
+    char err[1024];
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "workload.rate=1", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "workload.rate=1.0", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--point workload.rate=1.0: the same setting as --point workload.rate=1: the point would run "
+                          "twice");
+    cr_assert_eq(sweep_add_point(&p, "scheduler.chunked_prefill=on", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "scheduler.chunked_prefill=true", err, sizeof err), -1);
+    cr_assert_eq(sweep_add_point(&p, "workload.prompt_len=uniform:4:8", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "workload.prompt_len=uniform:4:08", err, sizeof err), -1, "one length, two ways");
+    cr_assert_eq(sweep_add_point(&p, "workload.prompt_len=uniform:4:9", err, sizeof err), 0, "%s", err);
+    /* a label given, equal to a label made of values, either way round */
+    cr_assert_eq(sweep_add_point(&p, "1:workload.rate=5", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--point 1:workload.rate=5: it and --point workload.rate=1 would both be labelled 1: a label "
+                          "names one point; give the other a label of its own (--point LABEL:...)");
+    cr_assert_eq(sweep_add_point(&p, "7:workload.rate=5", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sweep_add_point(&p, "workload.rate=7", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--point workload.rate=7: it and --point 7:workload.rate=5 would both be labelled 7: a label "
+                          "names one point; give this one a label of its own (--point LABEL:...)");
+    cr_assert_eq(p.nlisted, 5);
+    sweep_plan_free(&p);
+    /* --vary alike */
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=2,4,2.0", err, sizeof err), -1);
+    cr_assert_str_eq(err, "--vary workload.rate=2,4,2.0: 2.0 is 2 given again: the same point would run twice");
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=2,4,2.5", err, sizeof err), 0, "%s", err);
+    sweep_plan_free(&p);
+}
+
 /* A label with a line end went into sweep.csv quoted, across two lines, and merge then refused
  * the shard ("2 fields, the header has 57": bad-input campaign): a control character in a
  * --point or a --vary is refused up front, the message on one line */
