@@ -70,7 +70,11 @@ Test(dist, rejects_bad_values)
     parse_fails("uniform:9:5", "MIN > MAX");
     parse_fails("zipf:9:5:1.0", "MIN > MAX");
     parse_fails("zipf:1:5:0", "S must be > 0");
-    parse_fails("lognormal:0:0.5:100", "MEDIAN must be > 0");
+    parse_fails("lognormal:0:0.5:100", "MEDIAN must be at least 1");
+    parse_fails("lognormal:0.5:0.5:100", "MEDIAN must be at least 1"); /* took, and clipped half the draws */
+    len_dist one;
+    char why[256];
+    cr_assert_eq(dist_parse("lognormal:1:0.5:100", &one, why, sizeof why), 0, "%s", why);
     parse_fails("lognormal:10:0:100", "SIGMA must be in (0, 10]");
     parse_fails("lognormal:10:0.5:0", "MAX must be in [1,");
     /* a median past MAX clipped most draws to MAX, a huge sigma all to 1 or MAX (bad-input campaign) */

@@ -110,8 +110,11 @@ static int check_values(const char *text, const len_dist *d, char *err, size_t e
         }
         return 0;
     case DIST_LOGNORMAL:
-        if (!(d->a > 0)) {
-            snprintf(err, errlen, "\"%s\": MEDIAN must be > 0", text);
+        /* a length is a whole token or more, so a median below 1 clipped over half the draws to
+         * 1 and was no median of the lengths drawn (stop 34's leftover) */
+        if (!(d->a >= 1)) {
+            snprintf(err, errlen, "\"%s\": MEDIAN must be at least 1 (a length in tokens; below 1, over half the "
+                     "draws would be clipped to 1)", text);
             return -1;
         }
         if (!(d->b > 0 && d->b <= LOGNORMAL_SIGMA_LIMIT)) {
