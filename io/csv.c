@@ -126,6 +126,18 @@ int csv_index(const csv_reader *r, const char *name)
     return -1;
 }
 
+int csv_column(const csv_reader *r, const char *name, char *err, size_t errlen)
+{
+    int at = csv_index(r, name);
+    for (int i = at + 1; at >= 0 && i < r->nfields; i++)
+        if (strcmp(r->field[i], name) == 0) {
+            snprintf(err, errlen, "%s:%ld: column %s is named twice (columns %d and %d)", r->path, r->lineno, name,
+                     at + 1, i + 1);
+            return -2;
+        }
+    return at;
+}
+
 void csv_close(csv_reader *r)
 {
     if (r->f) fclose(r->f);

@@ -37,6 +37,10 @@ int csv_open(csv_reader *r, const char *path, int flags, char *err, size_t errle
 int csv_next(csv_reader *r, char *err, size_t errlen);
 /* The index of the field equal to NAME in the current record (the header), or -1. */
 int csv_index(const csv_reader *r, const char *name);
+/* The column NAME of the header just read: its index; -1 when it has none (ERR untouched); -2
+ * with "PATH:LINE: column NAME is named twice (columns A and B)" when two fields name it, as
+ * which of them holds the data cannot be told. Every reader of a column by name takes it so. */
+int csv_column(const csv_reader *r, const char *name, char *err, size_t errlen);
 void csv_close(csv_reader *r);
 
 /* Writes S as one CSV field: as it is, or in double quotes (quotes doubled) when it holds a

@@ -48,8 +48,8 @@ int csv_columns(const char *path, const char *const *names, int k, double **cols
     if (got == 0) snprintf(err, errlen, "%s: empty, expected a header line", path);
     if (got <= 0) goto done;
     for (int j = 0; j < k; j++)
-        if ((idx[j] = csv_index(&r, names[j])) < 0) {
-            snprintf(err, errlen, "%s:%ld: no column %s in the header", path, r.lineno, names[j]);
+        if ((idx[j] = csv_column(&r, names[j], err, errlen)) < 0) {
+            if (idx[j] == -1) snprintf(err, errlen, "%s:%ld: no column %s in the header", path, r.lineno, names[j]);
             goto done;
         }
     while ((got = csv_next(&r, err, errlen)) > 0) {

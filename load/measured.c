@@ -103,11 +103,13 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
     int rc = csv_next(&r, err, errlen);
     if (rc == 0) rc = errmsg(err, errlen, "%s: empty, expected a requests.csv header", path);
     for (int k = 0; rc == 1 && k < 8; k++)
-        if ((idx[k] = csv_index(&r, cols[k])) < 0) rc = errmsg(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]);
+        if ((idx[k] = csv_column(&r, cols[k], err, errlen)) < 0)
+            rc = idx[k] == -1 ? errmsg(err, errlen, "%s:%ld: no column %s", path, r.lineno, cols[k]) : -1;
     if (rc == 1) { /* an engine's speculation, when it speculated: optional */
-        draft_col = csv_index(&r, "draft_tokens");
-        accepted_col = csv_index(&r, "accepted_tokens");
-        if ((draft_col < 0) != (accepted_col < 0))
+        draft_col = csv_column(&r, "draft_tokens", err, errlen);
+        accepted_col = csv_column(&r, "accepted_tokens", err, errlen);
+        if (draft_col == -2 || accepted_col == -2) rc = -1;
+        else if ((draft_col < 0) != (accepted_col < 0))
             rc = errmsg(err, errlen, "%s:%ld: draft_tokens and accepted_tokens come together", path, r.lineno);
     }
     size_t cap = 0;
@@ -166,9 +168,10 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
     if (csv_open(&r, path, 0, err, errlen) < 0) return -1;
     int rc = csv_next(&r, err, errlen), id_col = -1, time_col = -1;
     if (rc == 1) {
-        id_col = csv_index(&r, "request_id");
-        time_col = csv_index(&r, "time");
-        if (id_col < 0 || time_col < 0) rc = errmsg(err, errlen, "%s:1: expected columns request_id and time", path);
+        id_col = csv_column(&r, "request_id", err, errlen);
+        time_col = id_col == -2 ? -2 : csv_column(&r, "time", err, errlen);
+        if (id_col == -2 || time_col == -2) rc = -1;
+        else if (id_col < 0 || time_col < 0) rc = errmsg(err, errlen, "%s:1: expected columns request_id and time", path);
     }
     /* records by id, to know which requests count */
     req_record *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);

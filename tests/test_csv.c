@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io/csv.h"
+#include "io/csvcol.h"
 #include "io/decimal.h"
 
 static char path[64];
@@ -77,6 +78,31 @@ Test(csv, columns_are_found_by_name)
     cr_assert_eq(csv_index(&r, "Time"), -1);
     cr_assert_eq(r.lineno, 1);
     csv_close(&r);
+}
+
+/* A column named twice is refused by every reader of columns by name: which holds the data
+ * cannot be told (readers took the first; stop 34's leftover) */
+Test(csv, a_column_named_twice_is_refused_by_name)
+{
+    const char text[] = "a,time,len,time\n1,2,3,4\n";
+    write_file(text, sizeof text - 1);
+    csv_reader r;
+    char err[256] = "";
+    cr_assert_eq(csv_open(&r, path, 0, err, sizeof err), 0);
+    cr_assert_eq(csv_next(&r, err, sizeof err), 1);
+    cr_assert_eq(csv_column(&r, "len", err, sizeof err), 2);
+    cr_assert_eq(csv_column(&r, "none", err, sizeof err), -1);
+    cr_assert_str_eq(err, "", "a missing column is the caller's to name");
+    cr_assert_eq(csv_column(&r, "time", err, sizeof err), -2);
+    char expected[512];
+    snprintf(expected, sizeof expected, "%s:1: column time is named twice (columns 2 and 4)", path);
+    cr_assert_str_eq(err, expected);
+    csv_close(&r);
+    const char *names[] = {"len", "time"};
+    double *cols[2];
+    size_t n;
+    cr_assert_eq(csv_columns(path, names, 2, cols, &n, err, sizeof err), -1);
+    cr_assert_str_eq(err, expected);
 }
 
 /* TEXT (LEN bytes) fails to read with "PATH:LINE: WHY". */

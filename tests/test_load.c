@@ -302,6 +302,17 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
     write_path(path, "request_id,arrival_time\n0,1\n");
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
     cr_assert(strstr(err, "requests.csv:1: no column first_token_time"), "%s", err);
+    /* a column named twice: the first was read, whatever the second held (stop 34's leftover) */
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup,"
+                     "output_len\n0,1.0,1.1,1.2,20,3,length,0,7\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "requests.csv:1: column output_len is named twice (columns 6 and 9)"), "%s", err);
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+                     "0,10.0,10.1,10.4,20,3,length,0\n");
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    write_path(path, "request_id,token_index,time,time\n0,0,10.1,9\n0,1,10.2,9\n0,2,10.4,9\n");
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "tokens.csv:1: column time is named twice (columns 3 and 4)"), "%s", err);
     snprintf(path, sizeof path, "rm -rf %s", dir);
     cr_assert_eq(system(path), 0);
 }

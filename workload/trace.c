@@ -172,19 +172,7 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
 /* The header's one column NAME: its index, -1 when there is none, -2 (failed) when it is
  * there twice. A column named twice was read from its first and the second ignored without a
  * word (bad-input campaign): which one the file means cannot be told. */
-static int column(reader *r, const char *name)
-{
-    int at = -1;
-    for (int i = 0; i < r->csv.nfields; i++) {
-        if (strcmp(r->csv.field[i], name) != 0) continue;
-        if (at >= 0) {
-            fail(r, "column %s is named twice (columns %d and %d)", name, at + 1, i + 1);
-            return -2;
-        }
-        at = i;
-    }
-    return at;
-}
+static int column(reader *r, const char *name) { return csv_column(&r->csv, name, r->err, r->errlen); }
 
 /* The format whose three columns the header names, each once, in any order among other
  * columns. A header with both formats' columns was replayed as Azure's without a word
