@@ -112,6 +112,7 @@ typedef struct plan {
     const scenario *base;
     const plan_cli *cli;
     double trace_rate;       /* a trace's own arrival rate (requests / its span); 0 for generated arrivals */
+    double max_rate;         /* the highest rate a search probes: --max-rate, or less for a trace (trace_limit) */
     layout *lay;
     int nlay;
     point *pts;
@@ -393,8 +394,8 @@ static int capacity(plan *p, int replicas, double *best, double *fail, summary *
     p->cur_replicas = replicas;
     p->best_rate = 0;
     cap_search_result res;
-    double start = fmin(p->trace_rate > 0 ? p->trace_rate : p->base->v[K_workload_rate].d, p->cli->max_rate);
-    if (cap_search(start * replicas, p->cli->max_rate, 0.02, probe, p, &res) < 0) return -1;
+    double start = fmin(p->trace_rate > 0 ? p->trace_rate : p->base->v[K_workload_rate].d, p->max_rate);
+    if (cap_search(start * replicas, p->max_rate, 0.02, probe, p, &res) < 0) return -1;
     *best = res.best;
     *fail = res.fail;
     *have = res.best > 0 && p->best_rate == res.best;
@@ -735,7 +736,9 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             fprintf(f, "Best on %ld GPU%s: %s x %d, %.4g req/s (%.3g per GPU)%s\n", c->gpus, c->gpus == 1 ? "" : "s",
                     name, best->replicas,
                     best->capacity, best->capacity / gpus_of(best, best->replicas),
-                    best->fail == 0 ? ", the --max-rate bound: it may serve more" : "");
+                    best->fail == 0 ? p->max_rate < c->max_rate ? ", the fastest the trace replays: it may serve more"
+                                                                : ", the --max-rate bound: it may serve more"
+                                    : "");
         } else {
             fprintf(f, "No layout on %ld GPU%s meets the SLOs at any rate tried.\n", c->gpus, c->gpus == 1 ? "" : "s");
         }
@@ -971,6 +974,14 @@ static int write_shard(plan *p, const char *out, char *err, size_t errlen)
     return 0;
 }
 
+/* The fastest a trace replays: workload.trace_time_scale goes down to 1e-6, a million times
+ * faster than its file's times. A sparse trace searched past it was a rate no probe could serve,
+ * which capped its capacity just below, with no word (stop 34's leftover). */
+static double trace_limit(const plan *p)
+{
+    return p->trace_rate / 1e-6 * p->base->v[K_workload_trace_time_scale].d;
+}
+
 /* A trace's own rate: its requests over the span of their arrivals (as scaled by the scenario). */
 static int trace_rate(const scenario *sc, double *rate, char *err, size_t errlen)
 {
@@ -1113,9 +1124,18 @@ static plan *plan_new(const scenario *sc, const plan_cli *c, int *status)
         *status = EXIT_FAILURE_OTHER;
         return NULL;
     }
-    *p = (plan){.base = sc, .cli = c, .lay = lay, .pts = pts, .status = EXIT_OK};
+    *p = (plan){.base = sc, .cli = c, .lay = lay, .pts = pts, .status = EXIT_OK, .max_rate = c->max_rate};
     if (strcmp(sc->v[K_workload_arrival].s, "trace") == 0 && trace_rate(sc, &p->trace_rate, p->err, sizeof p->err) < 0) {
         fprintf(stderr, "servesim: %s\n", p->err);
+        *status = EXIT_BAD_INPUT;
+        plan_free(p);
+        return NULL;
+    }
+    if (p->trace_rate > 0 && trace_limit(p) < p->max_rate) p->max_rate = trace_limit(p);
+    if (p->trace_rate > 0 && c->target > trace_limit(p)) {
+        fprintf(stderr, "servesim: --rate %.6g: the trace replays at %.6g req/s at most (%.4g req/s as written, up to a "
+                        "million times faster: workload.trace_time_scale's least, 0.000001)\n", c->target, trace_limit(p),
+                p->trace_rate * p->base->v[K_workload_trace_time_scale].d);
         *status = EXIT_BAD_INPUT;
         plan_free(p);
         return NULL;

@@ -553,3 +553,38 @@ Test(plan, a_tie_at_the_rate_bound_goes_to_more_tokens_per_gpu)
               tok[2], names[0], names[1], names[2]);
     cr_assert(tok[0] > tok[2], "the tie is broken by more than order");
 }
+
+/* A trace replays at most a million times faster than written (workload.trace_time_scale's
+ * least, 1e-6). A sparse one was searched past it, where no probe could be served, and its
+ * capacity came out just below that limit with no word (99.94 req/s for this trace of 400
+ * requests 10,000 s apart, 100 req/s at 1e-6); a --rate past it ran to "none". The search now
+ * stops at the limit and says so, and such a --rate is refused. */
+Test(plan, a_sparse_trace_is_searched_up_to_its_fastest_replay_and_says_so, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-plan-sparse && mkdir -p /tmp/ss-plan-sparse");
+    FILE *f = fopen("/tmp/ss-plan-sparse/sparse.csv", "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len\n", f);
+    for (int i = 0; i < 400; i++) fprintf(f, "%d,16,4\n", i * 10000);
+    fclose(f);
+    char *cap[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b", "--set",
+                   "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-plan-sparse/sparse.csv", "--out",
+                   "/tmp/ss-plan-sparse/out", "--quiet"};
+    cr_assert_eq(cmd_plan(14, cap), 0);
+    char *text = slurp_path("/tmp/ss-plan-sparse/out/plan.txt");
+    cr_assert(strstr(text, "Best on 1 GPU: tp1 least_outstanding x 1, 100 req/s (100 per GPU), the fastest the trace "
+                           "replays: it may serve more\n"), "%s", text);
+    free(text);
+    char *rate[] = {"plan", "--rate", "1000", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b", "--set",
+                    "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-plan-sparse/sparse.csv", "--out",
+                    "/tmp/ss-plan-sparse/rate", "--quiet"};
+    cr_assert_eq(cmd_plan(14, rate), 2);
+    cr_assert_null(fopen("/tmp/ss-plan-sparse/rate", "r"), "nothing written");
+    char err[1024] = "";
+    fflush(stderr);
+    FILE *e = cr_get_redirected_stderr();
+    cr_assert_not_null(fgets(err, sizeof err, e));
+    cr_assert_str_eq(err, "servesim: --rate 1000: the trace replays at 100 req/s at most (0.0001 req/s as written, up "
+                          "to a million times faster: workload.trace_time_scale's least, 0.000001)\n");
+    system("rm -rf /tmp/ss-plan-sparse");
+}
