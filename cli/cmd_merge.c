@@ -696,22 +696,23 @@ static int count_arg(void *ctx, const char *arg)
     return 0;
 }
 
-/* OUT may take the merged result (io/outdir.h) and is none of the SHARDS: merging into a shard
- * replaced it with the merge, and the shard was gone. -1 with the reason in ERR. */
+/* OUT may take the merged result (io/outdir.h) and neither is nor holds any of the SHARDS:
+ * merging into a shard replaced it with the merge, and the shard was gone. -1 with the reason
+ * in ERR. */
 static int check_out(const char *out, char **shards, int n, char *err, size_t errlen)
 {
-    char why[1600];
-    struct stat a, b;
+    char why[1600], what[32];
     if (od_check(out, why, sizeof why) < 0) {
         snprintf(err, errlen, "merge OUT_DIR %s", why);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        if (stat(out, &a) == 0 && stat(shards[i], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            snprintf(err, errlen, "merge OUT_DIR %s is also shard %d: the merge would replace that shard; write it "
-                                  "to a new directory", out, i + 1);
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "shard %d,", i + 1);
+        if (od_check_input(out, shards[i], what, why, sizeof why) < 0) {
+            snprintf(err, errlen, "merge OUT_DIR %s", why);
             return -1;
         }
+    }
     return 0;
 }
 

@@ -496,8 +496,15 @@ int cmd_validate(int argc, char **argv)
     }
     char out[1200];
     char out_err[2048];
+    /* the measured run, or the table given, inside the output directory went with the result
+     * replacing it: a measured run of a real server cannot be made again (bad-input campaign) */
+    char why[1600];
     if (scenario_out_dir(&sc, a.out_dir, a.measured ? "validate-measured" : "validate", out, sizeof out, out_err,
-                         sizeof out_err) < 0) {
+                         sizeof out_err) < 0 ||
+        (a.measured && od_check_input(out, a.measured, "the --measured run", why, sizeof why) < 0 &&
+         snprintf(out_err, sizeof out_err, "--out %s", why)) ||
+        (a.cost_table && od_check_input(out, a.cost_table, "the --cost-table", why, sizeof why) < 0 &&
+         snprintf(out_err, sizeof out_err, "--out %s", why))) {
         fprintf(stderr, "servesim: %s\n", out_err);
         return EXIT_BAD_INPUT;
     }

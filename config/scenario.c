@@ -510,6 +510,8 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len)
     if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
 }
 
+static void resolve_path(const scenario *sc, int key, char *out, size_t len);
+
 int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
                      size_t errlen)
 {
@@ -520,7 +522,17 @@ int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, c
         snprintf(err, errlen, "--out %.60s...: a path of %d characters; at most %zu", flag ? flag : out, n, len - 1);
         return -1;
     }
-    if (od_check(out, why, sizeof why) < 0) {
+    int bad = od_check(out, why, sizeof why) < 0 || od_check_input(out, sc->path, "the scenario", why, sizeof why) < 0;
+    /* and every file the scenario names: a trace that is a run's requests.csv, given back to
+     * that run's folder, was deleted by the result replacing it (bad-input campaign) */
+    for (int k = 0; !bad && k < K_COUNT; k++) {
+        if (keys[k].type != PATH) continue;
+        char path[1100], what[80];
+        resolve_path(sc, k, path, sizeof path);
+        snprintf(what, sizeof what, "%s.%s", keys[k].section, keys[k].key);
+        bad = od_check_input(out, path, what, why, sizeof why) < 0;
+    }
+    if (bad) {
         snprintf(err, errlen, "--out %s%s", why, flag ? "" : " (the default output directory; choose one with --out)");
         return -1;
     }

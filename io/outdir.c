@@ -245,6 +245,18 @@ static int writable_above(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+int od_check_input(const char *dir, const char *input, const char *what, char *err, size_t errlen)
+{
+    char real_dir[PATH_MAX], real_input[PATH_MAX];
+    if (!input[0] || !realpath(dir, real_dir) || !realpath(input, real_input)) return 0;
+    size_t n = strlen(real_dir);
+    bool inside = strncmp(real_input, real_dir, n) == 0 && (real_input[n] == '\0' || real_input[n] == '/' || n == 1);
+    if (!inside) return 0;
+    snprintf(err, errlen, "%s holds %s %s, which this command reads: writing the result there would replace it; "
+             "choose another output directory", dir, what, input);
+    return -1;
+}
+
 int od_check(const char *dir, char *err, size_t errlen)
 {
     size_t len = strlen(dir);

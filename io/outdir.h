@@ -25,6 +25,12 @@ typedef struct outdir {
  * It also makes sure the folder above DIR takes new entries (a directory made there and removed
  * at once). Nothing is left: commands call it before their work. */
 int od_check(const char *dir, char *err, size_t errlen);
+/* Whether DIR may take a result of a command that reads INPUT (WHAT names it: "the trace",
+ * "--measured"): -1 with "DIR holds WHAT INPUT, ..." in ERR when INPUT is DIR or lies inside
+ * it, as replacing DIR would delete what the command reads (a run's requests.csv given back as
+ * a trace or measured run, to the run's own folder). An INPUT or DIR not there passes: its
+ * reader or od_check answers for it. */
+int od_check_input(const char *dir, const char *input, const char *what, char *err, size_t errlen);
 /* Creates the temporary directory (and DIR's parents). -1 with "PATH: reason" in ERR, also
  * when DIR is something servesim may not replace. */
 int od_open(outdir *d, const char *dir, char *err, size_t errlen);

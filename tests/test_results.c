@@ -628,3 +628,39 @@ Test(results, dot_dotdot_and_the_working_directory_are_refused)
     cr_assert_eq(chdir(here), 0);
     cr_assert_eq(od_check(dir, err, sizeof err), 0, "%s", err);
 }
+
+/* A result servesim wrote may be replaced, but not by a command reading a file inside it: a
+ * run's requests.csv given back as the trace, or a measured run given to validate, with the
+ * same --out, was deleted by the result replacing it (bad-input campaign). od_check_input
+ * refuses the folder that is or holds the input, through '..' and symbolic links alike; a
+ * sibling whose name merely starts the same passes. */
+Test(results, an_output_directory_holding_an_input_is_refused)
+{
+    char dir[128], input[192], err[2048], sibling[128], link[192], dotted[256];
+    snprintf(dir, sizeof dir, "%s/run", root);
+    write_run(dir, NULL);
+    snprintf(input, sizeof input, "%s/requests.csv", dir);
+    cr_assert_eq(od_check(dir, err, sizeof err), 0, "servesim's own result: %s", err);
+    cr_assert_eq(od_check_input(dir, input, "workload.trace", err, sizeof err), -1);
+    char expected[2600];
+    snprintf(expected, sizeof expected, "%s holds workload.trace %s, which this command reads: writing the result there "
+             "would replace it; choose another output directory", dir, input);
+    cr_assert_str_eq(err, expected);
+    cr_assert_eq(od_check_input(dir, dir, "the --measured run", err, sizeof err), -1, "the folder itself");
+    snprintf(dotted, sizeof dotted, "%s/../run/./steps.csv", dir);
+    cr_assert_eq(od_check_input(dir, dotted, "x", err, sizeof err), -1, "through '..'");
+    snprintf(link, sizeof link, "%s/link.csv", root);
+    cr_assert_eq(symlink(input, link), 0);
+    cr_assert_eq(od_check_input(dir, link, "x", err, sizeof err), -1, "through a link outside");
+    snprintf(sibling, sizeof sibling, "%s/run2", root);
+    write_run(sibling, NULL);
+    snprintf(input, sizeof input, "%s/requests.csv", sibling);
+    cr_assert_eq(od_check_input(dir, input, "x", err, sizeof err), 0, "run2 is not inside run");
+    cr_assert_eq(od_check_input(dir, "", "x", err, sizeof err), 0, "no input");
+    snprintf(input, sizeof input, "%s/absent/requests.csv", root);
+    cr_assert_eq(od_check_input(dir, input, "x", err, sizeof err), 0, "its reader names a missing input");
+    snprintf(dotted, sizeof dotted, "%s/new", root);
+    cr_assert_eq(od_check_input(dotted, link, "x", err, sizeof err), 0, "a folder not there holds nothing");
+    list_dir(dir, expected, sizeof expected);
+    cr_assert_str_eq(expected, "requests.csv steps.csv summary.json ", "nothing removed");
+}

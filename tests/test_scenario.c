@@ -160,6 +160,45 @@ Test(scenario, an_out_dir_that_does_not_fit_or_is_the_user_s_is_refused)
     system("rm -rf /tmp/ss-outdir");
 }
 
+/* A run's requests.csv replayed as the trace of a run to the same --out was deleted by the
+ * result replacing that folder; so was a scenario file servesim wrote there (a sweep's
+ * points), or a cost table. Every file the scenario names, and the scenario, is checked, a
+ * path in the file taken from the file's folder (bad-input campaign). */
+Test(scenario, an_out_dir_holding_a_file_the_scenario_reads_is_refused, .init = cr_redirect_stderr)
+{
+    char err[2048], out[1200];
+    system("rm -rf /tmp/ss-outin && mkdir -p /tmp/ss-outin");
+    char *run[] = {"run", "--set", "workload.num_requests=5", "--out", "/tmp/ss-outin/r", "--quiet", NULL};
+    cr_assert_eq(cmd_run(6, run), 0);
+    scenario sc;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "workload.trace=/tmp/ss-outin/r/requests.csv", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin/r", "run", out, sizeof out, err, sizeof err), -1);
+    cr_assert_str_eq(err, "--out /tmp/ss-outin/r holds workload.trace /tmp/ss-outin/r/requests.csv, which this command "
+                          "reads: writing the result there would replace it; choose another output directory");
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin/other", "run", out, sizeof out, err, sizeof err), 0, "%s", err);
+    /* a path in a scenario file, from the file's folder */
+    FILE *f = fopen("/tmp/ss-outin/s.ini", "w");
+    cr_assert_not_null(f);
+    fputs("[hardware]\ncost_table = r/steps.csv\n", f);
+    fclose(f);
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_load(&sc, "/tmp/ss-outin/s.ini", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin/r", "run", out, sizeof out, err, sizeof err), -1);
+    cr_assert(strstr(err, "holds hardware.cost_table /tmp/ss-outin/r/steps.csv"), "%s", err);
+    /* the scenario itself */
+    cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin", "run", out, sizeof out, err, sizeof err), -1);
+    cr_assert(strstr(err, "/tmp/ss-outin: a directory with files servesim did not write") ||
+                  strstr(err, "holds the scenario /tmp/ss-outin/s.ini"), "%s", err);
+    char *again[] = {"run", "--set", "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-outin/r/requests.csv",
+                     "--out", "/tmp/ss-outin/r", "--quiet", NULL};
+    cr_assert_eq(cmd_run(8, again), 2);
+    f = fopen("/tmp/ss-outin/r/requests.csv", "r");
+    cr_assert_not_null(f, "the trace is still there");
+    fclose(f);
+    system("rm -rf /tmp/ss-outin");
+}
+
 Test(scenario, values_and_booleans_parse_in_every_spelling)
 {
     scenario sc;

@@ -158,3 +158,32 @@ Test(validate, an_api_server_in_front_is_refused, .init = cr_redirect_stderr)
     cr_assert(strstr(text, "frontend.preset (") && strstr(text, "bad.ini:4) prices an API server in front of the engine"),
               "%s", text);
 }
+
+/* validate --measured DIR --out DIR replaced the measured run, a real server's that cannot be
+ * made again, with the report (bad-input campaign); so did --cost-table DIR/table.csv. Both
+ * are refused before any work, the folder left as it was. */
+Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = cr_redirect_stderr)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], run[600], table[700];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    write_scenario(ini);
+    char *sim[] = {"run", ini, "--out", run, "--quiet", NULL};
+    cr_assert_eq(cmd_run(5, sim), 0);
+    const char *measured[] = {"validate", ini, "--measured", run, "--out", run, "--quiet", NULL};
+    cr_assert_eq(validate(measured), 2);
+    cr_assert(exists(run, "requests.csv") && exists(run, "steps.csv") && exists(run, "summary.json"));
+    snprintf(table, sizeof table, "%s/steps.csv", run);
+    const char *cost[] = {"validate", ini, "--cost-table", table, "--out", run, "--quiet", NULL};
+    cr_assert_eq(validate(cost), 2);
+    cr_assert(exists(run, "requests.csv") && !exists(run, "report.md"));
+    fflush(stderr);
+    static char text[4096];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "holds the --measured run ") && strstr(text, "holds the --cost-table "), "%s", text);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
