@@ -312,6 +312,14 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
             snprintf(err, errlen, "a NUL byte in the line: not a text file?");
             break;
         }
+        /* inih ends lines at LF alone: a file of CR line ends (old Macs) was one line, its
+         * section header taking the rest, and ran the defaults (bad-input campaign) */
+        const char *cr = memchr(start, '\r', len);
+        if (cr) {
+            snprintf(err, errlen, "a carriage return inside the line (at column %d): a file of CR line ends? save it "
+                     "with LF or CRLF line ends", (int)(cr - start) + 1);
+            break;
+        }
         if (raw > INI_LINE_LIMIT) {
             snprintf(err, errlen, "line of %zu characters, longer than %d (inih would cut it)", raw, INI_LINE_LIMIT);
             break;
@@ -336,6 +344,15 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
                 break;
             }
             snprintf(section, sizeof section, "%.*s", (int)(close - p - 1), p + 1);
+            /* inih drops what follows the ']': "[model]preset=tiny" ran the default model */
+            const char *after = close + 1;
+            while (isspace((unsigned char)*after)) after++;
+            if (*after && *after != ';' && *after != '#') {
+                snprintf(err, errlen, "text after the section header [%s]: \"%s\" (put each key on a line of its own)",
+                         section, after);
+                bad = line;
+                break;
+            }
             if (!known_section(section)) {
                 snprintf(err, errlen, "unknown section [%s]", section);
                 bad = line;

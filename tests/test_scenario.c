@@ -74,6 +74,22 @@ Test(scenario, bad_files_name_the_line)
     expect_load_error("[kv]\nblock_size = 16\n  block_size = 32\n", "an indented line", 3);
     /* a key line without '=' read as "set twice" */
     expect_load_error("[kv]\nblock_size = 16\nblock_size\n", "expected KEY = VALUE", 3);
+    /* inih drops what follows a section's ']': "[model]preset=tiny" ran the default model; and
+     * a file of CR line ends was one line, header and all, running the defaults (bad-input
+     * campaign) */
+    expect_load_error("[model]preset=tiny\n[workload]\nnum_requests=3\n",
+                      "text after the section header [model]: \"preset=tiny\"", 1);
+    expect_load_error("[run]\nseed = 1\n[model] junk\n", "text after the section header [model]: \"junk\"", 3);
+    expect_load_error("[model]\rpreset = tiny\r[workload]\rnum_requests = 3\r",
+                      "a carriage return inside the line (at column 8): a file of CR line ends?", 1);
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[1024];
+    cr_assert_eq(scenario_load(&sc, write_ini("[model] ; the small one\r\npreset = tiny\r\n[run]  # seeds\nseed = 4\n"),
+                               err, sizeof err), 0, "a comment after a header, CRLF ends: %s", err);
+    cr_assert_str_eq(sc.v[K_model_preset].s, "tiny");
+    cr_assert_eq(sc.v[K_run_seed].i, 4);
+    unlink(path);
 }
 
 Test(scenario, a_nul_byte_is_named_as_such)
