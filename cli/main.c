@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/environment.h"
 #include "io/interrupt.h"
 #include "kernels/backend.h"
@@ -59,7 +60,9 @@ static int dispatch(int argc, char **argv);
 int main(int argc, char **argv)
 {
     interrupt_install();
-    int status = dispatch(argc, argv);
+    /* what a command printed and could not write was lost with exit 0: `servesim presets --csv
+     * models > f` on a full disk left f short (bad-input campaign) */
+    int status = cli_finish_stdout(dispatch(argc, argv));
     /* a command stopped by Ctrl-C or SIGTERM has removed its partial output: say so the shell way */
     int sig = *interrupt_flag();
     return sig ? 128 + sig : status;

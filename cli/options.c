@@ -9,6 +9,7 @@
 #include "io/decimal.h"
 
 #include "config/scenario.h"
+#include "study/simjob.h"
 
 static const cli_opt *find_opt(const cli_opt *opts, int n, const char *flag, size_t len)
 {
@@ -85,6 +86,16 @@ int cli_refuse_empty_items(const char *flag, const char *value, const char *list
     fprintf(stderr, "servesim: %s %s: an empty item; give V1,V2,... with none empty\n", flag,
             value[0] ? value : "\"\"");
     return -1;
+}
+
+int cli_finish_stdout(int status)
+{
+    errno = 0;
+    bool lost = fflush(stdout) != 0 || ferror(stdout);
+    int why = errno ? errno : EIO;
+    if (!lost || status != EXIT_OK) return status;
+    fprintf(stderr, "servesim: writing standard output: %s\n", strerror(why));
+    return EXIT_FAILURE_OTHER;
 }
 
 int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out)

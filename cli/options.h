@@ -28,6 +28,10 @@ int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int
  * the part of it after "KEY=") is empty or has an empty item (a leading or trailing comma,
  * ",,"), which strtok would skip: "--routers round_robin," was taken as one router. 0 otherwise. */
 int cli_refuse_empty_items(const char *flag, const char *value, const char *list);
+/* A command's exit STATUS once its standard output is flushed: what it printed and could not
+ * write (a full disk, /dev/full) is EXIT_FAILURE_OTHER after "servesim: writing standard
+ * output: reason", where it was lost with exit 0. */
+int cli_finish_stdout(int status);
 /* VALUE as an integer in [LO, HI]; -1 after printing "FLAG VALUE: expected an integer in
  * [LO, HI]". */
 int cli_parse_long(const char *flag, const char *value, long lo, long hi, long *out);

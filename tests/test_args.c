@@ -7,6 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/study_args.h"
+#include "cli/options.h"
+#include "study/simjob.h"
 
 /* What the commands wrote to the redirected stderr so far, into OUT (at most LEN - 1 bytes). */
 static void read_stderr(char *out, size_t len)
@@ -329,4 +331,23 @@ Test(args, keys_lists_every_policy_with_its_meaning, .init = cr_redirect_stdout)
                            "  none         0 / 0 / 0 ms: no API server: tokens reach their clients as their step ends\n"
                            "  vllm         1.8 / 0.3 / 0.044 ms: vLLM 0.20.2's OpenAI server, measured"),
               "%.1200s", text);
+}
+
+/* What a command printed to a full disk was lost with exit 0 (`servesim presets > /dev/full`,
+ * keys, roofline-fit: bad-input campaign): once flushed, a write error is exit 1 with the
+ * reason; a command that failed keeps its own status. */
+Test(args, output_that_cannot_be_written_is_a_failure, .init = cr_redirect_stderr)
+{
+    cr_assert_eq(cli_finish_stdout(EXIT_OK), EXIT_OK, "nothing lost");
+    cr_assert_not_null(freopen("/dev/full", "w", stdout));
+    char *argv[] = {"presets", NULL};
+    int status = cmd_presets(1, argv);
+    cr_assert_eq(status, EXIT_OK, "the command itself has not flushed");
+    cr_assert_eq(cli_finish_stdout(status), EXIT_FAILURE_OTHER);
+    cr_assert_eq(cli_finish_stdout(EXIT_BAD_INPUT), EXIT_BAD_INPUT);
+    fflush(stderr);
+    char text[256] = "";
+    FILE *e = cr_get_redirected_stderr();
+    cr_assert_not_null(fgets(text, sizeof text, e));
+    cr_assert_str_eq(text, "servesim: writing standard output: No space left on device\n");
 }
