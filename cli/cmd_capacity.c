@@ -60,9 +60,11 @@ static int on_capacity_opt(void *ctx, const char *flag, const char *value)
     }
     if (strcmp(flag, "--max-rate") == 0) {
         c->max_rate = decimal_strtod(value, &end);
-        if (end != value && !*end && c->max_rate > 0 && c->max_rate <= 1e7) return 0;
-        fprintf(stderr, "servesim: --max-rate %s: expected a rate in (0, 1e7] requests/s%s\n", value,
-                decimal_hint(value, false));
+        /* workload.rate's range: a --max-rate below its least was probed, and refused as a --set
+         * nobody gave (bad-input campaign) */
+        if (end != value && !*end && c->max_rate >= CAP_MIN_RATE && c->max_rate <= 1e7) return 0;
+        fprintf(stderr, "servesim: --max-rate %s: expected a rate in [%g, 1e7] requests/s%s\n",
+                value, CAP_MIN_RATE, decimal_hint(value, false));
         return -1;
     }
     if (strcmp(flag, "--out") == 0) c->out = value;

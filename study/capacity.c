@@ -103,7 +103,7 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *
 /* Doubling (or halving) from START until one rate is served and another is not. */
 static int bracket(double start, double max_rate, cap_probe_fn probe, void *ctx, cap_search_result *out)
 {
-    double r = fmin(start, max_rate), floor_rate = r * 1e-6;
+    double r = fmin(start, max_rate), floor_rate = fmax(r * 1e-6, CAP_MIN_RATE);
     bool ok;
     if (probe(ctx, r, &ok) < 0) return -1;
     *out = (cap_search_result){0, 0};
@@ -121,8 +121,8 @@ static int bracket(double start, double max_rate, cap_probe_fn probe, void *ctx,
         return 0;
     }
     out->fail = r;
-    while (out->fail / 2 >= floor_rate) {
-        double next = out->fail / 2;
+    while (out->fail > floor_rate) {
+        double next = fmax(out->fail / 2, floor_rate);
         if (probe(ctx, next, &ok) < 0) return -1;
         if (ok) {
             out->best = next;

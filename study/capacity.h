@@ -18,6 +18,10 @@
 
 #define CAP_KEEP_UP 0.9
 #define CAP_TAKEOFF 2.0
+/* The least rate a search probes: workload.rate's minimum (config/scenario_keys.h). A search
+ * halving below it set a rate the key refuses, and failed naming a --set nobody gave
+ * (bad-input campaign). */
+#define CAP_MIN_RATE 1e-6
 
 enum { CAP_MAX_SLO = 16 };
 
@@ -53,7 +57,8 @@ typedef struct cap_search_result {
     double fail;             /* lowest unserved rate tried above it; 0 when none (max rate served) */
 } cap_search_result;
 
-/* Doubles (or halves, down to START * 1e-6) from START until the answer is bracketed within
+/* Doubles (or halves, down to START * 1e-6 and at the least CAP_MIN_RATE, the last halving
+ * probing that floor itself) from START until the answer is bracketed within
  * (0, MAX_RATE], then bisects until fail - best <= REL_TOL * best. Deterministic: same
  * probes, same order.
  * Returns 0, or -1 when a probe failed. */

@@ -1,6 +1,7 @@
 /* Capacity: the search on a known threshold, SLO parsing, the findings' definitions, and an
  * end-to-end search whose answer is the service rate of one-request-at-a-time serving. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,4 +216,37 @@ Test(capacity, every_request_rejected_is_bad_input)
     cr_assert_eq(cmd_capacity(8, argv), 2);
     FILE *f = fopen("/tmp/ss-capacity-none/capacity.txt", "r");
     cr_assert_null(f);
+}
+
+/* A search halving from below 1 req/s went under workload.rate's least (1e-6) and failed on a
+ * --set nobody gave (exit 2), where one from 10 req/s reported "no rate down to 1.907e-05 req/s
+ * is served" (bad-input campaign): the halving stops at 1e-6, that floor probed itself, and a
+ * --max-rate below it is refused before any probe. */
+Test(capacity, the_halving_stops_at_the_least_rate, .init = cr_redirect_stderr)
+{
+    threshold none = {-1, 0, 0};
+    cap_search_result r;
+    cr_assert_eq(cap_search(1e-3, 100, 0.02, below, &none, &r), 0);
+    cr_assert_eq(r.best, 0);
+    cr_assert_eq(r.fail, CAP_MIN_RATE, "the last probe is the floor itself: %g", r.fail);
+    cr_assert_eq(none.last, CAP_MIN_RATE);
+    system("rm -rf /tmp/ss-capacity-floor /tmp/ss-capacity-tiny-max");
+    char *argv[] = {"capacity", "--set", "model.preset=tiny", "--set", "hardware.cost_model=roofline", "--set",
+                    "workload.num_requests=5", "--set", "workload.rate=0.00001", "--slo", "ttft_p99_ms=0.001",
+                    "--out", "/tmp/ss-capacity-floor", "--quiet"};
+    cr_assert_eq(cmd_capacity(14, argv), 0);
+    FILE *f = fopen("/tmp/ss-capacity-floor/capacity.txt", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    bool said = false;
+    while (fgets(line, sizeof line, f)) said |= strcmp(line, "Capacity: no rate down to 1e-06 req/s is served.\n") == 0;
+    fclose(f);
+    cr_assert(said, "capacity.txt names the floor");
+    char *tiny_max[] = {"capacity", "--max-rate", "1e-300", "--out", "/tmp/ss-capacity-tiny-max"};
+    cr_assert_eq(cmd_capacity(5, tiny_max), 2);
+    cr_assert_null(fopen("/tmp/ss-capacity-tiny-max", "r"), "nothing made");
+    char out[1024];
+    fflush(stderr);
+    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(out, "servesim: --max-rate 1e-300: expected a rate in [1e-06, 1e7] requests/s\n"), "%s", out);
 }
