@@ -427,6 +427,15 @@ int of_check(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
+    /* a name that can only be a directory (DIR/, DIR/., DIR/..) passed, the whole job ran, and
+     * then the rename onto it failed, leaving the folders made for it (bad-input campaign) */
+    size_t len = strlen(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (len == 0 || path[len - 1] == '/' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+        snprintf(err, errlen, "%s: names a directory, not a file; give the file's own name (such as DIR/table.csv)",
+                 path);
+        return -1;
+    }
     /* nothing made: the caller makes the folders PATH needs when it writes it, after the work */
     return writable_above(path, err, errlen);
 }

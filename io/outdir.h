@@ -52,8 +52,9 @@ typedef struct outfile {
     FILE *f;
 } outfile;
 
-/* Whether a file can be written at PATH, before the work that makes it: a directory made and
- * removed at once in the nearest folder above PATH that exists. Nothing is left: the caller
+/* Whether a file can be written at PATH, before the work that makes it: a name that is not
+ * only a directory's (none ending in '/', '.' or '..'), and a directory made and removed at
+ * once in the nearest folder above PATH that exists. Nothing is left: the caller
  * makes PATH's folders (od_make_parents) when the work is done. -1 with "PATH: reason" in ERR. */
 int of_check(const char *path, char *err, size_t errlen);
 /* Opens the temporary file of PATH for writing; NULL with "PATH: reason" in ERR. */

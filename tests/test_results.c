@@ -431,6 +431,24 @@ Test(results, a_files_check_makes_nothing)
     cr_assert(exists(path));
 }
 
+/* A file's name ending in '/', '.' or '..' passed the check, and calibrate --out and
+ * roofline-fit --write ran their whole job, made the folders, then failed to rename onto a
+ * directory (exit 1) and left them (bad-input campaign): refused by the check, nothing made. */
+Test(results, a_files_check_refuses_a_directory_s_name)
+{
+    const char *tails[] = {"new/sub/", "new/sub/.", "new/sub/..", "new/."};
+    char path[192], listing[512], err[512] = "";
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        snprintf(path, sizeof path, "%s/%s", root, tails[i]);
+        cr_assert_eq(of_check(path, err, sizeof err), -1, "%s", path);
+        cr_assert(strstr(err, path) && strstr(err, ": names a directory, not a file"), "%s", err);
+    }
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "%s", listing);
+    snprintf(path, sizeof path, "%s/new/sub/.table.csv", root);
+    cr_assert_eq(of_check(path, err, sizeof err), 0, "a dot file is a file: %s", err);
+}
+
 static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
