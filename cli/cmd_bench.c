@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "config/measured.h"
 #include "core/model.h"
+#include "workload/trace.h"
 
 static const char bench_usage[] =
     "usage: servesim bench [--requests N] [--runs N] [--trace CSV] [--seed N] [--replicas N]\n"
@@ -206,9 +207,26 @@ int cmd_bench(int argc, char **argv)
     r.workload.num_requests = 0; /* every row */
     workload rows;
     if (wl_build(&r.workload, &rows, err, sizeof err) < 0) { fprintf(stderr, "servesim: %s\n", err); return EXIT_BAD_INPUT; }
-    for (size_t i = 0; i < rows.n; i++) /* the trace may exceed the model's context */
+    /* the trace may exceed the model's context: a row's prompt is cut to fit it. No prompt fits
+     * beside an answer that fills the context alone: one cut to 0 tokens or fewer ended in
+     * "internal error: 0 of 20000 requests ended" (bad-input campaign) */
+    for (size_t i = 0; i < rows.n; i++) {
+        if (rows.reqs[i].output_len >= r.sched.max_model_len) {
+            trace_row *tr = NULL;
+            size_t nt = 0;
+            long line = trace_read(r.workload.trace_path, i + 1, &tr, &nt, err, sizeof err) == 0 && nt == i + 1
+                            ? tr[i].line : 0;
+            free(tr);
+            fprintf(stderr, "servesim: %s:%ld: an output of %d tokens leaves no room for a prompt in "
+                            "scheduler.max_model_len (%d tokens); bench fits a row to the context by cutting its "
+                            "prompt\n",
+                    r.workload.trace_path, line, rows.reqs[i].output_len, r.sched.max_model_len);
+            wl_free(&rows);
+            return EXIT_BAD_INPUT;
+        }
         if (rows.reqs[i].prompt_len + rows.reqs[i].output_len > r.sched.max_model_len)
             rows.reqs[i].prompt_len = r.sched.max_model_len - rows.reqs[i].output_len;
+    }
     wl_config wc = r.workload;
     wc.arrival = ARRIVAL_POISSON;
     wc.max_concurrency = 0;

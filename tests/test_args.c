@@ -231,6 +231,24 @@ Test(args, calibrate_needs_two_tokens_a_step, .init = cr_redirect_stderr)
     cr_assert(access("/tmp/ss-one-token.csv", F_OK) != 0);
 }
 
+/* bench cuts a trace row's prompt to fit the model's context; a row whose output alone fills
+ * it was cut to a prompt of 0 tokens or fewer and ended in "internal error: 0 of 20000 requests
+ * ended" (exit 1, bad-input campaign): refused naming the row's line (a blank line counted). */
+Test(args, bench_refuses_a_trace_row_whose_output_fills_the_context, .init = cr_redirect_stderr)
+{
+    FILE *f = fopen("/tmp/ss-bench-long.csv", "w");
+    cr_assert(f);
+    fputs("arrival_time,prompt_len,output_len\n0,100,20\n\n1,100,9000\n2,100,20\n", f);
+    fclose(f);
+    char *argv[] = {"bench", "--requests", "50", "--runs", "1", "--trace", "/tmp/ss-bench-long.csv"};
+    cr_assert_eq(cmd_bench(7, argv), EXIT_BAD_INPUT);
+    char out[2048];
+    read_stderr(out, sizeof out);
+    cr_assert(strstr(out, "servesim: /tmp/ss-bench-long.csv:4: an output of 9000 tokens leaves no room for a prompt in "
+                          "scheduler.max_model_len (8192 tokens)"), "%s", out);
+    remove("/tmp/ss-bench-long.csv");
+}
+
 /* the engine schedules synchronously and has no priced API server: asking it for either was
  * taken and recorded without a word (bad-input campaign); both are refused before any work */
 Test(args, the_engine_refuses_simulator_only_keys, .init = cr_redirect_stderr)

@@ -229,6 +229,7 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
             return -1;
         }
         prev = t;
+        row.line = r->csv.lineno;
         row.time = r->fmt == TRACE_AZURE ? (double)(t.ticks - first.ticks) / TICKS_PER_SECOND
                                          : t.seconds - first.seconds;
         if (*n == cap) {

@@ -19,6 +19,7 @@ typedef struct trace_row {
     double time;        /* seconds since the first row */
     int prompt_len, output_len;
     double acceptance_rate; /* optional column acceptance_rate (speculative decoding), in [0, 1]; -1 without */
+    long line;          /* the file's line it was read from (header = line 1), for messages */
 } trace_row;
 
 /* Reads at most MAX_ROWS rows (0 = all; the rows after them are not read). On error returns
