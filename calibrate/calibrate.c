@@ -169,12 +169,19 @@ static int serve_phase(const calib_options *o, engine_options *eo, int phase, in
 {
     int concurrency[SEGMENT_PHASES] = {1, 4, eo->sched.max_num_seqs / 2 + 1};
     int longest = o->max_tokens < 256 ? o->max_tokens : 256;
+    /* every request fits the context (max_tokens + max_context), the prompt giving way first
+     * so that outputs of 4 still decode: a longer one is rejected and serves no step, and with
+     * small flags (--max-tokens 2 --max-context 2) every one was, and calibrate failed after
+     * its sweeps with too few serving steps to fit (bad-input campaign) */
+    int context = eo->sched.max_model_len;
+    if (longest > context - 4) longest = context - 4 > 1 ? context - 4 : 1;
+    int out_max = context - longest < 64 ? context - longest : 64, out_min = out_max < 4 ? out_max : 4;
     /* a closed loop keeps prompts arriving while others decode, as steady serving does */
     wl_config wc = {.num_requests = segment_requests[phase], .arrival = ARRIVAL_CLOSED,
                     .concurrency = concurrency[phase], .num_prefixes = 1, .trace_time_scale = 1,
                     .vocab_size = o->kb.shape.vocab, .seed = 1 + (uint64_t)(SEGMENT_PHASES * round + phase)};
     wc.prompt_len = (len_dist){DIST_UNIFORM, 1, longest, 0};
-    wc.output_len = (len_dist){DIST_UNIFORM, 4, 64, 0};
+    wc.output_len = (len_dist){DIST_UNIFORM, out_min, out_max, 0};
     return engine_run_steps(eo, &wc, fit_add_steps, fit, err, errlen);
 }
 

@@ -315,6 +315,30 @@ Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
     ct_free(&t);
 }
 
+/* The serving segment's requests (prompts up to 256 tokens, outputs 4 to 64) did not fit a
+ * small context: --max-tokens 2 --max-context 2 (or 2 and 1, or 4 and 1 with one sequence)
+ * had every one rejected, and calibrate failed after its sweeps, "the serving measurement ran
+ * too few steps" (bad-input campaign). Its requests now fit the context: the least flags
+ * calibrate, their serving fit from decode and prompt steps alike. */
+Test(calibrate, the_least_flags_serve_steps_to_fit, .timeout = 120)
+{
+    const int flags[][3] = {{2, 1, 1}, {2, 2, 8}, {4, 1, 1}}; /* max_tokens, max_context, max_seqs */
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        calib_options o = small_calibration();
+        o.max_tokens = flags[i][0], o.max_context = flags[i][1], o.max_seqs = flags[i][2], o.rounds = 1;
+        cost_table t;
+        char err[512];
+        cr_assert_eq(calibrate_run(&o, &t, err, sizeof err), 0, "%d tokens, %d context: %s", o.max_tokens,
+                     o.max_context, err);
+        long decode = 0, prompt = 0;
+        cr_assert_eq(sscanf(ct_meta(&t, "serving_steps"), "%ld decode-only, %ld with prompt tokens", &decode, &prompt),
+                     2);
+        cr_assert(decode > 0 && prompt > 0, "%d tokens, %d context: %s", o.max_tokens, o.max_context,
+                  ct_meta(&t, "serving_steps"));
+        ct_free(&t);
+    }
+}
+
 /* The pool holds the largest decode batch, or what it is capped at, never less than one row. */
 Test(calibrate, the_pool_holds_the_largest_shapes_or_its_cap)
 {
