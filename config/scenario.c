@@ -1147,7 +1147,7 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     return 0;
 }
 
-/* run.percentiles: up to 8 different numbers in (0, 100]. */
+/* run.percentiles: up to 8 different numbers in (0, 100], of at most 6 decimals. */
 static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     const char *p = V(run, percentiles).s;
@@ -1158,6 +1158,16 @@ static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char 
         if (end == p || !(q > 0 && q <= 100) || (*end && (*end != ',' || !end[1])) || out->num_percentiles == 8) {
             snprintf(err, errlen, "run.percentiles (%s): expected up to 8 numbers in (0, 100], comma-separated, got \"%s\"",
                      V(run, percentiles).origin, V(run, percentiles).s);
+            return -1;
+        }
+        /* a percentile names summary keys (p99.9_ttft_ms): 1e-320 named one
+         * "p9.9998886718268301e-321_ttft_ms" (bad-input campaign) */
+        char label[64];
+        met_percentile_label(q, label, sizeof label);
+        const char *dot = strchr(label, '.');
+        if (strchr(label, 'e') || (dot && strlen(dot + 1) > 6)) {
+            snprintf(err, errlen, "run.percentiles (%s): %.*s has more than 6 decimals (it names summary keys such as "
+                     "p99.9_ttft_ms)", V(run, percentiles).origin, (int)(end - p), p);
             return -1;
         }
         for (int i = 0; i < out->num_percentiles; i++)

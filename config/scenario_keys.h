@@ -97,7 +97,7 @@
     X(validate, max_replay_error, NUM, "0.01", "0", "1000", "largest |relative error| allowed on P50 and P99 latencies when each engine run is replayed with its own step times") \
     X(run, seed, INT, "0", "0", "2147483647", "seed of every random draw") \
     X(run, warmup_requests, INT, "0", "0", "100000000", "requests sent first and left out of the statistics") \
-    X(run, percentiles, TEXT, "99.9", "", "", "percentiles every latency reports besides P50, P90 and P99, comma-separated in (0, 100] (vLLM's --metric-percentiles; also --percentiles); summary.json keys pQ_NAME_ms") \
+    X(run, percentiles, TEXT, "99.9", "", "", "percentiles every latency reports besides P50, P90 and P99, comma-separated in (0, 100], at most 6 decimals (vLLM's --metric-percentiles; also --percentiles); summary.json keys pQ_NAME_ms") \
     X(run, token_times, BOOL, "off", "", "", "also write tokens.csv: every token's time (request_id, token_index, time), as `servesim load` does; large for long runs")
 
 /* vLLM's engine options and the scenario keys that model them: vLLM's name as a user would

@@ -604,6 +604,14 @@ Test(scenario, percentiles_are_checked)
     cr_assert_eq(scenario_set(&sc, "run.percentiles=99.9,50,99.90", err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "run.percentiles (--set): 99.90 is given twice in \"99.9,50,99.90\""), "%s", err);
+    /* 1e-320 named the key p9.9998886718268301e-321_ttft_ms (bad-input campaign) */
+    cr_assert_eq(scenario_set(&sc, "run.percentiles=50,1e-320", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "run.percentiles (--set): 1e-320 has more than 6 decimals"), "%s", err);
+    cr_assert_eq(scenario_set(&sc, "run.percentiles=99.9999999", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert_eq(scenario_set(&sc, "run.percentiles=99.999999,0.000001", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "six decimals: %s", err);
 }
 
 /* llama-3.2-1b ties its LM head to the embedding: 16 x (2048 x (2048 + 2 x 512) + 2048 x 2048
