@@ -130,6 +130,14 @@ int tc_init(table_cost *tc, const cost_table *t, const char *name, char *err, si
     }
     /* the fused all-reduces stand in for the others up to a size: a table with only them
      * could not price a longer step */
+    /* a step's overhead is one number: a second overhead row was read past, unused
+     * (bad-input campaign) */
+    if (t->n[CT_OVERHEAD] != 1) {
+        snprintf(err, errlen, "cost table %s: %zu overhead rows; a table holds one, the fixed cost of a step", name,
+                 t->n[CT_OVERHEAD]);
+        tc_free(tc);
+        return -1;
+    }
     if (tc_has(tc, CT_ALLREDUCE_FUSED) && !tc_has(tc, CT_ALLREDUCE)) {
         snprintf(err, errlen, "cost table %s: allreduce_fused rows without allreduce rows (the all-reduces of "
                  "steps too long to fuse)", name);

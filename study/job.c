@@ -76,6 +76,11 @@ static int check_table_shape(const cost_table *t, const scenario_resolved *r, co
                  r->fp8_weights ? "fp8" : "none", r->fp8_kv ? "fp8" : "auto");
         return -1;
     }
+    if (tp == 0) { /* it read as "measured at tensor_parallel 0" (bad-input campaign) */
+        snprintf(err, errlen, "%s: its tensor_parallel header \"%s\" is not a GPU count (1 to 4096)", path,
+                 ct_meta(t, "tensor_parallel"));
+        return -1;
+    }
     if (tp != r->tensor_parallel) {
         snprintf(err, errlen, "%s: measured at tensor_parallel %d, but the scenario's deployment.tensor_parallel is %d",
                  path, tp, r->tensor_parallel);

@@ -595,6 +595,14 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "one.csv: prices all-reduces (allreduce rows), but was measured on one GPU (tensor_parallel "
                           "not recorded), which has none"), "%s", err);
+    /* a tensor_parallel header that is no count read as "measured at tensor_parallel 0"
+     * (bad-input campaign) */
+    cr_assert_eq(ct_read(&t, set, err, sizeof err), 0, "%s", err);
+    ct_set_meta(&t, "tensor_parallel", "abc");
+    cr_assert_eq(ct_write(&t, set, err, sizeof err), 0, "%s", err);
+    ct_free(&t);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "one.csv: its tensor_parallel header \"abc\" is not a GPU count (1 to 4096)"), "%s", err);
 }
 
 /* Writes a table of SHAPE named NAME with the `quantization` and (when KV is not NULL)

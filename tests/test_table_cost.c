@@ -228,6 +228,19 @@ Test(table_cost, a_table_that_prices_nothing_is_refused)
     ct_free(&t);
 }
 
+/* A second overhead row was read past, unused, and priced nothing (bad-input campaign). */
+Test(table_cost, a_second_overhead_row_is_refused)
+{
+    cost_table t;
+    synthetic(&t);
+    ct_add(&t, CT_OVERHEAD, 1, 0, 5e-3);
+    table_cost tc;
+    char err[256];
+    cr_assert_eq(tc_init(&tc, &t, "two", err, sizeof err), -1);
+    cr_assert_str_eq(err, "cost table two: 2 overhead rows; a table holds one, the fixed cost of a step");
+    ct_free(&t);
+}
+
 Test(table_cost, files_round_trip_and_bad_rows_name_their_line)
 {
     cost_table t, back;
