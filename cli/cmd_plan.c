@@ -249,8 +249,10 @@ static int on_plan_opt(void *ctx, const char *flag, const char *value)
     if (strcmp(flag, "--max-tp") == 0) return cli_parse_long(flag, value, 1, 8, &c->max_tp);
     if (strcmp(flag, "--rate") == 0 || strcmp(flag, "--max-rate") == 0) {
         double v = decimal_strtod(value, &end);
-        if (end == value || *end || !(v > 0) || v > 1e7) {
-            fprintf(stderr, "servesim: %s %s: expected a rate in (0, 1e7] requests/s%s\n", flag, value,
+        /* workload.rate's range, as capacity's --max-rate: 1e-300 was taken, and the plan said
+         * that no rate down to it was served (bad-input campaign) */
+        if (end == value || *end || !(v >= CAP_MIN_RATE) || v > 1e7) {
+            fprintf(stderr, "servesim: %s %s: expected a rate in [%g, 1e7] requests/s%s\n", flag, value, CAP_MIN_RATE,
                     decimal_hint(value, false));
             return -1;
         }

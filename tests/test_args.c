@@ -196,12 +196,15 @@ Test(args, a_hexadecimal_flag_value_is_answered_with_decimal, .init = cr_redirec
     cr_assert_eq(cmd_plan(3, gpus), EXIT_BAD_INPUT);
     char *decimal[] = {"plan", "--gpus", "-8"};
     cr_assert_eq(cmd_plan(3, decimal), EXIT_BAD_INPUT);
+    char *tiny[] = {"plan", "--gpus", "1", "--max-rate", "1e-300"}; /* taken, "none down to 1e-300" */
+    cr_assert_eq(cmd_plan(5, tiny), EXIT_BAD_INPUT);
     char out[2048];
     read_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: --max-rate 0x10: expected a rate in [1e-06, 1e7] requests/s (in decimal notation, "
                           "such as 0.5 or 1e3)\n"), "%s", out);
-    cr_assert(strstr(out, "servesim: --rate 0x1p3: expected a rate in (0, 1e7] requests/s (in decimal notation, "
+    cr_assert(strstr(out, "servesim: --rate 0x1p3: expected a rate in [1e-06, 1e7] requests/s (in decimal notation, "
                           "such as 0.5 or 1e3)\n"), "%s", out);
+    cr_assert(strstr(out, "servesim: --max-rate 1e-300: expected a rate in [1e-06, 1e7] requests/s\n"), "%s", out);
     cr_assert(strstr(out, "servesim: --gpus 0x8: expected an integer in [1, 4096] (in decimal digits)\n"), "%s", out);
     cr_assert(strstr(out, "servesim: --gpus -8: expected an integer in [1, 4096]\n"), "%s", out);
 }
