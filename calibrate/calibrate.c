@@ -442,6 +442,7 @@ static void check_add(check_stats *st, double predicted, double measured)
 double calibrate_check(const cost_table *t, FILE *report)
 {
     double worst = 0;
+    int held_total = 0;
     fprintf(report, "%-13s %9s %14s %14s\n", "component", "held out", "mean |error|", "max |error|");
     for (int c = 0; c < CT_OVERHEAD; c++) {
         const ct_point *p = t->points[c];
@@ -483,6 +484,7 @@ double calibrate_check(const cost_table *t, FILE *report)
         fprintf(report, "%-13s %9d %13.1f%% %13.1f%%\n", ct_component_name(c), st.n,
                 st.n ? 100 * st.sum / st.n : 0.0, 100 * st.max);
         if (st.max > worst) worst = st.max;
+        held_total += st.n;
     }
-    return worst;
+    return held_total ? worst : -1;
 }

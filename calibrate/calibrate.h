@@ -88,7 +88,8 @@ enum { CALIB_MIN_BUCKET_STEPS = 20 };
 void calibrate_seq_scales(const double *scale, const size_t *steps, double fallback, int max_seqs, char *buf,
                           size_t len);
 /* Holds out every other interior point of each sweep, interpolates it from the rest, and
- * prints the error per component. Returns the largest relative error seen. */
+ * prints the error per component. Returns the largest relative error seen, or -1 when no
+ * sweep has the 3 sizes or more that holding one out needs. */
 double calibrate_check(const cost_table *t, FILE *report);
 /* Shape metadata as written into tables, to check that a table fits a model. */
 void calibrate_shape_string(const kb_shape *s, char *out, size_t len);

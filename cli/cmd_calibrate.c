@@ -34,6 +34,7 @@ static const char calibrate_usage[] =
 
 typedef struct calib_args {
     const char *backend, *model, *out, *check;
+    const char *other;       /* the first option besides --check, which --check takes none of */
     long max_tokens, max_context, max_seqs, block_size, threads, repeats, rounds, seed;
 } calib_args;
 
@@ -46,6 +47,7 @@ static const cli_opt calibrate_opts[] = {
 static int on_calibrate_opt(void *ctx, const char *f, const char *v)
 {
     calib_args *a = ctx;
+    if (!a->other && strcmp(f, "--check") != 0) a->other = f;
     if (strcmp(f, "--backend") == 0) a->backend = v;
     else if (strcmp(f, "--model") == 0) a->model = v;
     else if (strcmp(f, "--out") == 0) a->out = v;
@@ -97,10 +99,23 @@ static int check_table(const char *path)
         return EXIT_BAD_INPUT;
     }
     tc_free(&usable);
-    printf("Interpolation error on held-out sweep points of %s:\n", path);
-    double worst = calibrate_check(&t, stdout);
-    printf("Largest held-out error: %.1f%%\n", 100 * worst);
+    /* a table of sweeps too short to hold a point out scored "0 held out ... 0.0%" (bad-input
+     * campaign): the report is printed only when it checked something */
+    char *report = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&report, &size);
+    double worst = f ? calibrate_check(&t, f) : -2;
+    if (f) fclose(f);
     ct_free(&t);
+    if (worst < 0) {
+        fprintf(stderr, worst == -1 ? "servesim: %s: no sweep has 3 sizes or more, so no point can be held out and "
+                                      "checked\n" : "servesim: %s: out of memory\n", path);
+        free(report);
+        return worst == -1 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
+    }
+    printf("Interpolation error on held-out sweep points of %s:\n%s", path, report);
+    printf("Largest held-out error: %.1f%%\n", 100 * worst);
+    free(report);
     return EXIT_OK;
 }
 
@@ -143,6 +158,10 @@ int cmd_calibrate(int argc, char **argv)
     }
     calib_args a;
     if (parse_args(argc, argv, &a) < 0) return EXIT_BAD_INPUT;
+    if (a.check && a.other) { /* --out, --max-tokens, ... were taken and ignored (bad-input campaign) */
+        fprintf(stderr, "servesim: --check FILE checks a table and takes no other option (got %s)\n", a.other);
+        return EXIT_BAD_INPUT;
+    }
     if (a.check) return check_table(a.check);
     bool cuda = strcmp(a.backend, "cuda") == 0;
     fill_defaults(&a, cuda);

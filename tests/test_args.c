@@ -225,6 +225,27 @@ Test(args, calibrate_check_refuses_an_unusable_table, .init = cr_redirect_stderr
     cr_assert_str_eq(out, "servesim: cost table /tmp/ss-header-only.csv: no linear rows\n");
 }
 
+/* calibrate --check took --out, --max-tokens and the rest and ignored them, and scored a table
+ * of one point a sweep "0 held out ... Largest held-out error: 0.0%" with exit 0 (bad-input
+ * campaign): both refused */
+Test(args, calibrate_check_takes_no_other_option_and_needs_a_point_to_hold_out, .init = cr_redirect_stderr)
+{
+    FILE *f = fopen("/tmp/ss-one-point.csv", "w");
+    cr_assert(f);
+    fputs("component,x,y,seconds\nlinear,1,0,0.001\nlm_head,1,0,0.0001\nprefill_attn,1,0,0.0001\n"
+          "decode_attn,1,1,0.0001\nsample,1,0,0.0001\noverhead,0,0,0.0005\n", f);
+    fclose(f);
+    char *one[] = {"calibrate", "--check", "/tmp/ss-one-point.csv"};
+    cr_assert_eq(cmd_calibrate(3, one), EXIT_BAD_INPUT);
+    char *out[] = {"calibrate", "--check", "/tmp/ss-one-point.csv", "--out", "/tmp/ss-never.csv"};
+    cr_assert_eq(cmd_calibrate(5, out), EXIT_BAD_INPUT);
+    remove("/tmp/ss-one-point.csv");
+    char text[1024];
+    read_stderr(text, sizeof text);
+    cr_assert_str_eq(text, "servesim: /tmp/ss-one-point.csv: no sweep has 3 sizes or more, so no point can be held out "
+                           "and checked\nservesim: --check FILE checks a table and takes no other option (got --out)\n");
+}
+
 /* --max-tokens 1 calibrated a grid with no prefill shapes, then failed writing its table (exit
  * 1, after the work); it is refused at the flag */
 Test(args, calibrate_needs_two_tokens_a_step, .init = cr_redirect_stderr)

@@ -323,7 +323,7 @@ Test(calibrate, a_small_cpu_calibration_gives_a_usable_table, .timeout = 120)
     cr_assert_not(outside, "1-64 tokens lie within the calibrated sweep");
     tc_free(&tc);
     FILE *devnull = fopen("/dev/null", "w");
-    cr_assert(isfinite(calibrate_check(&t, devnull)));
+    cr_assert_geq(calibrate_check(&t, devnull), 0, "a table of sweeps checks something");
     fclose(devnull);
     ct_free(&t);
 }
