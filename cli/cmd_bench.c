@@ -153,6 +153,7 @@ static int simulate(const scenario_resolved *r, int replicas, workload *w, wl_co
 typedef struct bench_args {
     long n, seed, threads, runs, replicas;
     const char *trace, *engine, *serving;
+    const char *sim_flag, *threads_flag; /* the first option of the simulator's bench, and --threads */
 } bench_args;
 
 static const cli_opt bench_opts[] = {
@@ -163,6 +164,9 @@ static const cli_opt bench_opts[] = {
 static int on_bench_opt(void *ctx, const char *f, const char *v)
 {
     bench_args *a = ctx;
+    bool engine_mode = strcmp(f, "--engine") == 0 || strcmp(f, "--serving") == 0;
+    if (strcmp(f, "--threads") == 0) a->threads_flag = f;
+    else if (!engine_mode && !a->sim_flag) a->sim_flag = f;
     if (strcmp(f, "--trace") == 0) a->trace = v;
     else if (strcmp(f, "--engine") == 0) a->engine = v;
     else if (strcmp(f, "--serving") == 0) a->serving = v;
@@ -189,6 +193,22 @@ int cmd_bench(int argc, char **argv)
         return EXIT_BAD_INPUT;
     long n = a.n, seed = a.seed, threads = a.threads, runs = a.runs;
     const char *trace = a.trace;
+    /* each mode's options apart: --engine ran its own bench with --requests, --runs and --trace
+     * ignored, and over --serving without a word (bad-input campaign) */
+    const char *mode = a.engine ? "--engine" : a.serving ? "--serving" : NULL;
+    if (a.engine && a.serving) {
+        fprintf(stderr, "servesim: bench --engine and --serving are two benchmarks: give one\n");
+        return EXIT_BAD_INPUT;
+    }
+    if (mode && a.sim_flag) {
+        fprintf(stderr, "servesim: bench %s times the engine and takes only --threads (got %s, an option of the "
+                        "simulator's bench)\n", mode, a.sim_flag);
+        return EXIT_BAD_INPUT;
+    }
+    if (!mode && a.threads_flag) {
+        fprintf(stderr, "servesim: bench --threads is for --engine and --serving; the simulator runs on one thread\n");
+        return EXIT_BAD_INPUT;
+    }
     if (a.engine) return bench_engine(a.engine, (int)threads);
     if (a.serving) return bench_serving(a.serving, (int)threads);
     scenario sc;

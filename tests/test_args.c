@@ -393,3 +393,21 @@ Test(args, output_that_cannot_be_written_is_a_failure, .init = cr_redirect_stder
     cr_assert_not_null(fgets(text, sizeof text, e));
     cr_assert_str_eq(text, "servesim: writing standard output: No space left on device\n");
 }
+
+/* bench --engine ran its own benchmark with --requests, --runs and --trace ignored, and over
+ * --serving without a word (bad-input campaign): each mode takes its own options */
+Test(args, bench_modes_take_their_own_options, .init = cr_redirect_stderr)
+{
+    char *engine_requests[] = {"bench", "--engine", "tiny", "--requests", "5"};
+    cr_assert_eq(cmd_bench(5, engine_requests), EXIT_BAD_INPUT);
+    char *both[] = {"bench", "--serving", "tiny", "--engine", "tiny"};
+    cr_assert_eq(cmd_bench(5, both), EXIT_BAD_INPUT);
+    char *threads[] = {"bench", "--requests", "5", "--threads", "2"};
+    cr_assert_eq(cmd_bench(5, threads), EXIT_BAD_INPUT);
+    char text[1024];
+    read_stderr(text, sizeof text);
+    cr_assert_str_eq(text, "servesim: bench --engine times the engine and takes only --threads (got --requests, an "
+                           "option of the simulator's bench)\nservesim: bench --engine and --serving are two "
+                           "benchmarks: give one\nservesim: bench --threads is for --engine and --serving; the "
+                           "simulator runs on one thread\n");
+}
