@@ -1239,6 +1239,7 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
     kb->sample_seed = (uint64_t)V(run, seed).i;
     kb->threads = (int)V(engine, threads).i;
     *sp = (kb_sampling){(float)V(engine, temperature).d, (int)V(engine, top_k).i, (float)V(engine, top_p).d};
+    double pool_blocks = r->sched.num_blocks; /* before a clamp, for the message below */
     if (V(kv, num_blocks).i == 0) {
         int elem = kb->kind == KB_CUDA ? 2 : 4;
         double block = (double)model_kv_bytes_per_token(m, elem) * r->sched.block_size;
@@ -1246,6 +1247,7 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
         if (r->sched.num_speculative_tokens > 0 && r->spec_draft_model)
             block += (double)model_kv_bytes_per_token(&r->draft_model, elem) * r->sched.block_size;
         double blocks = floor(V(engine, kv_gib).d * (1 << 30) / block);
+        pool_blocks = blocks;
         r->sched.num_blocks = blocks < 1 ? 1 : blocks > 1e9 ? 1000000000 : (int)blocks;
         char why[512];
         if (sched_config_check(&r->sched, why, sizeof why) < 0) {
@@ -1253,6 +1255,15 @@ int scenario_resolve_engine(const scenario *sc, scenario_resolved *r, kb_options
                      sc->path[0] ? sc->path : "built-in scenario", V(engine, kv_gib).d, r->sched.num_blocks, why);
             return -1;
         }
+    }
+    /* the engine indexes KV slots in 32 bits: a pool past them was refused by the backend,
+     * naming no key (bad-input campaign) */
+    if (pool_blocks * r->sched.block_size > INT32_MAX) {
+        char key[320];
+        scenario_key_label(sc, V(kv, num_blocks).i ? K_kv_num_blocks : K_engine_kv_gib, key, sizeof key);
+        snprintf(err, errlen, "%s: the real engine's KV pool of %.0f blocks of %d tokens passes the 2^31 token slots it "
+                 "indexes; give a smaller pool", key, pool_blocks, r->sched.block_size);
+        return -1;
     }
     return 0;
 }

@@ -1108,6 +1108,30 @@ Test(scenario, the_engines_pool_holds_the_draft_models_kv)
     cr_assert_eq(r.sched.num_blocks, 32768);
 }
 
+/* A pool past the engine's 32-bit token slots was refused by the backend as "KV pool or model
+ * dimensions overflow 32-bit indices", naming no key (bad-input campaign). 65,536 blocks a GiB
+ * of tiny's KV: 100,000 GiB is 6,553,600,000 blocks. */
+Test(scenario, an_engine_pool_past_its_slots_names_its_key)
+{
+    scenario sc;
+    scenario_defaults(&sc);
+    char err[512];
+    cr_assert_eq(scenario_set(&sc, "model.preset=tiny", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "engine.kv_gib=100000", err, sizeof err), 0);
+    scenario_resolved r;
+    kb_options kb;
+    kb_sampling sp;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), -1);
+    cr_assert_str_eq(err, "engine.kv_gib (--set): the real engine's KV pool of 6553600000 blocks of 16 tokens passes "
+                          "the 2^31 token slots it indexes; give a smaller pool");
+    cr_assert_eq(scenario_set(&sc, "engine.kv_gib=1", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.num_blocks=200000000", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve_engine(&sc, &r, &kb, &sp, err, sizeof err), -1);
+    cr_assert(strstr(err, "kv.num_blocks (--set): the real engine's KV pool of 200000000 blocks"), "%s", err);
+}
+
 /* scheduler.max_model_len past the model's context was taken (50,000-token prompts served on
  * llama-3-8b, whose context is 8,192; bad-input campaign), which vLLM refuses; model.max_position
  * sets a longer context, as a RoPE-scaled checkpoint has, and then it is taken. */
