@@ -28,6 +28,7 @@ int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt
                  const cli_opt **opt, const char **value)
 {
     const char *arg = argv[*i], *eq = strchr(arg, '=');
+    if (strcmp(arg, "-q") == 0 && find_opt(opts, n, "--quiet", 7)) arg = "--quiet"; /* as curl, grep, ... take it */
     size_t len = eq && arg[1] == '-' ? (size_t)(eq - arg) : strlen(arg);
     *opt = find_opt(opts, n, arg, len);
     *value = NULL;

@@ -411,3 +411,21 @@ Test(args, bench_modes_take_their_own_options, .init = cr_redirect_stderr)
                            "benchmarks: give one\nservesim: bench --threads is for --engine and --serving; the "
                            "simulator runs on one thread\n");
 }
+
+/* -q, which curl, grep and most tools take for --quiet, was an unknown option (stop 34's
+ * leftover): it is --quiet wherever a command takes --quiet, and counts as it when repeated */
+Test(args, dash_q_is_quiet, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-dash-q");
+    char *run[] = {"run", "--set", "workload.num_requests=5", "--out", "/tmp/ss-dash-q", "-q"};
+    cr_assert_eq(cmd_run(6, run), EXIT_OK);
+    char *twice[] = {"run", "-q", "--quiet", "--out", "/tmp/ss-dash-q"};
+    cr_assert_eq(cmd_run(5, twice), EXIT_BAD_INPUT);
+    char *keys[] = {"keys", "-q"};
+    cr_assert_eq(cmd_keys(2, keys), EXIT_BAD_INPUT, "keys takes no --quiet");
+    char text[1024];
+    read_stderr(text, sizeof text);
+    cr_assert(strstr(text, "servesim: --quiet given twice; give it once\n"), "%s", text);
+    cr_assert(strstr(text, "servesim: unknown option -q\n"), "%s", text);
+    system("rm -rf /tmp/ss-dash-q");
+}
