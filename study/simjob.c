@@ -27,24 +27,29 @@ static json_t *frontend_json(const simjob *j, const scenario_resolved *r)
                      json_num(span > 0 ? j->stats.frontend_busy_s / span : NAN));
 }
 
-/* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. */
+/* The deployment: GPUs per replica, replicas, the router, and the requests each was sent. A
+ * disaggregated run's instances (r->replicas of them) are no replicas: it said "replicas": 3
+ * for one prefill and two decode instances, its scenario's deployment.replicas being 1, and
+ * counted each request in requests_per_replica twice; its instances array says it all. */
 static json_t *deployment_json(const simjob *j, const scenario_resolved *r)
 {
     json_t *o = json_object();
+    bool disaggregated = r->prefill_instances > 0;
     if (!o || json_put(o, "gpus", json_integer((json_int_t)r->replicas * r->tensor_parallel)) |
             json_put(o, "tensor_parallel", json_integer(r->tensor_parallel)) |
             json_put(o, "prefill_instances", json_integer(r->prefill_instances)) |
-            json_put(o, "decode_instances", json_integer(r->prefill_instances ? r->replicas - r->prefill_instances : 0)) |
-            json_put(o, "replicas", json_integer(r->replicas)) | json_put(o, "router", json_string(router_name(r->router)))) {
+            json_put(o, "decode_instances", json_integer(disaggregated ? r->replicas - r->prefill_instances : 0)) |
+            (disaggregated ? 0 : json_put(o, "replicas", json_integer(r->replicas))) |
+            json_put(o, "router", json_string(router_name(r->router)))) {
         json_decref(o);
         return NULL;
     }
-    json_t *counts = j->replica_requests ? json_put_array(o, "requests_per_replica") : NULL;
-    if (j->replica_requests && !counts) {
+    json_t *counts = j->replica_requests && !disaggregated ? json_put_array(o, "requests_per_replica") : NULL;
+    if (j->replica_requests && !disaggregated && !counts) {
         json_decref(o);
         return NULL;
     }
-    for (int i = 0; j->replica_requests && i < r->replicas; i++)
+    for (int i = 0; counts && i < r->replicas; i++)
         if (json_array_append_new(counts, json_integer(j->replica_requests[i])) < 0) {
             json_decref(o);
             return NULL;

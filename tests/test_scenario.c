@@ -816,6 +816,21 @@ Test(run_command, a_run_of_several_instances_draws_their_timeline)
                        "deployment.decode_instances=2", "--out", "/tmp/servesim-test-timeline", "--quiet"};
     cr_assert_eq(run_cli(a, 10), 0);
     cr_assert(exists("/tmp/servesim-test-timeline/steps.csv"));
+    /* its deployment: instances by role, no "replicas" (it said 3, each request counted twice) */
+    json_t *sum = json_load_file("/tmp/servesim-test-timeline/summary.json", 0, NULL);
+    cr_assert_not_null(sum);
+    json_t *dep = json_object_get(sum, "deployment");
+    cr_assert_null(json_object_get(dep, "replicas"));
+    cr_assert_null(json_object_get(dep, "requests_per_replica"));
+    cr_assert_eq(json_integer_value(json_object_get(dep, "prefill_instances")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(dep, "decode_instances")), 2);
+    json_t *inst = json_object_get(dep, "instances");
+    cr_assert_eq(json_array_size(inst), 3);
+    json_int_t to_prefill = json_integer_value(json_object_get(json_array_get(inst, 0), "requests")), to_decode = 0;
+    for (size_t i = 1; i < 3; i++) to_decode += json_integer_value(json_object_get(json_array_get(inst, i), "requests"));
+    cr_assert(to_prefill == 60 && to_decode == 60, "each request once to each role: %lld, %lld", (long long)to_prefill,
+              (long long)to_decode);
+    json_decref(sum);
     if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
         FILE *f = fopen("/tmp/servesim-test-timeline/timeline.png", "rb");
         cr_assert_not_null(f, "no timeline.png");
