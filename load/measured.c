@@ -93,6 +93,30 @@ static stop_reason parse_stop(const char *s)
     return STOP_NONE;
 }
 
+/* A record's times tell one story: sent, then its first token, then its end, each a clock's
+ * reading. Times that contradicted each other were taken (a first token before the send gave
+ * a negative TTFT, an end of 1e300 s an e2el past any clock; bad-input campaign). A finished
+ * request (length) has both times and a token; a failed or rejected one may lack them. */
+static int check_record(const req_record *q, const char *path, long line, char *err, size_t errlen)
+{
+    const struct { const char *name; double v; } t[] = {
+        {"arrival_time", q->arrival_time}, {"first_token_time", q->first_token_time}, {"finish_time", q->finish_time}};
+    for (int i = 0; i < 3; i++)
+        if (!isnan(t[i].v) && !(t[i].v >= 0 && t[i].v <= MEASURED_MAX_CLOCK_S))
+            return errmsg(err, errlen, "%s:%ld: %s %g is not a clock reading in [0, %g] s", path, line, t[i].name, t[i].v,
+                          MEASURED_MAX_CLOCK_S);
+    if (q->stop == STOP_LENGTH && (isnan(q->first_token_time) || isnan(q->finish_time)))
+        return errmsg(err, errlen, "%s:%ld: a finished request (stop_reason length) needs first_token_time and finish_time",
+                      path, line);
+    if (q->stop == STOP_LENGTH && q->output_len < 1)
+        return errmsg(err, errlen, "%s:%ld: a finished request (stop_reason length) with output_len 0", path, line);
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (t[j].v < t[i].v)   /* false where either is NaN */
+                return errmsg(err, errlen, "%s:%ld: %s %g is before %s %g", path, line, t[j].name, t[j].v, t[i].name, t[i].v);
+    return 0;
+}
+
 static int read_requests(const char *path, measured_run *m, char *err, size_t errlen)
 {
     csv_reader r;
@@ -135,6 +159,10 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
         }
         if (!ok || isnan(q.arrival_time) || q.prompt_len < 1 || q.output_len < 0 || q.stop == STOP_NONE) {
             rc = errmsg(err, errlen, "%s:%ld: not a request record (a number or the stop reason is wrong)", path, r.lineno);
+            break;
+        }
+        if (check_record(&q, path, r.lineno, err, errlen) < 0) {
+            rc = -1;
             break;
         }
         if (m->n == cap) {

@@ -317,6 +317,53 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
     cr_assert_eq(system(path), 0);
 }
 
+/* Times that contradicted each other were taken and reported as negative latencies (a first
+ * token before the send gave a mean TTFT of -200 ms; bad-input campaign): each is refused,
+ * naming the line; a failed or rejected request may still lack its times. */
+Test(load, a_request_record_whose_times_contradict_each_other_is_refused)
+{
+    char dir[] = "/tmp/servesim-measured-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/requests.csv", dir);
+    const char *head = "request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,prompt_len,"
+                       "cached_prompt_len,output_len,num_preemptions,stop_reason,warmup,draft_tokens,accepted_tokens\n";
+    const char *bad[][2] = {
+        {"0,1.0,0,0.5,1.2,20,0,5,0,length,0,0,0", "requests.csv:3: first_token_time 0.5 is before arrival_time 1"},
+        {"0,1.0,0,1.5,1.2,20,0,5,0,length,0,0,0", "requests.csv:3: finish_time 1.2 is before first_token_time 1.5"},
+        {"0,1.0,0,,0.5,20,0,0,0,error,0,0,0", "requests.csv:3: finish_time 0.5 is before arrival_time 1"},
+        {"0,1.0,0,,,20,0,5,0,length,0,0,0",
+         "requests.csv:3: a finished request (stop_reason length) needs first_token_time and finish_time"},
+        {"0,1.0,0,1.1,,20,0,5,0,length,0,0,0",
+         "requests.csv:3: a finished request (stop_reason length) needs first_token_time and finish_time"},
+        {"0,1.0,0,1.1,1.2,20,0,0,0,length,0,0,0", "requests.csv:3: a finished request (stop_reason length) with output_len 0"},
+        {"0,1e300,0,1e300,1e300,20,0,5,0,length,0,0,0",
+         "requests.csv:3: arrival_time 1e+300 is not a clock reading in [0, 1e+12] s"},
+        {"0,1.0,0,1.1,1e300,20,0,5,0,length,0,0,0", "requests.csv:3: finish_time 1e+300 is not a clock reading"},
+        {"0,-1.0,0,1.1,1.2,20,0,5,0,length,0,0,0", "requests.csv:3: arrival_time -1 is not a clock reading"},
+    };
+    measured_run m;
+    char err[512], doc[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(doc, sizeof doc, "%s1,0.5,0,0.6,0.7,20,0,3,0,length,0,0,0\n%s\n", head, bad[i][0]);
+        write_path(path, doc);
+        cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1, "%s", bad[i][0]);
+        cr_assert(strstr(err, bad[i][1]) && strstr(err, dir), "%s: %s", bad[i][0], err);
+    }
+    /* what the engine, the simulator and the load client write for a request that did not
+     * finish: rejected with no token, failed with no token or after some, failed unanswered */
+    snprintf(doc, sizeof doc,
+             "%s0,1.0,0,1.1,1.2,20,0,3,0,length,0,0,0\n1,1.0,,,1.0,16000,0,0,0,kv_capacity,0,0,0\n"
+             "2,1.5,,,1.9,20,0,0,0,error,0,0,0\n3,1.5,,1.6,1.9,20,0,2,0,error,0,0,0\n4,1.5,,,,20,0,0,0,error,0,0,0\n"
+             "5,1.7,,1.7,1.7,20,0,1,0,length,0,0,0\n", head);
+    write_path(path, doc);
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(m.n, 6);
+    measured_free(&m);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    cr_assert_eq(system(path), 0);
+}
+
 Test(load, a_vllm_benchmark_json_reads_back)
 {
     char path[] = "/tmp/servesim-vllm-XXXXXX";
