@@ -292,6 +292,12 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
             rc = errmsg(err, errlen, "%s: request %zu: lengths must be integers, ttfts and start_times numbers, itls lists", path, i);
             break;
         }
+        /* a number or null was read as no error, the request as one that succeeded (bad-input campaign) */
+        if (!json_is_string(e)) {
+            rc = errmsg(err, errlen, "%s: request %zu: its \"errors\" entry is not a string (\"\" where it succeeded, else "
+                        "why it failed)", path, i);
+            break;
+        }
         /* lengths as requests.csv takes them (an int cast of 1e12 wrapped, bad-input campaign);
          * a failed request's may be 0, vLLM's record of nothing sent back */
         json_int_t in_len = json_integer_value(json_array_get(in, i)), out_len = json_integer_value(json_array_get(out, i));
@@ -310,6 +316,15 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
             rc = errmsg(err, errlen, "%s: request %zu: ttft %g s is not a time in [0, %g] s", path, i, ttft, MEASURED_MAX_S);
             break;
         }
+        /* A request that succeeded sent a token. Each gap parts two streamed chunks, each of one
+         * token or more (more under speculative decoding: fewer gaps), and vLLM's openai-chat
+         * client counts the server's opening role chunk as the first: at most output length
+         * gaps. Any number was taken, its end the sum of them all (bad-input campaign). */
+        if (!failed && out_len < 1) {
+            rc = errmsg(err, errlen, "%s: request %zu: output length 0 for a request that succeeded (its \"errors\" "
+                        "entry is \"\")", path, i);
+            break;
+        }
         double sum = 0;
         size_t k;
         json_t *gap;
@@ -322,6 +337,10 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
             sum += v;
             if (!failed && push_itl(m, &cap, v) < 0) rc = errmsg(err, errlen, "out of memory");
         }
+        if (rc == 0 && !failed && json_array_size(g) > (size_t)out_len)
+            rc = errmsg(err, errlen, "%s: request %zu: itls has %zu gaps, more than its output length %lld allows (a gap "
+                        "before each token but the first, and one after a chat reply's opening chunk)", path, i,
+                        json_array_size(g), (long long)out_len);
         m->reqs[i] = (req_record){
             .request_id = (int64_t)i, .arrival_time = starts ? start : 0, .scheduled_prefill_time = NAN,
             .first_token_time = (starts ? start : 0) + ttft, .finish_time = (starts ? start : 0) + ttft + sum,

@@ -391,6 +391,11 @@ Test(load, a_vllm_benchmark_json_reads_back)
     cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
     cr_assert(!m.have_arrivals, "a file without start_times (older vLLM versions) has no send times");
     measured_free(&m);
+    /* as many gaps as tokens: vLLM's openai-chat client times the server's opening role chunk */
+    write_path(path, "{\"input_lens\": [10], \"output_lens\": [3], \"ttfts\": [0.1], \"itls\": [[0.1, 0.1, 0.1]], "
+                     "\"errors\": [\"\"]}");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
+    measured_free(&m);
     write_path(path, "{\"input_lens\": [1");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);
     cr_assert(strstr(err, path) && strstr(err, ":1:"), "%s", err);
@@ -410,6 +415,12 @@ Test(load, a_vllm_benchmark_json_reads_back)
         {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], "
          "\"start_times\": [5, -1]",
          "request 1: start_times entry -1 s is not a clock reading in [0, 1e+12] s"},
+        /* more gaps than a request's tokens allow, or no token from one that succeeded, were
+         * taken (bad-input campaign) */
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[0.01], [0.01, 0.02, 0.03]]",
+         "request 1: itls has 3 gaps, more than its output length 2 allows"},
+        {"\"input_lens\": [10, 20], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0.2], \"itls\": [[], []]",
+         "request 1: output length 0 for a request that succeeded"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char doc[512];
@@ -417,6 +428,16 @@ Test(load, a_vllm_benchmark_json_reads_back)
         write_path(path, doc);
         cr_assert_eq(measured_read(path, &m, err, sizeof err), -1, "%s", doc);
         cr_assert(strstr(err, bad[i][1]), "%s", err);
+    }
+    /* an error that is not a string was read as none, the request as one that succeeded */
+    const char *errors[] = {"[\"\", 5]", "[\"\", null]", "[\"\", [\"timeout\"]]"};
+    for (size_t i = 0; i < sizeof errors / sizeof *errors; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], "
+                 "\"itls\": [[], []], \"errors\": %s}", errors[i]);
+        write_path(path, doc);
+        cr_assert_eq(measured_read(path, &m, err, sizeof err), -1, "%s", doc);
+        cr_assert(strstr(err, "request 1: its \"errors\" entry is not a string"), "%s", err);
     }
     write_path(path, "{\"input_lens\": [10, 0], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0], \"itls\": [[], []],"
                      " \"errors\": [\"\", \"refused\"]}");
