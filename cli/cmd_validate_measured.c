@@ -87,6 +87,18 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
         snprintf(err, errlen, "no request of the measured run finished");
         return -1;
     }
+    /* nothing to compare: the simulator's summary failed, and the command with it, exit 1 and
+     * "servesim: " alone (bad-input campaign) */
+    size_t warmups = 0;
+    for (size_t i = 0; i < w->n; i++) warmups += w->reqs[i].warmup;
+    if (warmups == w->n) {
+        snprintf(err, errlen, "every request of the measured run that finished (%zu) is a warm-up (requests.csv's "
+                 "warmup 1): none is left to compare", w->n);
+        return -1;
+    }
+    /* the same where the scenario's scheduler would reject every one (a prompt longer than
+     * scheduler.max_model_len, or than the KV pool) */
+    if (job_check_admission(r, w, err, errlen) < 0) return -1;
     if (m->have_arrivals) {
         /* replay the send times as they were: they already hold any closed loop or cap */
         w->cfg.arrival = ARRIVAL_TRACE;
@@ -218,7 +230,9 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     }
     workload w;
     size_t excluded = 0;
-    int status = measured_workload(&m, &r, &w, &excluded, err, sizeof err) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
+    char why[1024];
+    int status = measured_workload(&m, &r, &w, &excluded, why, sizeof why) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
+    if (status != EXIT_OK) snprintf(err, sizeof err, "--measured %s: %s", a->measured, why);
     outdir od;
     bool opened = false;
     if (status == EXIT_OK) status = od_open(&od, out, err, sizeof err) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
@@ -244,11 +258,17 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
                                .async_scheduling = r.async_scheduling};
             job_spec_options(&spec, &r, &cost, &so);
             sim_stats st;
-            if (sim_run(&so, &w, &w.cfg, &rc, &st, err, sizeof err) < 0 || met_summarize(sim_met, &r.slo, &ssum) < 0 ||
-                job_write_results(&dir, &ssum, NULL, err, sizeof err) < 0) {
-                res_abort(&dir);
+            if (sim_run(&so, &w, &w.cfg, &rc, &st, err, sizeof err) < 0) status = EXIT_FAILURE_OTHER;
+            else if (met_summarize(sim_met, &r.slo, &ssum) < 0) {
+                /* past job_check_admission only by a rule it does not know; this once said
+                 * "servesim: " alone, exit 1 */
+                char why[600];
+                met_describe_rejected(sim_met, r.sched.max_model_len, why, sizeof why);
+                snprintf(err, sizeof err, "no measured request finished in the simulator. %s", why);
+                status = EXIT_BAD_INPUT;
+            } else if (job_write_results(&dir, &ssum, NULL, err, sizeof err) < 0)
                 status = EXIT_FAILURE_OTHER;
-            }
+            if (status != EXIT_OK) res_abort(&dir);
         }
     }
     if (status == EXIT_OK && measured_summary(&m, &r.slo, &real_met, &rsum) < 0) {

@@ -225,17 +225,19 @@ static int64_t waiting_need(const sched *s, const request *r)
     return bm_blocks_for(req_num_tokens(r), s->cfg.block_size);
 }
 
-static int kv_tokens_needed(const request *r) { return r->prompt_len + r->output_len - 1; }
+stop_reason sched_rejects(const sched_config *c, int prompt_len, int output_len)
+{
+    if (prompt_len + output_len > c->max_model_len) return STOP_TOO_LONG;
+    /* its KV: the prompt and every output token but the last (whose KV is never needed) */
+    if (bm_blocks_for(prompt_len + output_len - 1, c->block_size) > c->num_blocks) return STOP_KV_CAPACITY;
+    return STOP_NONE;
+}
 
 bool sched_add_after(sched *s, request *r, double now, int skip)
 {
-    const sched_config *c = &s->cfg;
-    if (r->prompt_len + r->output_len > c->max_model_len) {
-        end_request(r, now, STOP_TOO_LONG);
-        return false;
-    }
-    if (bm_blocks_for(kv_tokens_needed(r), c->block_size) > c->num_blocks) {
-        end_request(r, now, STOP_KV_CAPACITY);
+    stop_reason why = sched_rejects(&s->cfg, r->prompt_len, r->output_len);
+    if (why != STOP_NONE) {
+        end_request(r, now, why);
         return false;
     }
     /* Keep room for every running request to be preempted back to the front. */

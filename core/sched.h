@@ -116,6 +116,10 @@ sched *sched_create(const sched_config *cfg);
 double sched_memory_bytes(const sched_config *cfg);
 void sched_free(sched *s);
 
+/* Why a request of PROMPT_LEN and OUTPUT_LEN tokens can never run under CFG (STOP_TOO_LONG,
+ * STOP_KV_CAPACITY), or STOP_NONE: sched_add's rule, for a command that checks its requests
+ * before it runs them. */
+stop_reason sched_rejects(const sched_config *cfg, int prompt_len, int output_len);
 /* R arrives at NOW. Returns false when R can never run (too long, or more KV than the pool):
  * it is then finished at NOW with its stop_reason, and the scheduler keeps nothing of it. */
 bool sched_add(sched *s, request *r, double now);

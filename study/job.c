@@ -1,5 +1,6 @@
 #include "study/job.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,6 +402,45 @@ void job_cost_free(job_cost *c)
 {
     if (c->use_table) tc_free(&c->table);
     c->use_table = false;
+}
+
+int job_check_admission(const scenario_resolved *r, const workload *w, char *err, size_t errlen)
+{
+    wl_iter *it = wl_iter_open(w);
+    if (!it) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t measured = 0, too_long = 0, too_big = 0;
+    int shortest = INT_MAX, least = INT_MAX;
+    wl_request q;
+    while (wl_iter_next(it, &q) == 1) {
+        if (q.warmup) continue;
+        measured++;
+        stop_reason why = sched_rejects(&r->sched, q.prompt_len, q.output_len);
+        if (why == STOP_NONE) break;
+        if (why == STOP_TOO_LONG) {
+            too_long++;
+            shortest = q.prompt_len + q.output_len < shortest ? q.prompt_len + q.output_len : shortest;
+        } else {
+            too_big++;
+            least = q.prompt_len + q.output_len - 1 < least ? q.prompt_len + q.output_len - 1 : least;
+        }
+    }
+    wl_iter_close(it);
+    if (measured == 0 || too_long + too_big < measured) return 0;
+    char longer[200] = "", bigger[300] = "";
+    if (too_long)
+        snprintf(longer, sizeof longer, "%zu longer than scheduler.max_model_len (%d tokens) in prompt + output (the "
+                 "shortest %d)", too_long, r->sched.max_model_len, shortest);
+    if (too_big)
+        snprintf(bigger, sizeof bigger, "%s%zu needing more KV than the whole pool holds, %d blocks x %d tokens = %lld "
+                 "(kv.num_blocks x kv.block_size; the least needs %d: its prompt and all but its last output token)",
+                 too_long ? "; " : "", too_big, r->sched.num_blocks, r->sched.block_size,
+                 (long long)r->sched.num_blocks * r->sched.block_size, least);
+    snprintf(err, errlen, "the scheduler rejects every one of the %zu measured requests, so none would finish: %s%s",
+             measured, longer, bigger);
+    return -1;
 }
 
 int job_scenario_json(json_t *obj, const scenario *sc)

@@ -183,6 +183,48 @@ Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = 
     FILE *e = cr_get_redirected_stderr();
     text[fread(text, 1, sizeof text - 1, e)] = 0;
     cr_assert(strstr(text, "holds the --measured run ") && strstr(text, "holds the --cost-table "), "%s", text);
+
+/* validate --measured of a run that leaves nothing to compare (every finished request a
+ * warm-up, or every one rejected by the scenario's scheduler) exited 1, validate's "past its
+ * limits", saying "servesim: " alone (bad-input campaign): it is bad input, refused before
+ * the simulation with why, and nothing is written. */
+Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .init = cr_redirect_stderr)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600], measured[600], path[700];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(measured, sizeof measured, "%s/measured", dir);
+    snprintf(path, sizeof path, "%s/requests.csv", measured);
+    write_scenario(ini);
+    cr_assert_eq(mkdir(measured, 0755), 0);
+    const char *head = "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n";
+    const struct { const char *rows, *set, *says; } cases[] = {
+        {"0,1.0,1.1,1.2,20,5,length,1\n1,1.5,1.6,1.7,20,5,length,1\n2,1.5,,1.6,20,0,error,0\n", "run.seed=3",
+         "every request of the measured run that finished (2) is a warm-up"},
+        {"0,1.0,1.1,1.2,16000000,5,length,0\n", "run.seed=3",
+         "the scheduler rejects every one of the 1 measured requests, so none would finish: 1 longer than "
+         "scheduler.max_model_len (256 tokens) in prompt + output (the shortest 16000005)"},
+        {"0,1.0,1.1,1.2,40,5,length,0\n1,1.5,1.6,1.7,20,30,length,0\n", "kv.num_blocks=2",
+         "2 needing more KV than the whole pool holds, 2 blocks x 16 tokens = 32 (kv.num_blocks x kv.block_size; the "
+         "least needs 44"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", head, cases[i].rows);
+        write_path(path, text);
+        const char *args[] = {"validate", ini, "--measured", measured, "--set", cases[i].set, "--out", out, "--quiet", NULL};
+        cr_assert_eq(validate(args), 2, "%s", cases[i].rows);
+        struct stat st;
+        cr_assert_neq(stat(out, &st), 0, "nothing written");
+    }
+    fflush(stderr);
+    static char said[8192];
+    FILE *e = cr_get_redirected_stderr();
+    said[fread(said, 1, sizeof said - 1, e)] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_assert(strstr(said, cases[i].says), "%s", said);
+    cr_assert(strstr(said, "servesim: --measured "), "%s", said);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
