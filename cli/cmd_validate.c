@@ -443,6 +443,25 @@ static int check_points(const scenario *sc, const point *pts, int n, char *err, 
     return 0;
 }
 
+/* Every point has a measured request its scheduler admits: one whose pool held none (kv.num_blocks
+ * = 1) ran the engine, then exited 1, validate's "past its limits", with "no measured request
+ * finished on the engine" (bad-input campaign). */
+static int check_admission(const scenario *sc, const point *pts, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        point_setup ps;   /* as the runs will have it: the engine's pool may be engine.kv_gib's */
+        char why[1024];
+        if (setup_point(sc, &pts[i], &ps, err, errlen) != EXIT_OK) return -1;
+        int rc = job_check_admission(&ps.r, &ps.w, why, sizeof why);
+        wl_free(&ps.w);
+        if (rc < 0) {
+            snprintf(err, errlen, "%s: the point %s at %s req/s: %s", sc->path, pts[i].policy, pts[i].rate, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int validate(const scenario *sc, const scenario_args *a, const char *flag_table, const char *out)
 {
     char err[1300];
@@ -452,7 +471,7 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
         return EXIT_FAILURE_OTHER;
     }
     int n = build_points(sc, pts), status = EXIT_OK;
-    if (check_points(sc, pts, n, err, sizeof err) < 0) {
+    if (check_points(sc, pts, n, err, sizeof err) < 0 || check_admission(sc, pts, n, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         free(pts);
         return EXIT_BAD_INPUT;

@@ -434,10 +434,10 @@ int job_check_admission(const scenario_resolved *r, const workload *w, char *err
         snprintf(longer, sizeof longer, "%zu longer than scheduler.max_model_len (%d tokens) in prompt + output (the "
                  "shortest %d)", too_long, r->sched.max_model_len, shortest);
     if (too_big)
-        snprintf(bigger, sizeof bigger, "%s%zu needing more KV than the whole pool holds, %d blocks x %d tokens = %lld "
+        snprintf(bigger, sizeof bigger, "%s%zu needing more KV than the whole pool holds, %d block%s x %d tokens = %lld "
                  "(kv.num_blocks x kv.block_size; the least needs %d: its prompt and all but its last output token)",
-                 too_long ? "; " : "", too_big, r->sched.num_blocks, r->sched.block_size,
-                 (long long)r->sched.num_blocks * r->sched.block_size, least);
+                 too_long ? "; " : "", too_big, r->sched.num_blocks, r->sched.num_blocks == 1 ? "" : "s",
+                 r->sched.block_size, (long long)r->sched.num_blocks * r->sched.block_size, least);
     snprintf(err, errlen, "the scheduler rejects every one of the %zu measured requests, so none would finish: %s%s",
              measured, longer, bigger);
     return -1;

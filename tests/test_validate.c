@@ -229,3 +229,32 @@ Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .in
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* A pool that holds no measured request (kv.num_blocks = 1) ran the engine, whose every
+ * request was rejected, and exited 1, validate's "past its limits" (bad-input campaign): it is
+ * refused before any calibration or engine run, saying why, and nothing is written. */
+Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_any_work, .init = cr_redirect_stderr,
+     .timeout = 240)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_scenario(ini);
+    const char *args[] = {"validate", ini, "--set", "kv.num_blocks=1", "--set", "workload.prompt_len=uniform:16:64",
+                          "--out", out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 2);
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0, "nothing written");
+    fflush(stderr);
+    static char text[4096];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "small.ini: the point paged at 20 req/s: the scheduler rejects every one of the 12 measured "
+                           "requests, so none would finish: 12 needing more KV than the whole pool holds, 1 block x 16 "
+                           "tokens = 16"),
+              "%s", text);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
