@@ -12,6 +12,7 @@
 #include "study/validate.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/interrupt.h"
 #include "study/job.h"
 #include "engine/engine.h"
@@ -39,17 +40,47 @@ static const char validate_usage[] =
     "  results/runs/NAME-validate-measured). Without send times (vLLM's own JSON has none)\n"
     "  the scenario's arrivals are used.\n";
 
-/* Splits a comma list into ITEMS; an empty list gives FALLBACK alone. */
-static int split_list(const char *list, const char *fallback, char items[][32], int cap)
+/* KEY's comma list into ITEMS, each a value of OF, the key it sets; an empty list gives
+ * FALLBACK alone. -1 with why in ERR, naming KEY: an item longer than an item holds was cut to
+ * 31 characters, one past MAX_POINTS dropped, an empty one skipped and one given twice run
+ * twice, all without a word (bad-input campaign). */
+static int split_list(const scenario *sc, scenario_key key, scenario_key of, const char *fallback, char items[][32],
+                      char *err, size_t errlen)
 {
-    int n = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", list[0] ? list : fallback);
-    for (char *save, *p = strtok_r(buf, ",", &save); p && n < cap; p = strtok_r(NULL, ",", &save)) {
-        while (*p == ' ') p++;
-        snprintf(items[n++], 32, "%s", p);
+    const char *list = sc->v[key].s;
+    if (!list[0]) {
+        snprintf(items[0], 32, "%s", fallback);
+        return 1;
     }
-    return n;
+    char label[400];
+    scenario_key_label(sc, key, label, sizeof label);
+    if (cli_check_empty_items(label, list, list, err, errlen) < 0) return -1;
+    for (int n = 0;; n++) {
+        size_t len = strcspn(list, ",");
+        const char *next = list[len] ? list + len + 1 : NULL;
+        while (len && *list == ' ') list++, len--;
+        if (n == MAX_POINTS) {
+            snprintf(err, errlen, "%s %s: more than %d items", label, sc->v[key].s, MAX_POINTS);
+            return -1;
+        }
+        if (len == 0) {
+            snprintf(err, errlen, "%s %s: an empty item; give V1,V2,... with none empty", label, sc->v[key].s);
+            return -1;
+        }
+        if (len >= 32) {
+            snprintf(err, errlen, "%s: the item %.*s is longer than 31 characters", label, (int)len, list);
+            return -1;
+        }
+        memcpy(items[n], list, len);
+        items[n][len] = '\0';
+        for (int j = 0; j < n; j++)
+            if (scenario_same_value(of, items[j], items[n])) {
+                snprintf(err, errlen, "%s %s: %s is %s again; give each once", label, sc->v[key].s, items[n], items[j]);
+                return -1;
+            }
+        if (!next) return n + 1;
+        list = next;
+    }
 }
 
 static int point_scenario(const scenario *base, const point *p, scenario *sc, char *err, size_t errlen)
@@ -353,15 +384,27 @@ static void pricing_close(pricing *pr)
     if (pr->have_final) tc_free(&pr->final);
 }
 
-static int build_points(const scenario *sc, point *pts)
+/* The points, rates x policies: N, or -1 with why in ERR (past MAX_POINTS, the rest were
+ * dropped without a word; bad-input campaign). */
+static int build_points(const scenario *sc, point *pts, char *err, size_t errlen)
 {
     char rates[MAX_POINTS][32], pols[MAX_POINTS][32], rate[32];
     snprintf(rate, sizeof rate, "%g", sc->v[K_workload_rate].d);
-    int nr = split_list(sc->v[K_validate_rates].s, rate, rates, MAX_POINTS);
-    int np = split_list(sc->v[K_validate_policies].s, sc->v[K_scheduler_policy].s, pols, MAX_POINTS);
+    int nr = split_list(sc, K_validate_rates, K_workload_rate, rate, rates, err, errlen);
+    int np = nr < 0 ? -1 : split_list(sc, K_validate_policies, K_scheduler_policy, sc->v[K_scheduler_policy].s, pols,
+                                      err, errlen);
+    if (nr < 0 || np < 0) return -1;
+    if (nr * np > MAX_POINTS) {
+        char lr[400], lp[400];
+        scenario_key_label(sc, K_validate_rates, lr, sizeof lr);
+        scenario_key_label(sc, K_validate_policies, lp, sizeof lp);
+        snprintf(err, errlen, "%s and %s: %d rates x %d policies make %d points, more than %d", lr, lp, nr, np, nr * np,
+                 MAX_POINTS);
+        return -1;
+    }
     int n = 0;
     for (int i = 0; i < np; i++)
-        for (int j = 0; j < nr && n < MAX_POINTS; j++, n++) {
+        for (int j = 0; j < nr; j++, n++) {
             memset(&pts[n], 0, sizeof pts[n]);
             snprintf(pts[n].policy, sizeof pts[n].policy, "%s", pols[i]);
             snprintf(pts[n].rate, sizeof pts[n].rate, "%s", rates[j]);
@@ -470,8 +513,8 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
         fprintf(stderr, "servesim: out of memory\n");
         return EXIT_FAILURE_OTHER;
     }
-    int n = build_points(sc, pts), status = EXIT_OK;
-    if (check_points(sc, pts, n, err, sizeof err) < 0 || check_admission(sc, pts, n, err, sizeof err) < 0) {
+    int n = build_points(sc, pts, err, sizeof err), status = EXIT_OK;
+    if (n < 0 || check_points(sc, pts, n, err, sizeof err) < 0 || check_admission(sc, pts, n, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         free(pts);
         return EXIT_BAD_INPUT;

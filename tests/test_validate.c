@@ -258,3 +258,43 @@ Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_a
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* [validate] rates and policies were read loosely (bad-input campaign): an item cut to 31
+ * characters (1.000...e1 validated at 1 req/s), items or points past 32 dropped, an empty item
+ * skipped, one given twice run twice. Each is refused, naming the key, before any work. */
+Test(validate, a_list_item_cut_dropped_empty_or_given_twice_is_refused, .init = cr_redirect_stderr, .timeout = 240)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600], many[200] = "validate.rates=1";
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_scenario(ini);
+    for (int i = 2; i <= 33; i++) snprintf(many + strlen(many), sizeof many - strlen(many), ",%d", i);
+    const struct { const char *set, *also, *says; } cases[] = {
+        {"validate.rates=1.00000000000000000000000000000e1", "validate.engine_runs=1",
+         "validate.rates (--set): the item 1.00000000000000000000000000000e1 is longer than 31 characters"},
+        {"validate.rates=1,,2", "validate.engine_runs=1", "validate.rates (--set) 1,,2: an empty item"},
+        {"validate.rates=1,", "validate.engine_runs=1", "validate.rates (--set) 1,: an empty item"},
+        {"validate.rates=1, ,2", "validate.engine_runs=1", "validate.rates (--set) 1, ,2: an empty item"},
+        {"validate.rates=5,5.0", "validate.engine_runs=1", "validate.rates (--set) 5,5.0: 5.0 is 5 again; give each once"},
+        {"validate.policies=paged,paged", "validate.engine_runs=1",
+         "validate.policies (--set) paged,paged: paged is paged again; give each once"},
+        {many, "validate.engine_runs=1", ",33: more than 32 items"},
+        {"validate.rates=1,2,3,4,5,6,7,8,9,10,11", "validate.policies=paged,static,continuous",
+         "validate.rates (--set) and validate.policies (--set): 11 rates x 3 policies make 33 points, more than 32"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *args[] = {"validate", ini, "--set", cases[i].set, "--set", cases[i].also, "--out", out, "--quiet", NULL};
+        cr_assert_eq(validate(args), 2, "%s", cases[i].set);
+        struct stat st;
+        cr_assert_neq(stat(out, &st), 0, "nothing written");
+    }
+    fflush(stderr);
+    static char said[8192];
+    FILE *e = cr_get_redirected_stderr();
+    said[fread(said, 1, sizeof said - 1, e)] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cr_assert(strstr(said, cases[i].says), "%s", said);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
