@@ -183,6 +183,10 @@ Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = 
     FILE *e = cr_get_redirected_stderr();
     text[fread(text, 1, sizeof text - 1, e)] = 0;
     cr_assert(strstr(text, "holds the --measured run ") && strstr(text, "holds the --cost-table "), "%s", text);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
 
 /* validate --measured of a run that leaves nothing to compare (every finished request a
  * warm-up, or every one rejected by the scenario's scheduler) exited 1, validate's "past its
