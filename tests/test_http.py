@@ -68,7 +68,8 @@ class FakeServer(http.server.BaseHTTPRequestHandler):
         events = [": keep-alive\r\n"]
         short = plen % 3 == 1          # a third of the requests get one token too few
         broken = plen % 3 == 2         # another third an error event after one token
-        for i in range(n - 1 if short else 1 if broken else n):
+        silent = plen % 6 == 0         # half the rest no token at all, only usage counting them
+        for i in range(0 if silent else n - 1 if short else 1 if broken else n):
             # token 1 is a control token, whose text is empty: still a token
             text = "" if i == 1 else "x"
             events.append("data: " + json.dumps({"choices": [{"index": 0, "text": text, "finish_reason": None}]}) + "\r\n\r\n")
@@ -76,6 +77,8 @@ class FakeServer(http.server.BaseHTTPRequestHandler):
         events.append("data: " + json.dumps({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}) + "\r\n\r\n")
         if broken:
             events.append("data: " + json.dumps({"error": {"message": "boom", "code": 500}}) + "\r\n\r\n")
+        if silent:
+            events.append("data: " + json.dumps({"choices": [], "usage": {"completion_tokens": n}}) + "\r\n\r\n")
         events.append("data: [DONE]\r\n\r\n")
         self.wfile.write("".join(events).encode())
         self.wfile.flush()
@@ -329,13 +332,14 @@ with tempfile.TemporaryDirectory() as tmp:
         errs = open(os.path.join(fout, "errors.csv")).read()
         ok = [x for x in rows if x[9] == "length"]
         check(len(rows) == 30, f"every request recorded: {len(rows)}")
-        check(all(int(x[5]) % 3 == 0 for x in ok) and len(ok) > 0, "only the full-length answers count as successes")
+        check(all(int(x[5]) % 6 == 3 for x in ok) and len(ok) > 0, "only the full-length answers count as successes")
         check(all(x[7] == "5" for x in ok), "5 tokens each, from events with CRLF ends and comments")
         tokens = open(os.path.join(fout, "tokens.csv")).read().splitlines()[1:]
         full = {x[0] for x in ok}
         check(sum(1 for t in tokens if t.split(",")[0] in full) == 5 * len(full),
               "an empty-text token event is a token; a closing reason-only chunk is not")
-        check("sent 4 of the 5 tokens" in errs and "the server: boom" in errs, f"errors.csv names both failures: {errs[:300]}")
+        check("sent 4 of the 5 tokens" in errs and "the server: boom" in errs and
+              "the stream carried no token (its usage said 5)" in errs, f"errors.csv names the three failures: {errs[:300]}")
 
 print("http: ok" if not failures else f"http: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
