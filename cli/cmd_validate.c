@@ -389,7 +389,12 @@ static void pricing_close(pricing *pr)
 static int build_points(const scenario *sc, point *pts, char *err, size_t errlen)
 {
     char rates[MAX_POINTS][32], pols[MAX_POINTS][32], rate[32];
-    snprintf(rate, sizeof rate, "%g", sc->v[K_workload_rate].d);
+    /* the scenario's rate when validate.rates gives none, in as few digits as read back the same
+     * (%g validated workload.rate = 12.3456789 at 12.3457) */
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(rate, sizeof rate, "%.*g", digits, sc->v[K_workload_rate].d);
+        if (strtod(rate, NULL) == sc->v[K_workload_rate].d) break;
+    }
     int nr = split_list(sc, K_validate_rates, K_workload_rate, rate, rates, err, errlen);
     int np = nr < 0 ? -1 : split_list(sc, K_validate_policies, K_scheduler_policy, sc->v[K_scheduler_policy].s, pols,
                                       err, errlen);

@@ -302,3 +302,17 @@ Test(validate, a_list_item_cut_dropped_empty_or_given_twice_is_refused, .init = 
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* Without validate.rates the scenario's own rate is validated; it was written with %g, and
+ * workload.rate = 12.3456789 was validated at 12.3457 req/s (helper's find). The point's
+ * rate shows in the refusal of a pool too small for any request, before any work. */
+Test(validate, the_scenarios_own_rate_is_validated_as_given, .init = cr_redirect_stderr)
+{
+    cr_assert_eq(validate_text("[model]\npreset = tiny\n[kv]\nnum_blocks = 1\n[workload]\nnum_requests = 6\n"
+                               "rate = 12.3456789\nprompt_len = uniform:16:64\n"), 2);
+    fflush(stderr);
+    static char text[4096];
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    cr_assert(strstr(text, "the point paged at 12.3456789 req/s: "), "%s", text);
+}
