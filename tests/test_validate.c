@@ -22,6 +22,16 @@ static bool exists(const char *dir, const char *name)
     return stat(path, &st) == 0;
 }
 
+/* What the test printed on its redirected stderr so far (.init = cr_redirect_stderr). */
+static const char *stderr_text(void)
+{
+    static char text[8192];
+    fflush(stderr);
+    FILE *e = cr_get_redirected_stderr();
+    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    return text;
+}
+
 static const char scenario_text[] =
     "[model]\npreset = tiny\n"
     "[kv]\nblock_size = 16\nnum_blocks = 256\n"
@@ -151,10 +161,7 @@ Test(validate, a_bad_rate_or_policy_list_is_refused_before_any_work)
 Test(validate, an_api_server_in_front_is_refused, .init = cr_redirect_stderr)
 {
     cr_assert_eq(validate_text("[model]\npreset = tiny\n[frontend]\npreset = vllm\n"), 2);
-    fflush(stderr);
-    static char text[4096];
-    FILE *e = cr_get_redirected_stderr();
-    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    const char *text = stderr_text();
     cr_assert(strstr(text, "frontend.preset (") && strstr(text, "bad.ini:4) prices an API server in front of the engine"),
               "%s", text);
 }
@@ -178,10 +185,7 @@ Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = 
     const char *cost[] = {"validate", ini, "--cost-table", table, "--out", run, "--quiet", NULL};
     cr_assert_eq(validate(cost), 2);
     cr_assert(exists(run, "requests.csv") && !exists(run, "report.md"));
-    fflush(stderr);
-    static char text[4096];
-    FILE *e = cr_get_redirected_stderr();
-    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    const char *text = stderr_text();
     cr_assert(strstr(text, "holds the --measured run ") && strstr(text, "holds the --cost-table "), "%s", text);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -222,10 +226,7 @@ Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .in
         struct stat st;
         cr_assert_neq(stat(out, &st), 0, "nothing written");
     }
-    fflush(stderr);
-    static char said[8192];
-    FILE *e = cr_get_redirected_stderr();
-    said[fread(said, 1, sizeof said - 1, e)] = 0;
+    const char *said = stderr_text();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cr_assert(strstr(said, cases[i].says), "%s", said);
     cr_assert(strstr(said, "servesim: --measured "), "%s", said);
@@ -250,10 +251,7 @@ Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_a
     cr_assert_eq(validate(args), 2);
     struct stat st;
     cr_assert_neq(stat(out, &st), 0, "nothing written");
-    fflush(stderr);
-    static char text[4096];
-    FILE *e = cr_get_redirected_stderr();
-    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    const char *text = stderr_text();
     cr_assert(strstr(text, "small.ini: the point paged at 20 req/s: the scheduler rejects every one of the 12 measured "
                            "requests, so none would finish: 12 needing more KV than the whole pool holds, 1 block x 16 "
                            "tokens = 16"),
@@ -293,10 +291,7 @@ Test(validate, a_list_item_cut_dropped_empty_or_given_twice_is_refused, .init = 
         struct stat st;
         cr_assert_neq(stat(out, &st), 0, "nothing written");
     }
-    fflush(stderr);
-    static char said[8192];
-    FILE *e = cr_get_redirected_stderr();
-    said[fread(said, 1, sizeof said - 1, e)] = 0;
+    const char *said = stderr_text();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cr_assert(strstr(said, cases[i].says), "%s", said);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -310,9 +305,6 @@ Test(validate, the_scenarios_own_rate_is_validated_as_given, .init = cr_redirect
 {
     cr_assert_eq(validate_text("[model]\npreset = tiny\n[kv]\nnum_blocks = 1\n[workload]\nnum_requests = 6\n"
                                "rate = 12.3456789\nprompt_len = uniform:16:64\n"), 2);
-    fflush(stderr);
-    static char text[4096];
-    FILE *e = cr_get_redirected_stderr();
-    text[fread(text, 1, sizeof text - 1, e)] = 0;
+    const char *text = stderr_text();
     cr_assert(strstr(text, "the point paged at 12.3456789 req/s: "), "%s", text);
 }
