@@ -316,9 +316,12 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
     listed_label(&pt, mine, sizeof mine);
     for (int i = 0; i < p->nlisted; i++) {
         /* a label given is compared with the others' labels given or made from their values:
-         * --point 2:workload.rate=5 beside --point workload.rate=2 gave two rows labelled "2" */
+         * --point 2:workload.rate=5 beside --point workload.rate=2 gave two rows labelled "2".
+         * Two labels both made of values may match (workload.rate=4, max_num_seqs=4): their
+         * rows' key columns tell them apart, and such sweeps ran before */
         listed_label(&p->listed[i], theirs, sizeof theirs);
-        bool same = same_setting(&pt, &p->listed[i]), label_twice = !same && strcmp(mine, theirs) == 0;
+        bool given = pt.label[0] || p->listed[i].label[0];
+        bool same = same_setting(&pt, &p->listed[i]), label_twice = !same && given && strcmp(mine, theirs) == 0;
         if (!label_twice && !same) continue;
         char other[600];
         listed_text(&p->listed[i], other, sizeof other);

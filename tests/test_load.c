@@ -415,10 +415,7 @@ Test(load, a_vllm_benchmark_json_reads_back)
         {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], "
          "\"start_times\": [5, -1]",
          "request 1: start_times entry -1 s is not a clock reading in [0, 1e+12] s"},
-        /* more gaps than a request's tokens allow, or no token from one that succeeded, were
-         * taken (bad-input campaign) */
-        {"\"input_lens\": [10, 20], \"output_lens\": [3, 2], \"ttfts\": [0.1, 0.2], \"itls\": [[0.01], [0.01, 0.02, 0.03]]",
-         "request 1: itls has 3 gaps, more than its output length 2 allows"},
+        /* no token from a request that succeeded was taken (bad-input campaign) */
         {"\"input_lens\": [10, 20], \"output_lens\": [3, 0], \"ttfts\": [0.1, 0.2], \"itls\": [[], []]",
          "request 1: output length 0 for a request that succeeded"},
     };
@@ -429,6 +426,13 @@ Test(load, a_vllm_benchmark_json_reads_back)
         cr_assert_eq(measured_read(path, &m, err, sizeof err), -1, "%s", doc);
         cr_assert(strstr(err, bad[i][1]), "%s", err);
     }
+    /* more gaps than the output length counts are taken: vLLM's client counts a reply without
+     * usage by tokenizing its text again, which can give fewer tokens than chunks streamed */
+    write_path(path, "{\"input_lens\": [10], \"output_lens\": [2], \"ttfts\": [0.1], \"itls\": [[0.01, 0.02, 0.03]], "
+                     "\"errors\": [\"\"]}");
+    cr_assert_eq(measured_read(path, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(m.reqs[0].finish_time - m.reqs[0].first_token_time, 0.06, 1e-12);
+    measured_free(&m);
     /* an error that is not a string was read as none, the request as one that succeeded */
     const char *errors[] = {"[\"\", 5]", "[\"\", null]", "[\"\", [\"timeout\"]]"};
     for (size_t i = 0; i < sizeof errors / sizeof *errors; i++) {

@@ -610,6 +610,9 @@ Test(sweep, one_value_written_twice_ways_or_one_label_made_twice_is_refused)
     cr_assert_str_eq(err, "--point workload.rate=7: it and --point 7:workload.rate=5 would both be labelled 7: a label "
                           "names one point; give this one a label of its own (--point LABEL:...)");
     cr_assert_eq(p.nlisted, 5);
+    /* two labels made of values alone may match: the key columns tell the rows apart */
+    cr_assert_eq(sweep_add_point(&p, "scheduler.max_num_seqs=7", err, sizeof err), -1, "7 is --point 7:...'s label");
+    cr_assert_eq(sweep_add_point(&p, "scheduler.max_num_seqs=1", err, sizeof err), 0, "%s", err);
     sweep_plan_free(&p);
     /* --vary alike */
     sweep_plan_init(&p, &sc);
