@@ -237,10 +237,13 @@ int cmd_bench(int argc, char **argv)
             long line = trace_read(r.workload.trace_path, i + 1, &tr, &nt, err, sizeof err) == 0 && nt == i + 1
                             ? tr[i].line : 0;
             free(tr);
-            fprintf(stderr, "servesim: %s:%ld: an output of %d tokens leaves no room for a prompt in "
+            char where[1200];
+            if (line > 0) snprintf(where, sizeof where, "%s:%ld", r.workload.trace_path, line);
+            else snprintf(where, sizeof where, "%s, row %zu", r.workload.trace_path, i + 1); /* not read again */
+            fprintf(stderr, "servesim: %s: an output of %d tokens leaves no room for a prompt in "
                             "scheduler.max_model_len (%d tokens); bench fits a row to the context by cutting its "
                             "prompt\n",
-                    r.workload.trace_path, line, rows.reqs[i].output_len, r.sched.max_model_len);
+                    where, rows.reqs[i].output_len, r.sched.max_model_len);
             wl_free(&rows);
             return EXIT_BAD_INPUT;
         }

@@ -908,7 +908,9 @@ static int put_args(json_t *doc, const plan_cli *c)
     if (!a) return -1;
     for (int i = 1; i < c->argc; i++) {
         const char *s = c->argv[i];
-        if (strcmp(s, "--quiet") == 0 || strncmp(s, "--shard=", 8) == 0 || strncmp(s, "--out=", 6) == 0) continue;
+        if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0 || strncmp(s, "--shard=", 8) == 0 ||
+            strncmp(s, "--out=", 6) == 0)
+            continue;
         if (strcmp(s, "--shard") == 0 || strcmp(s, "--out") == 0) {
             i++;
             continue;

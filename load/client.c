@@ -315,7 +315,8 @@ static void end_flight(run *r, flight *f, CURLcode result, double now)
     else if (!f->saw_done && f->num_times == 0) set_error(f, "the stream ended without a token");
     /* a finished stream whose usage counts tokens it never streamed has no first token to time:
      * it was written as a success with no first_token_time, which validate --measured refuses */
-    else if (f->num_times == 0) set_error(f, "the stream carried no token (its usage said %d)", f->usage_tokens);
+    else if (f->num_times == 0 && f->usage_tokens > 0)
+        set_error(f, "the stream carried no token (its usage said %d)", f->usage_tokens);
     int out = f->usage_tokens >= 0 ? f->usage_tokens : f->num_times;
     /* asked with ignore_eos and min_tokens: fewer tokens is a failure, not a short success */
     if (out < f->wr.output_len) set_error(f, "the server sent %d of the %d tokens asked for", out, f->wr.output_len);

@@ -202,10 +202,10 @@ Test(scenario, an_out_dir_holding_a_file_the_scenario_reads_is_refused, .init = 
     cr_assert_eq(scenario_load(&sc, "/tmp/ss-outin/s.ini", err, sizeof err), 0, "%s", err);
     cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin/r", "run", out, sizeof out, err, sizeof err), -1);
     cr_assert(strstr(err, "holds hardware.cost_table /tmp/ss-outin/r/steps.csv"), "%s", err);
-    /* the scenario itself */
+    /* the scenario itself, in a folder servesim did not write all of, is the user's file there
+     * (scenario_out_dir's own check of the scenario answers for a result listing it) */
     cr_assert_eq(scenario_out_dir(&sc, "/tmp/ss-outin", "run", out, sizeof out, err, sizeof err), -1);
-    cr_assert(strstr(err, "/tmp/ss-outin: a directory with files servesim did not write") ||
-                  strstr(err, "holds the scenario /tmp/ss-outin/s.ini"), "%s", err);
+    cr_assert(strstr(err, "/tmp/ss-outin: a directory with files servesim did not write"), "%s", err);
     char *again[] = {"run", "--set", "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-outin/r/requests.csv",
                      "--out", "/tmp/ss-outin/r", "--quiet", NULL};
     cr_assert_eq(cmd_run(8, again), 2);
