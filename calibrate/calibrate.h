@@ -89,7 +89,7 @@ void calibrate_seq_scales(const double *scale, const size_t *steps, double fallb
                           size_t len);
 /* Holds out every other interior point of each sweep, interpolates it from the rest, and
  * prints the error per component. Returns the largest relative error seen, or -1 when no
- * sweep has the 3 sizes or more that holding one out needs. */
+ * point could be held out and interpolated (a sweep of 3 sizes or more, whose rest makes a grid). */
 double calibrate_check(const cost_table *t, FILE *report);
 /* Shape metadata as written into tables, to check that a table fits a model. */
 void calibrate_shape_string(const kb_shape *s, char *out, size_t len);

@@ -108,8 +108,8 @@ static int check_table(const char *path)
     if (f) fclose(f);
     ct_free(&t);
     if (worst < 0) {
-        fprintf(stderr, worst == -1 ? "servesim: %s: no sweep has 3 sizes or more, so no point can be held out and "
-                                      "checked\n" : "servesim: %s: out of memory\n", path);
+        fprintf(stderr, worst == -1 ? "servesim: %s: no point could be held out and interpolated from the rest "
+                                      "(that needs a sweep of 3 sizes or more)\n" : "servesim: %s: out of memory\n", path);
         free(report);
         return worst == -1 ? EXIT_BAD_INPUT : EXIT_FAILURE_OTHER;
     }

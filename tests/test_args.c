@@ -242,8 +242,8 @@ Test(args, calibrate_check_takes_no_other_option_and_needs_a_point_to_hold_out, 
     remove("/tmp/ss-one-point.csv");
     char text[1024];
     read_stderr(text, sizeof text);
-    cr_assert_str_eq(text, "servesim: /tmp/ss-one-point.csv: no sweep has 3 sizes or more, so no point can be held out "
-                           "and checked\nservesim: --check FILE checks a table and takes no other option (got --out)\n");
+    cr_assert_str_eq(text, "servesim: /tmp/ss-one-point.csv: no point could be held out and interpolated from the rest "
+                           "(that needs a sweep of 3 sizes or more)\nservesim: --check FILE checks a table and takes no other option (got --out)\n");
 }
 
 /* --max-tokens 1 calibrated a grid with no prefill shapes, then failed writing its table (exit
