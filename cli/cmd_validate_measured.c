@@ -33,7 +33,7 @@ static double acceptance_for_share(double share, int k)
  * own workload also generated (same id and lengths: the run was `servesim load` of this
  * scenario) keeps its prompt, so shared prefixes hit the cache as they did on the server. */
 static int measured_workload(const measured_run *m, const scenario_resolved *r, workload *w, size_t *excluded,
-                             char *err, size_t errlen)
+                             size_t *rejected, char *err, size_t errlen)
 {
     workload base = {0};
     char why[512];
@@ -99,6 +99,11 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
     /* the same where the scenario's scheduler would reject every one (a prompt longer than
      * scheduler.max_model_len, or than the KV pool) */
     if (job_check_admission(r, w, err, errlen) < 0) return -1;
+    /* and where it rejects some: the simulated side then counts fewer requests than the
+     * measured one, which the report says (they were compared without a word) */
+    *rejected = 0;
+    for (size_t i = 0; i < w->n; i++)
+        *rejected += !w->reqs[i].warmup && sched_rejects(&r->sched, w->reqs[i].prompt_len, w->reqs[i].output_len) != STOP_NONE;
     if (m->have_arrivals) {
         /* replay the send times as they were: they already hold any closed loop or cap */
         w->cfg.arrival = ARRIVAL_TRACE;
@@ -150,7 +155,7 @@ static bool skipped(const measured_run *m, const char *metric)
 }
 
 static int write_report(const outdir *od, const scenario *sc, const char *path, const measured_run *m, size_t excluded,
-                        const char *cost, const cmp_result *c, bool passed, char *err, size_t errlen)
+                        size_t rejected, const char *cost, const cmp_result *c, bool passed, char *err, size_t errlen)
 {
     FILE *f = od_fopen(od, "report.md", err, errlen);
     if (!f) return -1;
@@ -159,6 +164,10 @@ static int write_report(const outdir *od, const scenario *sc, const char *path, 
             scenario_name(sc), path, m->kind, m->n, cost,
             m->have_arrivals ? "" : " The file has no send times: arrivals are the scenario's own, and throughput is not compared.");
     if (excluded) fprintf(f, "%zu requests that failed on the server are left out of both sides.\n\n", excluded);
+    if (rejected)
+        fprintf(f, "%zu measured requests are past the scenario's limits (scheduler.max_model_len, or the KV pool): the "
+                   "simulator rejects them, so its side has %zu fewer requests than the measured one.\n\n",
+                rejected, rejected);
     fprintf(f, "| metric | simulated | measured | error | limit |\n|---|---:|---:|---:|---:|\n");
     for (int i = 0; i < NUM_SHOWN; i++) {
         const cmp_row *row = cmp_find(c, shown[i]);
@@ -173,13 +182,14 @@ static int write_report(const outdir *od, const scenario *sc, const char *path, 
     return od_fclose(f, "report.md", err, errlen);
 }
 
-static int write_json(const outdir *od, const char *path, const measured_run *m, size_t excluded, const char *cost,
-                      const cmp_result *c, bool passed, char *err, size_t errlen)
+static int write_json(const outdir *od, const char *path, const measured_run *m, size_t excluded, size_t rejected,
+                      const char *cost, const cmp_result *c, bool passed, char *err, size_t errlen)
 {
     json_t *doc = json_object(), *rows = doc ? json_put_array(doc, "metrics") : NULL;
     int bad = !rows || json_put(doc, "measured", json_text(path)) | json_put(doc, "kind", json_string(m->kind)) |
                            json_put(doc, "requests", json_integer((json_int_t)m->n)) |
                            json_put(doc, "excluded_failed", json_integer((json_int_t)excluded)) |
+                           json_put(doc, "rejected_by_scenario", json_integer((json_int_t)rejected)) |
                            json_put(doc, "cost_model", json_text(cost)) | json_put(doc, "passed", json_boolean(passed));
     for (int i = 0; !bad && i < NUM_SHOWN; i++) {
         const cmp_row *row = cmp_find(c, shown[i]);
@@ -229,9 +239,9 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
         return EXIT_BAD_INPUT;
     }
     workload w;
-    size_t excluded = 0;
+    size_t excluded = 0, rejected = 0;
     char why[1024];
-    int status = measured_workload(&m, &r, &w, &excluded, why, sizeof why) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
+    int status = measured_workload(&m, &r, &w, &excluded, &rejected, why, sizeof why) < 0 ? EXIT_BAD_INPUT : EXIT_OK;
     if (status != EXIT_OK) snprintf(err, sizeof err, "--measured %s: %s", a->measured, why);
     outdir od;
     bool opened = false;
@@ -286,8 +296,8 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
             const cmp_row *row = cmp_find(&c, shown[i]);
             if (row && !skipped(&m, shown[i]) && !(fabs(row->rel_error) <= limit_for(&sc, shown[i]))) passed = false;
         }
-        if (write_json(&od, a->measured, &m, excluded, costdesc, &c, passed, err, sizeof err) < 0 ||
-            write_report(&od, &sc, a->measured, &m, excluded, costdesc, &c, passed, err, sizeof err) < 0 ||
+        if (write_json(&od, a->measured, &m, excluded, rejected, costdesc, &c, passed, err, sizeof err) < 0 ||
+            write_report(&od, &sc, a->measured, &m, excluded, rejected, costdesc, &c, passed, err, sizeof err) < 0 ||
             od_commit(&od, err, sizeof err) < 0)
             status = EXIT_FAILURE_OTHER;
     }

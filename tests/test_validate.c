@@ -308,3 +308,55 @@ Test(validate, the_scenarios_own_rate_is_validated_as_given, .init = cr_redirect
     const char *text = stderr_text();
     cr_assert(strstr(text, "the point paged at 12.3456789 req/s: "), "%s", text);
 }
+
+/* Where the scenario rejects some of the measured requests (past scheduler.max_model_len or
+ * the pool), the two sides were compared over different requests without a word (a helper's
+ * find): report.md and validation.json say how many the simulated side lacks. The measured run
+ * is a simulated one of the small scenario; validated with a context of 60 tokens, its
+ * requests of prompt + output past 60 are those. */
+Test(validate, measured_requests_the_scenario_rejects_are_counted, .init = cr_redirect_stderr)
+{
+    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], run[600], out[600], path[700];
+    cr_assert(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/small.ini", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_scenario(ini);
+    char *sim[] = {"run", ini, "--out", run, "--quiet", NULL};
+    cr_assert_eq(cmd_run(5, sim), 0);
+    snprintf(path, sizeof path, "%s/requests.csv", run);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char line[512];
+    int past = 0, measured = 0;
+    fgets(line, sizeof line, f); /* request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,
+                                  * prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup */
+    while (fgets(line, sizeof line, f)) {
+        int prompt, output, warmup;
+        cr_assert_eq(sscanf(line, "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%d,%*[^,],%d,%*[^,],%*[^,],%d", &prompt, &output,
+                            &warmup), 3, "%s", line);
+        measured += !warmup;
+        past += !warmup && prompt + output > 60;
+    }
+    fclose(f);
+    cr_assert(past > 0 && past < measured, "some, not all: %d of %d", past, measured);
+    const char *args[] = {"validate", ini, "--measured", run, "--set", "scheduler.max_model_len=60", "--out", out,
+                          "--quiet", NULL};
+    int status = validate(args);
+    cr_assert(status == 0 || status == 1, "compared (its verdict aside): %d, %s", status, stderr_text());
+    snprintf(path, sizeof path, "%s/report.md", out);
+    char *report = slurp_path(path);
+    char expected[300];
+    snprintf(expected, sizeof expected, "%d measured requests are past the scenario's limits (scheduler.max_model_len, "
+             "or the KV pool): the simulator rejects them, so its side has %d fewer requests", past, past);
+    cr_assert(strstr(report, expected), "%s", report);
+    free(report);
+    snprintf(path, sizeof path, "%s/validation.json", out);
+    json_t *doc = json_load_file(path, 0, NULL);
+    cr_assert_not_null(doc);
+    cr_assert_eq(json_integer_value(json_object_get(doc, "rejected_by_scenario")), past);
+    json_decref(doc);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
