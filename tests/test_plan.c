@@ -559,34 +559,36 @@ Test(plan, a_tie_at_the_rate_bound_goes_to_more_tokens_per_gpu)
  * capacity came out just below that limit with no word (99.94 req/s for this trace of 400
  * requests 10,000 s apart, 100 req/s at 1e-6); a --rate past it ran to "none". The search now
  * stops at the limit and says so, and such a --rate is refused. */
+/* plan.txt of a one-GPU plan of a trace of 400 small requests SPACING seconds apart, written
+ * as /tmp/ss-plan-sparse/NAME.csv (the folder made by the caller). */
+static char *plan_of_spaced_trace(int spacing, const char *name)
+{
+    char trace[128], set[160], out[128], txt[160];
+    snprintf(trace, sizeof trace, "/tmp/ss-plan-sparse/%s.csv", name);
+    snprintf(set, sizeof set, "workload.trace=%s", trace);
+    snprintf(out, sizeof out, "/tmp/ss-plan-sparse/%s", name);
+    FILE *f = fopen(trace, "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len\n", f);
+    for (int i = 0; i < 400; i++) fprintf(f, "%d,16,4\n", i * spacing);
+    fclose(f);
+    char *argv[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b", "--set",
+                    "workload.arrival=trace", "--set", set, "--out", out, "--quiet"};
+    cr_assert_eq(cmd_plan(14, argv), 0);
+    snprintf(txt, sizeof txt, "%s/plan.txt", out);
+    return slurp_path(txt);
+}
+
 Test(plan, a_sparse_trace_is_searched_up_to_its_fastest_replay_and_says_so, .init = cr_redirect_stderr)
 {
     system("rm -rf /tmp/ss-plan-sparse && mkdir -p /tmp/ss-plan-sparse");
-    FILE *f = fopen("/tmp/ss-plan-sparse/sparse.csv", "w");
-    cr_assert_not_null(f);
-    fputs("arrival_time,prompt_len,output_len\n", f);
-    for (int i = 0; i < 400; i++) fprintf(f, "%d,16,4\n", i * 10000);
-    fclose(f);
-    char *cap[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b", "--set",
-                   "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-plan-sparse/sparse.csv", "--out",
-                   "/tmp/ss-plan-sparse/out", "--quiet"};
-    cr_assert_eq(cmd_plan(14, cap), 0);
-    char *text = slurp_path("/tmp/ss-plan-sparse/out/plan.txt");
+    char *text = plan_of_spaced_trace(10000, "sparse");
     cr_assert(strstr(text, "Best on 1 GPU: tp1 least_outstanding x 1, 100 req/s (100 per GPU), the fastest the trace "
                            "replays: it may serve more\n"), "%s", text);
     free(text);
     /* 7,491 s apart: at the limit, 133.49 req/s, the scale came out an ulp under 1e-6, and that
      * probe was not served (131.5 req/s, no note; a review's find) */
-    f = fopen("/tmp/ss-plan-sparse/odd.csv", "w");
-    cr_assert_not_null(f);
-    fputs("arrival_time,prompt_len,output_len\n", f);
-    for (int i = 0; i < 400; i++) fprintf(f, "%d,16,4\n", i * 7491);
-    fclose(f);
-    char *odd[] = {"plan", "--gpus", "1", "--max-tp", "1", "--set", "model.preset=llama-3.2-1b", "--set",
-                   "workload.arrival=trace", "--set", "workload.trace=/tmp/ss-plan-sparse/odd.csv", "--out",
-                   "/tmp/ss-plan-sparse/odd", "--quiet"};
-    cr_assert_eq(cmd_plan(14, odd), 0);
-    text = slurp_path("/tmp/ss-plan-sparse/odd/plan.txt");
+    text = plan_of_spaced_trace(7491, "odd");
     cr_assert(strstr(text, "Best on 1 GPU: tp1 least_outstanding x 1, 133.5 req/s (133 per GPU), the fastest the trace "
                            "replays: it may serve more\n"), "%s", text);
     free(text);
