@@ -68,7 +68,8 @@ class FakeServer(http.server.BaseHTTPRequestHandler):
         events = [": keep-alive\r\n"]
         short = plen % 3 == 1          # a third of the requests get one token too few
         broken = plen % 3 == 2         # another third an error event after one token
-        silent = plen % 6 == 0         # half the rest no token at all, only usage counting them
+        silent = plen % 6 == 0         # half the rest no token at all: only usage counting them, or
+        bare = plen % 12 == 6          # not even that (a bare [DONE])
         for i in range(0 if silent else n - 1 if short else 1 if broken else n):
             # token 1 is a control token, whose text is empty: still a token
             text = "" if i == 1 else "x"
@@ -77,7 +78,7 @@ class FakeServer(http.server.BaseHTTPRequestHandler):
         events.append("data: " + json.dumps({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}) + "\r\n\r\n")
         if broken:
             events.append("data: " + json.dumps({"error": {"message": "boom", "code": 500}}) + "\r\n\r\n")
-        if silent:
+        if silent and not bare:
             events.append("data: " + json.dumps({"choices": [], "usage": {"completion_tokens": n}}) + "\r\n\r\n")
         events.append("data: [DONE]\r\n\r\n")
         self.wfile.write("".join(events).encode())
@@ -339,7 +340,8 @@ with tempfile.TemporaryDirectory() as tmp:
         check(sum(1 for t in tokens if t.split(",")[0] in full) == 5 * len(full),
               "an empty-text token event is a token; a closing reason-only chunk is not")
         check("sent 4 of the 5 tokens" in errs and "the server: boom" in errs and
-              "the stream carried no token (its usage said 5)" in errs, f"errors.csv names the three failures: {errs[:300]}")
+              "the stream carried no token (its usage said 5)" in errs and "the server sent 0 of the 5 tokens" in errs,
+              f"errors.csv names the four failures: {errs[:600]}")
 
 print("http: ok" if not failures else f"http: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
