@@ -12,7 +12,6 @@
 #include "study/validate.h"
 #include "calibrate/calibrate.h"
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "io/interrupt.h"
 #include "study/job.h"
 #include "engine/engine.h"
@@ -54,7 +53,6 @@ static int split_list(const scenario *sc, scenario_key key, scenario_key of, con
     }
     char label[400];
     scenario_key_label(sc, key, label, sizeof label);
-    if (cli_check_empty_items(label, list, list, err, errlen) < 0) return -1;
     for (int n = 0;; n++) {
         size_t len = strcspn(list, ",");
         const char *next = list[len] ? list + len + 1 : NULL;

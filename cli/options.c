@@ -80,19 +80,12 @@ int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int
     return 0;
 }
 
-int cli_check_empty_items(const char *flag, const char *value, const char *list, char *err, size_t errlen)
+int cli_refuse_empty_items(const char *flag, const char *value, const char *list)
 {
     size_t n = strlen(list);
     if (n && list[0] != ',' && list[n - 1] != ',' && !strstr(list, ",,")) return 0;
-    snprintf(err, errlen, "%s %s: an empty item; give V1,V2,... with none empty", flag, value[0] ? value : "\"\"");
-    return -1;
-}
-
-int cli_refuse_empty_items(const char *flag, const char *value, const char *list)
-{
-    char err[4096];
-    if (cli_check_empty_items(flag, value, list, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "servesim: %s\n", err);
+    fprintf(stderr, "servesim: %s %s: an empty item; give V1,V2,... with none empty\n", flag,
+            value[0] ? value : "\"\"");
     return -1;
 }
 

@@ -29,9 +29,6 @@ int cli_parse(int argc, char **argv, const char *usage, const cli_opt *opts, int
  * the part of it after "KEY=") is empty or has an empty item (a leading or trailing comma,
  * ",,"), which strtok would skip: "--routers round_robin," was taken as one router. 0 otherwise. */
 int cli_refuse_empty_items(const char *flag, const char *value, const char *list);
-/* The same check, its message ("FLAG VALUE: an empty item ...") in ERR, for a caller that
- * reports its own errors. */
-int cli_check_empty_items(const char *flag, const char *value, const char *list, char *err, size_t errlen);
 /* A command's exit STATUS once its standard output is flushed: what it printed and could not
  * write (a full disk, /dev/full) is EXIT_FAILURE_OTHER after "servesim: writing standard
  * output: reason", where it was lost with exit 0. */
