@@ -498,7 +498,7 @@ static int check_admission(const scenario *sc, const point *pts, int n, char *er
         point_setup ps;   /* as the runs will have it: the engine's pool may be engine.kv_gib's */
         char why[1024];
         if (setup_point(sc, &pts[i], &ps, err, errlen) != EXIT_OK) return -1;
-        int rc = job_check_admission(&ps.r, &ps.w, why, sizeof why);
+        int rc = job_check_admission(&ps.r, &ps.w, NULL, why, sizeof why);
         wl_free(&ps.w);
         if (rc < 0) {
             snprintf(err, errlen, "%s: the point %s at %s req/s: %s", sc->path, pts[i].policy, pts[i].rate, why);

@@ -98,12 +98,9 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
     }
     /* the same where the scenario's scheduler would reject every one (a prompt longer than
      * scheduler.max_model_len, or than the KV pool) */
-    if (job_check_admission(r, w, err, errlen) < 0) return -1;
-    /* and where it rejects some: the simulated side then counts fewer requests than the
-     * measured one, which the report says (they were compared without a word) */
-    *rejected = 0;
-    for (size_t i = 0; i < w->n; i++)
-        *rejected += !w->reqs[i].warmup && sched_rejects(&r->sched, w->reqs[i].prompt_len, w->reqs[i].output_len) != STOP_NONE;
+    /* and where it rejects some, the simulated side counts fewer requests than the measured
+     * one, which the report says (they were compared without a word) */
+    if (job_check_admission(r, w, rejected, err, errlen) < 0) return -1;
     if (m->have_arrivals) {
         /* replay the send times as they were: they already hold any closed loop or cap */
         w->cfg.arrival = ARRIVAL_TRACE;

@@ -404,7 +404,7 @@ void job_cost_free(job_cost *c)
     c->use_table = false;
 }
 
-int job_check_admission(const scenario_resolved *r, const workload *w, char *err, size_t errlen)
+int job_check_admission(const scenario_resolved *r, const workload *w, size_t *rejected, char *err, size_t errlen)
 {
     wl_iter *it = wl_iter_open(w);
     if (!it) {
@@ -418,7 +418,7 @@ int job_check_admission(const scenario_resolved *r, const workload *w, char *err
         if (q.warmup) continue;
         measured++;
         stop_reason why = sched_rejects(&r->sched, q.prompt_len, q.output_len);
-        if (why == STOP_NONE) break;
+        if (why == STOP_NONE) continue;
         if (why == STOP_TOO_LONG) {
             too_long++;
             shortest = q.prompt_len + q.output_len < shortest ? q.prompt_len + q.output_len : shortest;
@@ -428,6 +428,7 @@ int job_check_admission(const scenario_resolved *r, const workload *w, char *err
         }
     }
     wl_iter_close(it);
+    if (rejected) *rejected = too_long + too_big;
     if (measured == 0 || too_long + too_big < measured) return 0;
     char longer[200] = "", bigger[300] = "";
     if (too_long)

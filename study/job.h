@@ -102,8 +102,9 @@ json_t *job_kv_cache_json(const scenario_resolved *r, bool engine);
 /* -1 with why in ERR where R's scheduler rejects every measured (not warm-up) request of W on
  * arrival (each longer than scheduler.max_model_len, or needing more KV than the whole pool):
  * a run of it could finish none, so a command that must compare finished requests refuses it
- * before it runs. 0 otherwise, and where W has no measured request. */
-int job_check_admission(const scenario_resolved *r, const workload *w, char *err, size_t errlen);
+ * before it runs. 0 otherwise, and where W has no measured request; *REJECTED (when not NULL)
+ * counts the measured requests it rejects. */
+int job_check_admission(const scenario_resolved *r, const workload *w, size_t *rejected, char *err, size_t errlen);
 
 /* Writes `"scenario_file": ..., "scenario": {...}` as summary.json members. */
 int job_scenario_json(json_t *obj, const scenario *sc);
