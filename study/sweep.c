@@ -261,8 +261,8 @@ static bool same_setting(const sweep_listed *a, const sweep_listed *b)
     return true;
 }
 
-/* A listed point's part of its labels: its own label, or its values joined by '/' (as
- * sweep_point_label writes them). */
+/* A listed point's part of its labels (sweep_point_label's start): its own label, or its
+ * values joined by '/'. */
 static void listed_label(const sweep_listed *pt, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", pt->label);
@@ -430,9 +430,7 @@ void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len)
     int coord[SWEEP_MAX_AXES];
     int li = coordinates(p, index, coord);
     buf[0] = 0;
-    if (p->nlisted && p->listed[li].label[0]) append(buf, len, " ", p->listed[li].label);
-    else
-        for (int i = 0; p->nlisted && i < p->listed[li].n; i++) append(buf, len, "/", p->listed[li].a[i].value);
+    if (p->nlisted) listed_label(&p->listed[li], buf, len);
     for (int a = 0; a < p->naxes; a++) append(buf, len, " ", p->axes[a].values[coord[a]]);
     if (!buf[0]) snprintf(buf, len, "base");
 }
