@@ -401,33 +401,30 @@ Test(engine, a_draft_model_with_sampling_serves_exact_lengths_reproducibly)
  * stay exactly plain decoding's and nothing leaks. */
 Test(engine, a_draft_model_survives_preemption_and_prefix_hits)
 {
-    for (int seed = 1; seed <= 1; seed++)
-        for (int blocks = 50; blocks <= 50; blocks += 20) {
-            token_log *plain = calloc(1, sizeof *plain), *spec = calloc(1, sizeof *spec);
-            summary s0, s1;
-            for (int run = 0; run < 2; run++) {
-                engine_options o = tiny_engine_options((sched_config){
-                    .policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true, .max_num_seqs = 8,
-                    .max_num_batched_tokens = 48, .chunk_size = 16, .block_size = 16, .num_blocks = blocks,
-                    .max_model_len = 1024, .num_speculative_tokens = run ? 3 : 0});
-                o.spec_draft_model = run == 1;
-                o.draft_shape = o.backend.shape;
-                o.draft_shape.num_layers = 1;
-                engine_backend_options(&o.sched, &o.backend);
-                wl_config c = {.num_requests = 60, .arrival = ARRIVAL_ALL_AT_ONCE, .burstiness = 1, .num_prefixes = 2,
-                               .shared_prefix_len = 240, .prefix_fraction = 1, .trace_time_scale = 1, .vocab_size = 2048,
-                               .seed = (uint64_t)seed};
-                char err[200];
-                dist_parse("uniform:250:400", &c.prompt_len, err, sizeof err);
-                dist_parse("uniform:2:40", &c.output_len, err, sizeof err);
-                met_free(serve(&o, &c, run ? spec : plain, run ? &s1 : &s0));
-            }
-            cr_assert_gt(s1.num_preemptions + s0.num_preemptions, 0, "seed %d, %d blocks: the pool must preempt", seed,
-                         blocks);
-            for (int r = 0; r < 60; r++)
-                for (int i = 0; i < plain->count[r]; i++)
-                    cr_assert_eq(spec->tokens[r][i], plain->tokens[r][i], "seed %d: request %d token %d", seed, r, i);
-            free(plain);
-            free(spec);
-        }
+    enum { N = 12 };   /* with the old start, 8 requests already crash; 60 took 33 s here */
+    token_log *plain = calloc(1, sizeof *plain), *spec = calloc(1, sizeof *spec);
+    summary s0, s1;
+    for (int run = 0; run < 2; run++) {
+        engine_options o = tiny_engine_options((sched_config){
+            .policy = POLICY_PAGED, .chunked_prefill = true, .prefix_caching = true, .max_num_seqs = 8,
+            .max_num_batched_tokens = 48, .chunk_size = 16, .block_size = 16, .num_blocks = 50,
+            .max_model_len = 1024, .num_speculative_tokens = run ? 3 : 0});
+        o.spec_draft_model = run == 1;
+        o.draft_shape = o.backend.shape;
+        o.draft_shape.num_layers = 1;
+        engine_backend_options(&o.sched, &o.backend);
+        wl_config c = {.num_requests = N, .arrival = ARRIVAL_ALL_AT_ONCE, .burstiness = 1, .num_prefixes = 2,
+                       .shared_prefix_len = 240, .prefix_fraction = 1, .trace_time_scale = 1, .vocab_size = 2048,
+                       .seed = 1};
+        char err[200];
+        dist_parse("uniform:250:400", &c.prompt_len, err, sizeof err);
+        dist_parse("uniform:2:40", &c.output_len, err, sizeof err);
+        met_free(serve(&o, &c, run ? spec : plain, run ? &s1 : &s0));
+    }
+    cr_assert_gt(s1.num_preemptions, 0, "the pool must preempt the speculating run");
+    for (int r = 0; r < N; r++)
+        for (int i = 0; i < plain->count[r]; i++)
+            cr_assert_eq(spec->tokens[r][i], plain->tokens[r][i], "request %d token %d", r, i);
+    free(plain);
+    free(spec);
 }
