@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 scripts/build.sh "$build" "$@"
-ctest --test-dir "$build" --output-on-failure
+ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)"
