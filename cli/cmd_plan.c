@@ -1151,6 +1151,23 @@ static plan *plan_new(const scenario *sc, const plan_cli *c, int *status)
     return p;
 }
 
+/* A file a --vary value names (workload.trace, hardware.cost_table) inside OUT: the result
+ * replacing OUT would delete it. A value the scenario refuses is plan_new's to name. */
+static int check_vary_inputs(const scenario *base, const plan_cli *c, const char *out, char *err, size_t errlen)
+{
+    for (int k = 0; k < c->nvary; k++)
+        for (int v = 0; v < c->vary[k].n; v++) {
+            scenario sc = *base;
+            char why[1600];
+            if (set(&sc, why, sizeof why, "%s=%s", c->vary[k].key, c->vary[k].values[v]) < 0 ||
+                scenario_check_inputs(&sc, out, why, sizeof why) == 0)
+                continue;
+            snprintf(err, errlen, "--out %s (--vary %s)", why, c->vary[k].key);
+            return -1;
+        }
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -1162,7 +1179,8 @@ int cmd_plan(int argc, char **argv)
     int status = plan_parse(argc, argv, &sc, &c);
     char out[1200], err[2048];
     if (status == EXIT_OK &&
-        scenario_out_dir(&sc, c.out, c.num_shards > 1 ? "plan-shard" : "plan", out, sizeof out, err, sizeof err) < 0) {
+        (scenario_out_dir(&sc, c.out, c.num_shards > 1 ? "plan-shard" : "plan", out, sizeof out, err, sizeof err) < 0 ||
+         check_vary_inputs(&sc, &c, out, err, sizeof err) < 0)) {
         fprintf(stderr, "servesim: %s\n", err);
         status = EXIT_BAD_INPUT;
     }

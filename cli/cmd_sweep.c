@@ -233,7 +233,8 @@ int cmd_sweep(int argc, char **argv)
     }
     char out[1200];
     char out_err[2048];
-    if (scenario_out_dir(&sc, c.out, "sweep", out, sizeof out, out_err, sizeof out_err) < 0) {
+    if (scenario_out_dir(&sc, c.out, "sweep", out, sizeof out, out_err, sizeof out_err) < 0 ||
+        sweep_check_inputs(&plan, out, out_err, sizeof out_err) < 0) {
         fprintf(stderr, "servesim: %s\n", out_err);
         status = EXIT_BAD_INPUT;
         goto done;

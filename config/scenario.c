@@ -529,6 +529,20 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len)
 
 static void resolve_path(const scenario *sc, int key, char *out, size_t len);
 
+/* Every file the scenario names: a trace that is a run's requests.csv, given back to that
+ * run's folder, was deleted by the result replacing it (bad-input campaign). */
+int scenario_check_inputs(const scenario *sc, const char *out, char *why, size_t len)
+{
+    for (int k = 0; k < K_COUNT; k++) {
+        if (keys[k].type != PATH) continue;
+        char path[1100], what[80];
+        resolve_path(sc, k, path, sizeof path);
+        snprintf(what, sizeof what, "%s.%s", keys[k].section, keys[k].key);
+        if (od_check_input(out, path, what, why, len) < 0) return -1;
+    }
+    return 0;
+}
+
 int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
                      size_t errlen)
 {
@@ -539,16 +553,8 @@ int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, c
         snprintf(err, errlen, "--out %.60s...: a path of %d characters; at most %zu", flag ? flag : out, n, len - 1);
         return -1;
     }
-    int bad = od_check(out, why, sizeof why) < 0 || od_check_input(out, sc->path, "the scenario", why, sizeof why) < 0;
-    /* and every file the scenario names: a trace that is a run's requests.csv, given back to
-     * that run's folder, was deleted by the result replacing it (bad-input campaign) */
-    for (int k = 0; !bad && k < K_COUNT; k++) {
-        if (keys[k].type != PATH) continue;
-        char path[1100], what[80];
-        resolve_path(sc, k, path, sizeof path);
-        snprintf(what, sizeof what, "%s.%s", keys[k].section, keys[k].key);
-        bad = od_check_input(out, path, what, why, sizeof why) < 0;
-    }
+    int bad = od_check(out, why, sizeof why) < 0 || od_check_input(out, sc->path, "the scenario", why, sizeof why) < 0 ||
+              scenario_check_inputs(sc, out, why, sizeof why) < 0;
     if (bad) {
         snprintf(err, errlen, "--out %s%s", why, flag ? "" : " (the default output directory; choose one with --out)");
         return -1;

@@ -143,5 +143,10 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len);
  * empty or a result servesim wrote and nobody added to). -1 with "--out DIR: reason" in ERR. */
 int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
                      size_t errlen);
+/* -1 with "OUT: reason" in WHY when a file SC names (workload.trace, hardware.cost_table) is
+ * OUT or inside it: the result replacing OUT would delete it (io/outdir.h, od_check_input).
+ * scenario_out_dir checks its own scenario; a command that sets such keys per point checks
+ * each point's. */
+int scenario_check_inputs(const scenario *sc, const char *out, char *why, size_t len);
 
 #endif

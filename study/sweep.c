@@ -463,6 +463,20 @@ int sweep_check(const sweep_plan *p, char *err, size_t errlen)
     return 0;
 }
 
+int sweep_check_inputs(const sweep_plan *p, const char *out, char *err, size_t errlen)
+{
+    scenario sc;
+    char why[1600], label[256];
+    for (int i = 0; i < sweep_num_points(p); i++) {
+        if (sweep_point_scenario(p, i, &sc, why, sizeof why) < 0 || scenario_check_inputs(&sc, out, why, sizeof why) == 0)
+            continue;   /* a point that does not apply is sweep_check's to name */
+        sweep_point_label(p, i, label, sizeof label);
+        snprintf(err, errlen, "--out %s (point %d, %s)", why, i, label);
+        return -1;
+    }
+    return 0;
+}
+
 void sweep_run_name(int index, char *buf, size_t len)
 {
     snprintf(buf, len, "%03d", index);

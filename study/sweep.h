@@ -71,6 +71,9 @@ int sweep_check_seeds(const scenario *sc, int repeat, char *err, size_t errlen);
 /* Resolves every point of this shard: -1 with "point N (LABEL): reason" for the first bad one,
  * or the reason alone when it is the base scenario's seed, which no point set. */
 int sweep_check(const sweep_plan *p, char *err, size_t errlen);
+/* -1 with "--out OUT: reason (point N, LABEL)" when a file a point names (a --vary of
+ * workload.trace, say) is OUT or inside it, which the result would replace. */
+int sweep_check_inputs(const sweep_plan *p, const char *out, char *err, size_t errlen);
 /* What makes two shards parts of one sweep: a hash (FNV-1a, 64 bits) of the base scenario's
  * every value, the axes, the listed points and the repeat count; not the shard. */
 uint64_t sweep_identity(const sweep_plan *p);

@@ -289,6 +289,26 @@ Test(plan, an_out_of_the_user_s_is_refused_before_the_search, .init = cr_redirec
     system("rm -rf /tmp/ss-plan-mine");
 }
 
+/* A --vary value naming a file in the out folder: the folder is servesim's own run, so the
+ * result would have replaced it, the trace with it (the scenario's own files were checked,
+ * --vary values not). Refused before the search, naming --vary; the run is left whole. */
+Test(plan, a_vary_value_reading_a_file_in_the_out_folder_is_refused, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-plan-vary");
+    char *run[] = {"run", "--set", "workload.num_requests=20", "--out", "/tmp/ss-plan-vary", "--quiet"};
+    cr_assert_eq(cmd_run(6, run), 0);
+    char *argv[] = {"plan", "--gpus", "1", "--set", "workload.arrival=trace", "--vary",
+                    "workload.trace=/tmp/ss-plan-vary/requests.csv", "--quiet", "--out", "/tmp/ss-plan-vary"};
+    cr_assert_eq(cmd_plan(10, argv), 2);
+    fflush(stderr);
+    char text[2048];
+    text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(text, "servesim: --out /tmp/ss-plan-vary holds workload.trace /tmp/ss-plan-vary/requests.csv, which "
+                           "this command reads") && strstr(text, "(--vary workload.trace)"), "%s", text);
+    cr_assert_gt(count_lines("/tmp/ss-plan-vary/requests.csv"), 20, "the run is still there");
+    system("rm -rf /tmp/ss-plan-vary");
+}
+
 /* A missing shard named the layouts it holds as "K-1, K-1+N, ...", whether or not they exist:
  * of 4 layouts in 3 shards, shard 2 holds layout 1 alone, and layout 4 was named */
 Test(plan, a_missing_shard_names_the_layouts_it_holds, .init = cr_redirect_stderr)

@@ -533,6 +533,30 @@ Test(sweep, a_refused_point_names_the_sweep_as_its_origin, .init = cr_redirect_s
     cr_assert_not(exists("/tmp/ss-bad-origin"));
 }
 
+/* A point naming a file in the out folder (--vary or --point workload.trace=OUT/requests.csv):
+ * the folder, servesim's own run, was replaced by the sweep's result, the trace with it; the
+ * scenario's own files were checked, points' values not. Refused before any point runs,
+ * naming the point; the run is left whole. */
+Test(sweep, a_point_reading_a_file_in_the_out_folder_is_refused, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-sweep-in");
+    const char *run[] = {"run", "--set", "workload.num_requests=20", "--out", "/tmp/ss-sweep-in", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_run, run), 0);
+    const char *vary[] = {"sweep", "--set", "workload.arrival=trace", "--vary",
+                          "workload.trace=/tmp/ss-sweep-in/requests.csv", "--out", "/tmp/ss-sweep-in", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, vary), 2);
+    const char *point[] = {"sweep", "--set", "workload.arrival=trace", "--point",
+                           "in:workload.trace=/tmp/ss-sweep-in/steps.csv", "--out", "/tmp/ss-sweep-in/", "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, point), 2);
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert(strstr(text, "servesim: --out /tmp/ss-sweep-in holds workload.trace /tmp/ss-sweep-in/requests.csv, which "
+                           "this command reads") && strstr(text, "(point 0, /tmp/ss-sweep-in/requests.csv)"), "%s", text);
+    cr_assert(strstr(text, "holds workload.trace /tmp/ss-sweep-in/steps.csv") && strstr(text, "(point 0, in)"), "%s", text);
+    cr_assert(exists("/tmp/ss-sweep-in/requests.csv") && exists("/tmp/ss-sweep-in/steps.csv"), "the run is still there");
+    system("rm -rf /tmp/ss-sweep-in");
+}
+
 /* A --point's value of a key a --vary also sets was replaced by the --vary values, and the rows
  * ran at them under the point's label ("3 1", "3 2" at rates 1 and 2: bad-input campaign):
  * refused in either order, naming the key and both flags */
