@@ -255,19 +255,21 @@ int cmd_load(int argc, char **argv)
         fprintf(stderr, "servesim: %s\n", err);
         return status;
     }
+    /* a run that measured nothing is no measurement: a wrong --url path or --model fails every
+     * request, and a script must not take it for one (bad-input campaign) */
+    bool all_failed = !st.interrupted && st.sent > 0 && st.failed == st.sent;
     if (!a.quiet) {
         if (have) res_print_summary(stdout, &sum);
         printf("%zu requests sent to %s (model %s), %zu failed%s\n", st.sent, a.url, st.model, st.failed,
                st.interrupted ? ", interrupted" : "");
-        if (st.failed) printf("First failure: %s (all in errors.csv)\n", st.first_error);
+        /* where all failed, the message on stderr names the first */
+        if (st.failed && !all_failed) printf("First failure: %s (all in errors.csv)\n", st.first_error);
         if (st.delay_count)
             printf("Event delay, server write to client clock (%zu events): mean %.3f ms, P50 %.3f, P99 %.3f, P99.9 %.3f, max %.3f\n",
                    st.delay_count, st.delay_mean_ms, st.delay_p50_ms, st.delay_p99_ms, st.delay_p999_ms, st.delay_max_ms);
         printf("Results in %s/\n", out);
     }
-    /* a run that measured nothing is no measurement: a wrong --url path or --model fails every
-     * request, and a script must not take it for one (bad-input campaign) */
-    if (!st.interrupted && st.sent > 0 && st.failed == st.sent) {
+    if (all_failed) {
         fprintf(stderr, "servesim: every one of the %zu requests failed; the first: %s (all in %s/errors.csv)\n",
                 st.sent, st.first_error, out);
         return EXIT_FAILURE_OTHER;

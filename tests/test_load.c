@@ -187,22 +187,33 @@ Test(load, refused_requests_and_missing_servers_are_recorded_not_dropped)
     free(s);
 }
 
+static void redirect_stdout_and_stderr(void)
+{
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+}
+
 /* `servesim load` exited 0 when every request failed (bad-input campaign), so a script took a
- * wrong --url path or --model for a measurement: it exits 1, with its files written */
-Test(load, a_run_whose_every_request_failed_exits_1_with_its_files, .init = cr_redirect_stderr)
+ * wrong --url path or --model for a measurement: it exits 1, with its files written. The first
+ * failure is named once, on stderr (stdout named it too, a line above). */
+Test(load, a_run_whose_every_request_failed_exits_1_with_its_files, .init = redirect_stdout_and_stderr)
 {
     live l = start();
     system("rm -rf /tmp/servesim-load-allfail");
     char *argv[] = {"load", "--url", l.url, "--set", "model.preset=tiny", "--set", "workload.prompt_len=fixed:600",
                     "--set", "workload.num_requests=4", "--set", "workload.arrival=all_at_once", "--out",
-                    "/tmp/servesim-load-allfail", "--quiet"};
-    cr_assert_eq(cmd_load(14, argv), EXIT_FAILURE_OTHER);
+                    "/tmp/servesim-load-allfail"};
+    cr_assert_eq(cmd_load(13, argv), EXIT_FAILURE_OTHER);
     cr_assert_eq(access("/tmp/servesim-load-allfail/requests.csv", F_OK), 0, "the failures are recorded");
     fflush(stderr);
-    char text[1024];
+    fflush(stdout);
+    char text[1024], printed[4096];
     text[fread(text, 1, sizeof text - 1, cr_get_redirected_stderr())] = 0;
+    printed[fread(printed, 1, sizeof printed - 1, cr_get_redirected_stdout())] = 0;
     cr_assert(strstr(text, "servesim: every one of the 4 requests failed; the first: request ") &&
               strstr(text, ": HTTP 400: This model's maximum context length is 512 tokens"), "%s", text);
+    cr_assert(strstr(printed, "4 requests sent to ") && strstr(printed, "4 failed"), "%s", printed);
+    cr_assert_null(strstr(printed, "maximum context length"), "named twice: %s", printed);
     srv_stop(l.s, NULL, 0);
     engine_stop(l.eng);
     system("rm -rf /tmp/servesim-load-allfail");
