@@ -211,40 +211,40 @@ static int same_file(const char *a, const char *b)
  * are refused, and the merge writes nothing then. */
 Test(plan, shards_merge_into_exactly_what_one_run_writes)
 {
-    system("rm -rf /tmp/ss-pshard && mkdir -p /tmp/ss-pshard");
+    system("rm -rf /tmp/ss-plan-shards && mkdir -p /tmp/ss-plan-shards");
     char *base[] = {"plan", "--gpus", "2", "--rate", "30", "--max-tp", "2", "--routers", "least_outstanding,round_robin",
                     "--slo", "ttft_p99_ms=2000", "--set", "workload.num_requests=100", "--max-rate", "32", "--quiet",
                     "--out", NULL, NULL, NULL};
-    base[17] = "/tmp/ss-pshard/whole";
+    base[17] = "/tmp/ss-plan-shards/whole";
     cr_assert_eq(cmd_plan(18, base), 0);
-    base[17] = "/tmp/ss-pshard/s1";
+    base[17] = "/tmp/ss-plan-shards/s1";
     base[18] = "--shard=1/2";
     cr_assert_eq(cmd_plan(19, base), 0);
-    base[17] = "/tmp/ss-pshard/s2";
+    base[17] = "/tmp/ss-plan-shards/s2";
     base[18] = "--shard=2/2";
     cr_assert_eq(cmd_plan(19, base), 0);
-    cr_assert_null(fopen("/tmp/ss-pshard/s1/plan.csv", "r"), "a shard writes plan-shard.json only");
-    char *merge[] = {"merge", "/tmp/ss-pshard/merged", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1"};
+    cr_assert_null(fopen("/tmp/ss-plan-shards/s1/plan.csv", "r"), "a shard writes plan-shard.json only");
+    char *merge[] = {"merge", "/tmp/ss-plan-shards/merged", "/tmp/ss-plan-shards/s2", "/tmp/ss-plan-shards/s1"};
     cr_assert_eq(cmd_merge(4, merge), 0);
     const char *files[] = {"plan.csv", "points.csv", "pareto.csv", "plan.txt"};
     for (int i = 0; i < 4; i++) {
         char a[128], b[128];
-        snprintf(a, sizeof a, "/tmp/ss-pshard/whole/%s", files[i]);
-        snprintf(b, sizeof b, "/tmp/ss-pshard/merged/%s", files[i]);
+        snprintf(a, sizeof a, "/tmp/ss-plan-shards/whole/%s", files[i]);
+        snprintf(b, sizeof b, "/tmp/ss-plan-shards/merged/%s", files[i]);
         cr_assert(same_file(a, b), "%s differs from the unsharded plan's", files[i]);
     }
-    cr_assert_gt(count_lines("/tmp/ss-pshard/whole/plan.csv"), 3, "header and more than two layouts");
-    char *missing[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1"};
+    cr_assert_gt(count_lines("/tmp/ss-plan-shards/whole/plan.csv"), 3, "header and more than two layouts");
+    char *missing[] = {"merge", "/tmp/ss-plan-shards/bad", "/tmp/ss-plan-shards/s1"};
     cr_assert_eq(cmd_merge(3, missing), 2);
-    char *twice[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s1"};
+    char *twice[] = {"merge", "/tmp/ss-plan-shards/bad", "/tmp/ss-plan-shards/s1", "/tmp/ss-plan-shards/s1"};
     cr_assert_eq(cmd_merge(4, twice), 2);
     base[12] = "workload.num_requests=101";
-    base[17] = "/tmp/ss-pshard/other";
+    base[17] = "/tmp/ss-plan-shards/other";
     cr_assert_eq(cmd_plan(19, base), 0);
-    cr_assert(count_lines("/tmp/ss-pshard/other/plan-shard.json") > 0, "a shard of another search");
-    char *other[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/other"};
+    cr_assert(count_lines("/tmp/ss-plan-shards/other/plan-shard.json") > 0, "a shard of another search");
+    char *other[] = {"merge", "/tmp/ss-plan-shards/bad", "/tmp/ss-plan-shards/s1", "/tmp/ss-plan-shards/other"};
     cr_assert_eq(cmd_merge(4, other), 2);
-    cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
+    cr_assert_null(fopen("/tmp/ss-plan-shards/bad/plan.csv", "r"), "nothing written");
     /* a shard edited by hand: "nan", a capacity past --max-rate, a negative count, a layout
      * stripped of its probes, another layouts_total all went into plan.csv and the answer */
     const char *edits[] = {"s/\"capacity\": \"[^\"]*\"/\"capacity\": \"nan\"/",
@@ -254,23 +254,23 @@ Test(plan, shards_merge_into_exactly_what_one_run_writes)
                            "s/\"rate\": \"[^\"]*\"/\"rate\": \"-1\"/"};
     for (int i = 0; i < 5; i++) {
         char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf /tmp/ss-pshard/t && cp -r /tmp/ss-pshard/s2 /tmp/ss-pshard/t && "
-                 "sed -i '%s' /tmp/ss-pshard/t/plan-shard.json", edits[i]);
+        snprintf(cmd, sizeof cmd, "rm -rf /tmp/ss-plan-shards/t && cp -r /tmp/ss-plan-shards/s2 /tmp/ss-plan-shards/t && "
+                 "sed -i '%s' /tmp/ss-plan-shards/t/plan-shard.json", edits[i]);
         cr_assert_eq(system(cmd), 0);
-        char *tampered[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/t"};
+        char *tampered[] = {"merge", "/tmp/ss-plan-shards/bad", "/tmp/ss-plan-shards/s1", "/tmp/ss-plan-shards/t"};
         cr_assert_eq(cmd_merge(4, tampered), 2, "%s", edits[i]);
     }
-    system("cd /tmp/ss-pshard && rm -rf t && cp -r s2 t && python3 -c \"import json; p='t/plan-shard.json'; "
+    system("cd /tmp/ss-plan-shards && rm -rf t && cp -r s2 t && python3 -c \"import json; p='t/plan-shard.json'; "
            "d=json.load(open(p)); d['points']=[]; json.dump(d, open(p, 'w'))\"");
-    char *emptied[] = {"merge", "/tmp/ss-pshard/bad", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/t"};
+    char *emptied[] = {"merge", "/tmp/ss-plan-shards/bad", "/tmp/ss-plan-shards/s1", "/tmp/ss-plan-shards/t"};
     cr_assert_eq(cmd_merge(4, emptied), 2, "a layout without a probe");
-    cr_assert_null(fopen("/tmp/ss-pshard/bad/plan.csv", "r"), "nothing written");
+    cr_assert_null(fopen("/tmp/ss-plan-shards/bad/plan.csv", "r"), "nothing written");
     /* merging into one of the shards replaced that shard with the merge */
-    char *into[] = {"merge", "/tmp/ss-pshard/s2", "/tmp/ss-pshard/s1", "/tmp/ss-pshard/s2"};
+    char *into[] = {"merge", "/tmp/ss-plan-shards/s2", "/tmp/ss-plan-shards/s1", "/tmp/ss-plan-shards/s2"};
     cr_assert_eq(cmd_merge(4, into), 2);
-    cr_assert(count_lines("/tmp/ss-pshard/s2/plan-shard.json") > 0, "the shard stays");
-    cr_assert_null(fopen("/tmp/ss-pshard/s2/plan.csv", "r"), "and is not replaced by the merge");
-    system("rm -rf /tmp/ss-pshard");
+    cr_assert(count_lines("/tmp/ss-plan-shards/s2/plan-shard.json") > 0, "the shard stays");
+    cr_assert_null(fopen("/tmp/ss-plan-shards/s2/plan.csv", "r"), "and is not replaced by the merge");
+    system("rm -rf /tmp/ss-plan-shards");
 }
 
 /* An --out that holds the user's files is refused before the search, with exit 2: plan
