@@ -317,8 +317,8 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
     for (int i = 0; i < p->nlisted; i++) {
         /* a label given is compared with the others' labels given or made from their values:
          * --point 2:workload.rate=5 beside --point workload.rate=2 gave two rows labelled "2".
-         * Two labels both made of values may match (workload.rate=4, max_num_seqs=4): their
-         * rows' key columns tell them apart, and such sweeps ran before */
+         * Two labels both made of values may match (workload.rate=4, max_num_seqs=4): the
+         * results show both with their keys (shown_label) */
         listed_label(&p->listed[i], theirs, sizeof theirs);
         bool given = pt.label[0] || p->listed[i].label[0];
         bool same = same_setting(&pt, &p->listed[i]), label_twice = !same && given && strcmp(mine, theirs) == 0;
@@ -425,12 +425,35 @@ static void append(char *buf, size_t len, const char *sep, const char *s)
     if (used < len) snprintf(buf + used, len - used, "%s%s", used ? sep : "", s);
 }
 
+/* Listed point LI's label in the results: its own, or its values joined by '/'. Two points
+ * whose values alone read the same (workload.rate=4 beside scheduler.max_num_seqs=4) had two
+ * rows, legends and report lines labelled "4": each such point's values are then written with
+ * their keys ("workload.rate=4"). A label given holds no '=', so none equals such a label. */
+static void shown_label(const sweep_plan *p, int li, char *buf, size_t len)
+{
+    const sweep_listed *pt = &p->listed[li];
+    listed_label(pt, buf, len);
+    if (pt->label[0]) return;
+    char other[400];
+    for (int j = 0; j < p->nlisted; j++) {
+        if (j == li || p->listed[j].label[0]) continue;
+        listed_label(&p->listed[j], other, sizeof other);
+        if (strcmp(buf, other) != 0) continue;
+        buf[0] = 0;
+        for (int i = 0; i < pt->n; i++) {
+            size_t used = strlen(buf);
+            if (used < len) snprintf(buf + used, len - used, "%s%s=%s", i ? "/" : "", key_names[pt->a[i].key], pt->a[i].value);
+        }
+        return;
+    }
+}
+
 void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len)
 {
     int coord[SWEEP_MAX_AXES];
     int li = coordinates(p, index, coord);
     buf[0] = 0;
-    if (p->nlisted) listed_label(&p->listed[li], buf, len);
+    if (p->nlisted) shown_label(p, li, buf, len);
     for (int a = 0; a < p->naxes; a++) append(buf, len, " ", p->axes[a].values[coord[a]]);
     if (!buf[0]) snprintf(buf, len, "base");
 }

@@ -63,7 +63,8 @@ int sweep_grid_size(const sweep_plan *p);
 bool sweep_in_shard(const sweep_plan *p, int index);
 /* Point INDEX's scenario. -1 with a reason in ERR (only when out of range). */
 int sweep_point_scenario(const sweep_plan *p, int index, scenario *out, char *err, size_t errlen);
-/* The listed point's label (or its values joined by '/'), then each axis value, by spaces. */
+/* The listed point's label (or its values joined by '/', as KEY=VALUE where another point's
+ * values alone read the same), then each axis value, by spaces. */
 void sweep_point_label(const sweep_plan *p, int index, char *buf, size_t len);
 /* Whether SC's seeds run.seed .. run.seed + REPEAT - 1 stay within run.seed's range: -1 with a
  * reason naming where run.seed came from and --repeat. */

@@ -609,7 +609,8 @@ Test(sweep, a_label_or_a_setting_given_twice_is_refused)
 
 /* Values compared as written took workload.rate=1 beside workload.rate=1.0, one point run
  * twice; a label given equal to another point's label made of its values gave two rows
- * labelled "2" (stop 34's leftovers) */
+ * labelled "2" (stop 34's leftovers); two labels made of values alone, equal, did too (stop
+ * 35's) */
 Test(sweep, one_value_written_twice_ways_or_one_label_made_twice_is_refused)
 {
     scenario sc = tiny();
@@ -634,9 +635,16 @@ Test(sweep, one_value_written_twice_ways_or_one_label_made_twice_is_refused)
     cr_assert_str_eq(err, "--point workload.rate=7: it and --point 7:workload.rate=5 would both be labelled 7: a label "
                           "names one point; give this one a label of its own (--point LABEL:...)");
     cr_assert_eq(p.nlisted, 5);
-    /* two labels made of values alone may match: the key columns tell the rows apart */
+    /* two labels made of values alone may match: the results then show both with their keys
+     * (they had two rows labelled "1"), and the others as before */
     cr_assert_eq(sweep_add_point(&p, "scheduler.max_num_seqs=7", err, sizeof err), -1, "7 is --point 7:...'s label");
     cr_assert_eq(sweep_add_point(&p, "scheduler.max_num_seqs=1", err, sizeof err), 0, "%s", err);
+    const char *labels[] = {"workload.rate=1", "on", "uniform:4:8", "uniform:4:9", "7", "scheduler.max_num_seqs=1"};
+    for (int i = 0; i < 6; i++) {
+        char label[256];
+        sweep_point_label(&p, i, label, sizeof label);
+        cr_assert_str_eq(label, labels[i], "point %d", i);
+    }
     sweep_plan_free(&p);
     /* --vary alike */
     sweep_plan_init(&p, &sc);
