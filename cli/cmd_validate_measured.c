@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/sched.h"
 #include "io/outdir.h"
 #include "io/results.h"
 #include "load/measured.h"
@@ -109,23 +110,47 @@ static int measured_workload(const measured_run *m, const scenario_resolved *r, 
     return 0;
 }
 
-/* The measured side's summary, from its records and token gaps. */
-static int measured_summary(const measured_run *m, const slo_config *slo, met_acc **met, summary *s)
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The measured side's summary, from its records and token gaps. A request the scenario's
+ * scheduler rejects (ADMIT: past scheduler.max_model_len or the pool) is recorded as the
+ * simulated side records it, rejected, its gaps left out: its latencies had been compared on
+ * the measured side alone. */
+static int measured_summary(const measured_run *m, const sched_config *admit, const slo_config *slo, met_acc **met,
+                            summary *s)
 {
     *met = met_create();
-    if (!*met) return -1;
+    int64_t *kept = malloc((m->n ? m->n : 1) * sizeof *kept);   /* their ids, sorted */
+    if (!*met || !kept) {
+        free(kept);
+        return -1;
+    }
     met_keep_requests(*met);
     bool window = false;
+    size_t n = 0;
     for (size_t i = 0; i < m->n; i++) {
-        const req_record *q = &m->reqs[i];
-        if (q->stop != STOP_LENGTH) continue;
-        if (!window && !q->warmup) {
-            met_set_window_start(*met, q->arrival_time);
+        req_record q = m->reqs[i];
+        if (q.stop != STOP_LENGTH) continue;
+        stop_reason rejected = sched_rejects(admit, q.prompt_len, q.output_len);
+        if (rejected != STOP_NONE) /* recorded as the simulator records it: ended at its arrival */
+            q = (req_record){.request_id = q.request_id, .arrival_time = q.arrival_time, .scheduled_prefill_time = NAN,
+                             .first_token_time = NAN, .finish_time = q.arrival_time, .prompt_len = q.prompt_len,
+                             .stop = rejected, .warmup = q.warmup};
+        else kept[n++] = q.request_id;
+        if (!window && !q.warmup) {
+            met_set_window_start(*met, q.arrival_time);
             window = true;
         }
-        met_on_request(*met, q);
+        met_on_request(*met, &q);
     }
-    for (size_t i = 0; i < m->num_itl; i++) met_on_itl(*met, m->itl[i]);
+    qsort(kept, n, sizeof *kept, by_id);
+    for (size_t i = 0; i < m->num_itl; i++)
+        if (bsearch(&m->itl_request_id[i], kept, n, sizeof *kept, by_id)) met_on_itl(*met, m->itl[i]);
+    free(kept);
     return met_summarize(*met, slo, s);
 }
 
@@ -163,8 +188,7 @@ static int write_report(const outdir *od, const scenario *sc, const char *path, 
     if (excluded) fprintf(f, "%zu requests that failed on the server are left out of both sides.\n\n", excluded);
     if (rejected)
         fprintf(f, "%zu measured requests are past the scenario's limits (scheduler.max_model_len, or the KV pool): the "
-                   "simulator rejects them, so its side has %zu fewer requests than the measured one.\n\n",
-                rejected, rejected);
+                   "simulator rejects them, so they are left out of both sides.\n\n", rejected);
     fprintf(f, "| metric | simulated | measured | error | limit |\n|---|---:|---:|---:|---:|\n");
     for (int i = 0; i < NUM_SHOWN; i++) {
         const cmp_row *row = cmp_find(c, shown[i]);
@@ -278,7 +302,7 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
             if (status != EXIT_OK) res_abort(&dir);
         }
     }
-    if (status == EXIT_OK && measured_summary(&m, &r.slo, &real_met, &rsum) < 0) {
+    if (status == EXIT_OK && measured_summary(&m, &r.sched, &r.slo, &real_met, &rsum) < 0) {
         snprintf(err, sizeof err, "no measured request finished");
         status = EXIT_BAD_INPUT;
     }

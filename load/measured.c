@@ -22,18 +22,22 @@ void measured_free(measured_run *m)
 {
     free(m->reqs);
     free(m->itl);
+    free(m->itl_request_id);
     memset(m, 0, sizeof *m);
 }
 
-static int push_itl(measured_run *m, size_t *cap, double gap)
+static int push_itl(measured_run *m, size_t *cap, double gap, int64_t request_id)
 {
     if (m->num_itl == *cap) {
         size_t c = *cap ? 2 * *cap : 1024;
         double *p = realloc(m->itl, c * sizeof *p);
-        if (!p) return -1;
-        m->itl = p;
+        if (p) m->itl = p;
+        int64_t *q = p ? realloc(m->itl_request_id, c * sizeof *q) : NULL;
+        if (!q) return -1;
+        m->itl_request_id = q;
         *cap = c;
     }
+    m->itl_request_id[m->num_itl] = request_id;
     m->itl[m->num_itl++] = gap;
     return 0;
 }
@@ -117,6 +121,38 @@ static int check_record(const req_record *q, const char *path, long line, char *
     return 0;
 }
 
+/* A request's id and its index in measured_run.reqs, sorted by id to find a token's request. */
+typedef struct id_index {
+    int64_t id;
+    size_t index;
+} id_index;
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const id_index *)a)->id, y = ((const id_index *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Each request once: a request_id on two rows had the token gaps of both given to one, and
+ * the two compared as one request's. */
+static int check_unique_ids(const measured_run *m, const char *path, char *err, size_t errlen)
+{
+    id_index *sorted = malloc(m->n * sizeof *sorted);
+    if (!sorted) return errmsg(err, errlen, "%s: out of memory", path);
+    for (size_t i = 0; i < m->n; i++) sorted[i] = (id_index){m->reqs[i].request_id, i};
+    qsort(sorted, m->n, sizeof *sorted, by_id);
+    int rc = 0;
+    for (size_t i = 1; rc == 0 && i < m->n; i++) {
+        if (sorted[i].id != sorted[i - 1].id) continue;
+        size_t a = sorted[i - 1].index < sorted[i].index ? sorted[i - 1].index : sorted[i].index;
+        size_t b = sorted[i - 1].index < sorted[i].index ? sorted[i].index : sorted[i - 1].index;
+        rc = errmsg(err, errlen, "%s: request_id %lld is given twice, on records %zu and %zu (counted after the "
+                    "header): a request has one record", path, (long long)sorted[i].id, a + 1, b + 1);
+    }
+    free(sorted);
+    return rc;
+}
+
 static int read_requests(const char *path, measured_run *m, char *err, size_t errlen)
 {
     csv_reader r;
@@ -178,13 +214,8 @@ static int read_requests(const char *path, measured_run *m, char *err, size_t er
     }
     csv_close(&r);
     if (rc == 0 && m->n == 0) rc = errmsg(err, errlen, "%s: no requests", path);
+    if (rc == 0) rc = check_unique_ids(m, path, err, errlen);
     return rc < 0 ? -1 : 0;
-}
-
-static int by_id(const void *a, const void *b)
-{
-    int64_t x = ((const req_record *)a)->request_id, y = ((const req_record *)b)->request_id;
-    return (x > y) - (x < y);
 }
 
 /* tokens.csv (request_id, token_index, time): the gaps of finished measured requests. A
@@ -202,13 +233,15 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
         else if (id_col < 0 || time_col < 0) rc = errmsg(err, errlen, "%s:1: expected columns request_id and time", path);
     }
     /* records by id, to know which requests count */
-    req_record *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
-    double *last = malloc((m->n ? m->n : 1) * sizeof *last);   /* by sorted index: its previous token */
+    id_index *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+    double *last = malloc((m->n ? m->n : 1) * sizeof *last);   /* by request index: its previous token */
     if (!sorted || !last) rc = errmsg(err, errlen, "out of memory");
     else {
-        memcpy(sorted, m->reqs, m->n * sizeof *sorted);
+        for (size_t i = 0; i < m->n; i++) {
+            sorted[i] = (id_index){m->reqs[i].request_id, i};
+            last[i] = NAN;
+        }
         qsort(sorted, m->n, sizeof *sorted, by_id);
-        for (size_t i = 0; i < m->n; i++) last[i] = NAN;
     }
     size_t cap = 0;
     while (rc == 1 && (rc = csv_next(&r, err, errlen)) == 1) {
@@ -223,11 +256,12 @@ static int read_tokens(const char *path, measured_run *m, char *err, size_t errl
             rc = errmsg(err, errlen, "%s:%ld: not a token record", path, r.lineno);
             break;
         }
-        req_record key = {.request_id = id};
-        const req_record *q = bsearch(&key, sorted, m->n, sizeof *sorted, by_id);
-        if (!q || q->stop != STOP_LENGTH || q->warmup) continue;
-        size_t k = (size_t)(q - sorted);
-        if (!isnan(last[k]) && push_itl(m, &cap, t - last[k]) < 0) {
+        id_index key = {.id = id};
+        const id_index *found = bsearch(&key, sorted, m->n, sizeof *sorted, by_id);
+        if (!found) continue;
+        size_t k = found->index;
+        if (m->reqs[k].stop != STOP_LENGTH || m->reqs[k].warmup) continue;
+        if (!isnan(last[k]) && push_itl(m, &cap, t - last[k], id) < 0) {
             rc = errmsg(err, errlen, "out of memory");
             break;
         }
@@ -335,7 +369,7 @@ static int read_vllm(const char *path, measured_run *m, char *err, size_t errlen
                 break;
             }
             sum += v;
-            if (!failed && push_itl(m, &cap, v) < 0) rc = errmsg(err, errlen, "out of memory");
+            if (!failed && push_itl(m, &cap, v, (int64_t)i) < 0) rc = errmsg(err, errlen, "out of memory");
         }
         m->reqs[i] = (req_record){
             .request_id = (int64_t)i, .arrival_time = starts ? start : 0, .scheduled_prefill_time = NAN,

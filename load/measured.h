@@ -7,12 +7,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "metrics/records.h"
 
 typedef struct measured_run {
     req_record *reqs;          /* in send order; times in seconds from the first send */
     size_t n;
     double *itl;               /* every gap between tokens of a finished measured request */
+    int64_t *itl_request_id;   /* each gap's request */
     size_t num_itl;
     bool have_itl;             /* the source had token times (tokens.csv, or vLLM's itls) */
     bool have_arrivals;        /* send times known (a vLLM JSON without start_times has none) */

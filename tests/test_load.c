@@ -277,6 +277,7 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
     cr_assert_eq(m.num_itl, 3);
     cr_assert_float_eq(m.itl[0], 0.05, 1e-9);
     cr_assert_float_eq(m.itl[2], 0.15, 1e-9);
+    for (int i = 0; i < 3; i++) cr_assert_eq(m.itl_request_id[i], 2, "gap %d is request 2's", i);
     cr_assert_eq(m.reqs[2].draft_tokens, 0, "no draft columns, no drafts");
     measured_free(&m);
 
@@ -330,7 +331,8 @@ Test(load, a_servesim_directory_reads_back_in_send_order_with_its_gaps)
 
 /* Times that contradicted each other were taken and reported as negative latencies (a first
  * token before the send gave a mean TTFT of -200 ms; bad-input campaign): each is refused,
- * naming the line; a failed or rejected request may still lack its times. */
+ * naming the line; a failed or rejected request may still lack its times. So is an id given
+ * twice. */
 Test(load, a_request_record_whose_times_contradict_each_other_is_refused)
 {
     char dir[] = "/tmp/servesim-measured-XXXXXX";
@@ -371,6 +373,13 @@ Test(load, a_request_record_whose_times_contradict_each_other_is_refused)
     cr_assert_eq(measured_read(dir, &m, err, sizeof err), 0, "%s", err);
     cr_assert_eq(m.n, 6);
     measured_free(&m);
+    /* one request_id on two records: the gaps of both went to one, compared as one request's */
+    snprintf(doc, sizeof doc, "%s7,1.0,0,1.1,1.2,20,0,3,0,length,0,0,0\n8,1.1,0,1.2,1.3,20,0,3,0,length,0,0,0\n"
+             "7,1.5,0,1.6,1.7,20,0,3,0,length,0,0,0\n", head);
+    write_path(path, doc);
+    cr_assert_eq(measured_read(dir, &m, err, sizeof err), -1);
+    cr_assert(strstr(err, "requests.csv: request_id 7 is given twice, on records 1 and 3 (counted after the header): a "
+                          "request has one record"), "%s", err);
     snprintf(path, sizeof path, "rm -rf %s", dir);
     cr_assert_eq(system(path), 0);
 }
@@ -394,6 +403,7 @@ Test(load, a_vllm_benchmark_json_reads_back)
     cr_assert_float_eq(m.reqs[0].finish_time, 0.1 + 0.03, 1e-12, "end = TTFT + the sum of the gaps");
     cr_assert_float_eq(m.reqs[2].first_token_time, 0.5, 1e-12);
     cr_assert_eq(m.num_itl, 3, "a failed request's gaps are not measured ones");
+    cr_assert(m.itl_request_id[0] == 0 && m.itl_request_id[1] == 0 && m.itl_request_id[2] == 2, "each gap's request");
     measured_free(&m);
     write_path(path, "{\"input_lens\": [10, 20], \"output_lens\": [3], \"ttfts\": [0.1, 0.2], \"itls\": [[], []], \"errors\": [\"\", \"\"]}");
     cr_assert_eq(measured_read(path, &m, err, sizeof err), -1);

@@ -3,6 +3,7 @@
  * input writes nothing. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,10 +312,10 @@ Test(validate, the_scenarios_own_rate_is_validated_as_given, .init = cr_redirect
 
 /* Where the scenario rejects some of the measured requests (past scheduler.max_model_len or
  * the pool), the two sides were compared over different requests without a word (a helper's
- * find): report.md and validation.json say how many the simulated side lacks. The measured run
- * is a simulated one of the small scenario; validated with a context of 60 tokens, its
- * requests of prompt + output past 60 are those. */
-Test(validate, measured_requests_the_scenario_rejects_are_counted, .init = cr_redirect_stderr)
+ * find): they are left out of the measured side too, and report.md and validation.json say
+ * how many. The measured run is a simulated one of the small scenario; validated with a
+ * context of 60 tokens, its requests of prompt + output past 60 are those. */
+Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides, .init = cr_redirect_stderr)
 {
     char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], run[600], out[600], path[700];
     cr_assert(mkdtemp(dir));
@@ -329,14 +330,17 @@ Test(validate, measured_requests_the_scenario_rejects_are_counted, .init = cr_re
     cr_assert_not_null(f);
     char line[512];
     int past = 0, measured = 0;
+    double ttft_sum = 0;   /* of the admitted ones */
     fgets(line, sizeof line, f); /* request_id,arrival_time,scheduled_prefill_time,first_token_time,finish_time,
                                   * prompt_len,cached_prompt_len,output_len,num_preemptions,stop_reason,warmup */
     while (fgets(line, sizeof line, f)) {
         int prompt, output, warmup;
-        cr_assert_eq(sscanf(line, "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%d,%*[^,],%d,%*[^,],%*[^,],%d", &prompt, &output,
-                            &warmup), 3, "%s", line);
+        double sent, first;
+        cr_assert_eq(sscanf(line, "%*[^,],%lf,%*[^,],%lf,%*[^,],%d,%*[^,],%d,%*[^,],%*[^,],%d", &sent, &first, &prompt,
+                            &output, &warmup), 5, "%s", line);
         measured += !warmup;
         past += !warmup && prompt + output > 60;
+        if (!warmup && prompt + output <= 60) ttft_sum += first - sent;
     }
     fclose(f);
     cr_assert(past > 0 && past < measured, "some, not all: %d of %d", past, measured);
@@ -348,13 +352,21 @@ Test(validate, measured_requests_the_scenario_rejects_are_counted, .init = cr_re
     char *report = slurp_path(path);
     char expected[300];
     snprintf(expected, sizeof expected, "%d measured requests are past the scenario's limits (scheduler.max_model_len, "
-             "or the KV pool): the simulator rejects them, so its side has %d fewer requests", past, past);
+             "or the KV pool): the simulator rejects them, so they are left out of both sides", past);
     cr_assert(strstr(report, expected), "%s", report);
     free(report);
     snprintf(path, sizeof path, "%s/validation.json", out);
     json_t *doc = json_load_file(path, 0, NULL);
     cr_assert_not_null(doc);
     cr_assert_eq(json_integer_value(json_object_get(doc, "rejected_by_scenario")), past);
+    /* the measured side is the admitted requests alone, as the simulated one (it had held all) */
+    json_t *row, *rows = json_object_get(doc, "metrics");
+    size_t i;
+    double measured_ttft = NAN;
+    json_array_foreach(rows, i, row)
+        if (strcmp(json_string_value(json_object_get(row, "metric")), "mean_ttft_ms") == 0)
+            measured_ttft = json_number_value(json_object_get(row, "measured"));
+    cr_assert_float_eq(measured_ttft, 1000 * ttft_sum / (measured - past), 1e-6, "the measured mean TTFT, admitted only");
     json_decref(doc);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
