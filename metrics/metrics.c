@@ -464,6 +464,9 @@ void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_
 /* "%.10g" labelled 99.999999999 "p100" (bad-input campaign) */
 void met_percentile_label(double q, char *out, size_t len)
 {
+    /* nowhere to write: strtod below would read what snprintf never wrote (and GCC's
+     * sanitizer build, its null check hoisted, warned of a null destination) */
+    if (!out || !len) return;
     /* the fewest decimals that do (in (0, 100], never an exponent: %g wrote 50 as 5e+01) */
     for (int decimals = 0; decimals <= 20; decimals++) {
         snprintf(out, len, "%.*f", decimals, q);
