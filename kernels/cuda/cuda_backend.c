@@ -324,8 +324,10 @@ static void describe_gpu(cuda_backend *b)
     cudaRuntimeGetVersion(&runtime);
     cublasGetVersion(b->blas, &blas);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    /* the name cut to 64 characters (a GPU's is about 30; the field holds 256) keeps the
+     * numbers after it inside device_name */
     snprintf(b->base.device_name, sizeof b->base.device_name,
-             "cuda: %s (sm_%d%d, %d SMs, %.0f GiB; driver %d.%d, runtime %d.%d, cuBLAS %d; bf16)",
+             "cuda: %.64s (sm_%d%d, %d SMs, %.0f GiB; driver %d.%d, runtime %d.%d, cuBLAS %d; bf16)",
              prop.name, prop.major, prop.minor, sms, prop.totalGlobalMem / GIB, driver / 1000,
              driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10, blas);
 }
