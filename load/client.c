@@ -335,7 +335,9 @@ static void end_flight(run *r, flight *f, CURLcode result, double now)
     }
     if (s->on_request) s->on_request(s->ctx, &rec, f->times, f->num_times, ok ? NULL : f->error);
     if (!ok && !r->stats->failed)
-        snprintf(r->stats->first_error, sizeof r->stats->first_error, "request %lld: %s", (long long)f->wr.id, f->error);
+        /* the error cut to what first_error holds after "request ID: " (errors.csv has it whole) */
+        snprintf(r->stats->first_error, sizeof r->stats->first_error, "request %lld: %.169s", (long long)f->wr.id,
+                 f->error);
     r->stats->failed += !ok;
     if (f->prev) f->prev->next = f->next;
     else r->c.flights = f->next;
