@@ -16,7 +16,8 @@ static int has_costs(const char *dir)
 {
     char p[4200];
     struct stat st;
-    snprintf(p, sizeof p, "%s/costs", dir);
+    int n = snprintf(p, sizeof p, "%s/costs", dir);
+    if (n < 0 || (size_t)n >= sizeof p) return 0; /* cut, it would name another folder */
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -158,7 +159,7 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, 
 
 /* One model's tables of one framework version: the tensor-parallel sizes measured. */
 typedef struct listed {
-    char model[64], fw[64];
+    char model[256], fw[256]; /* a meta value's or a file name's length: two names cut alike were one */
     unsigned tps[3];  /* by table_precision: bit k for tp 2^k */
 } listed;
 
