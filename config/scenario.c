@@ -546,7 +546,7 @@ int scenario_check_inputs(const scenario *sc, const char *out, char *why, size_t
 int scenario_out_dir(const scenario *sc, const char *flag, const char *suffix, char *out, size_t len, char *err,
                      size_t errlen)
 {
-    char stem[300], why[1600];
+    char stem[sizeof sc->path], why[1600]; /* the stem as long as the path it is from: never cut */
     scenario_stem_into(sc, stem, sizeof stem);
     int n = flag ? snprintf(out, len, "%s", flag) : snprintf(out, len, "results/runs/%s-%s", stem, suffix);
     if (n < 0 || (size_t)n >= len) { /* it was cut, and the cut path written to */
@@ -1146,7 +1146,8 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     if (w->arrival == ARRIVAL_TRACE && access(out->trace_path, R_OK) != 0) {
         char label[400];
         scenario_key_label(sc, K_workload_trace, label, sizeof label);
-        snprintf(err, errlen, "%s = %s: cannot open %s: %s", label, V(workload, trace).s, out->trace_path,
+        /* the resolved path cut to fit scenario_resolve's 1,024-byte reason after the label and the value */
+        snprintf(err, errlen, "%s = %s: cannot open %.340s: %s", label, V(workload, trace).s, out->trace_path,
                  strerror(errno));
         return -1;
     }

@@ -71,7 +71,8 @@ typedef struct scenario_resolved {
     char trace_path[1000];
     char cost_table_path[1000]; /* an explicit table (hardware.cost_table), or "" */
     bool measured;              /* hardware.cost_model = measured: costs/ table when one covers the model */
-    char vllm_version[64];      /* the measured table's framework version, "" = newest */
+    char vllm_version[256];     /* the measured table's framework version, "" = newest (the key's
+                                 * whole value: cut, it named another version) */
     double step_overhead_s;     /* hardware.step_overhead_ms given, in seconds; < 0 = not given */
     double host_s_per_seq;      /* hardware.host_us_per_seq given, in seconds; < 0 = not given */
     bool async_scheduling;      /* scheduler.async_scheduling: the host's work overlaps the GPU's */
