@@ -527,7 +527,7 @@ void scenario_stem_into(const scenario *sc, char *out, size_t len)
     if (dot && strcmp(dot, ".ini") == 0) *dot = 0;
 }
 
-static void resolve_path(const scenario *sc, int key, char *out, size_t len);
+static int resolve_path(const scenario *sc, int key, char *out, size_t len, char *err, size_t errlen);
 
 /* Every file the scenario names: a trace that is a run's requests.csv, given back to that
  * run's folder, was deleted by the result replacing it (bad-input campaign). */
@@ -535,8 +535,8 @@ int scenario_check_inputs(const scenario *sc, const char *out, char *why, size_t
 {
     for (int k = 0; k < K_COUNT; k++) {
         if (keys[k].type != PATH) continue;
-        char path[1100], what[80];
-        resolve_path(sc, k, path, sizeof path);
+        char path[sizeof sc->dir + sizeof sc->v[k].s], what[80]; /* the folder and the value: never cut */
+        if (resolve_path(sc, k, path, sizeof path, why, len) < 0) return -1;
         snprintf(what, sizeof what, "%s.%s", keys[k].section, keys[k].key);
         if (od_check_input(out, path, what, why, len) < 0) return -1;
     }
@@ -1096,14 +1096,22 @@ static int resolve_sched(const scenario *sc, scenario_resolved *out, char *err, 
 }
 
 /* A relative path in a scenario file (origin "FILE:LINE") is taken from the file's folder; one
- * given on the command line (--set, a sweep's or plan's values) from the working directory. */
-static void resolve_path(const scenario *sc, int key, char *out, size_t len)
+ * given on the command line (--set, a sweep's or plan's values) from the working directory.
+ * -1 with why in ERR when the folder and the path do not fit OUT: cut, it named another file. */
+static int resolve_path(const scenario *sc, int key, char *out, size_t len, char *err, size_t errlen)
 {
     const char *path = sc->v[key].s;
+    int n;
     if (path[0] == '/' || !strchr(sc->v[key].origin, ':') || !sc->dir[0])
-        snprintf(out, len, "%s", path);
+        n = snprintf(out, len, "%s", path);
     else
-        snprintf(out, len, "%s%s", sc->dir, path);
+        n = snprintf(out, len, "%s%s", sc->dir, path);
+    if ((n >= 0 && (size_t)n < len) || !path[0]) return 0; /* an empty value names no file */
+    char label[400];
+    scenario_key_label(sc, key, label, sizeof label);
+    snprintf(err, errlen, "%s = %s: from the scenario's folder, a path of %d characters; at most %zu", label, path, n,
+             len - 1);
+    return -1;
 }
 
 static int resolve_workload(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
@@ -1130,7 +1138,6 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
     w->trace_time_scale = V(workload, trace_time_scale).d;
     w->vocab_size = out->model.vocab;
     w->seed = (uint64_t)V(run, seed).i;
-    resolve_path(sc, K_workload_trace, out->trace_path, sizeof out->trace_path);
     w->trace_path = out->trace_path;
     if (w->arrival == ARRIVAL_TRACE && !V(workload, trace).s[0]) {
         snprintf(err, errlen, "workload.arrival = trace needs workload.trace (a CSV path)");
@@ -1141,6 +1148,7 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
                  V(workload, trace).origin, V(workload, arrival).s);
         return -1;
     }
+    if (resolve_path(sc, K_workload_trace, out->trace_path, sizeof out->trace_path, err, errlen) < 0) return -1;
     /* a trace that is not there was named by its path alone, not by the key and line that gave
      * it (new-user trial); its contents are read, and their errors named by line, when it runs */
     if (w->arrival == ARRIVAL_TRACE && access(out->trace_path, R_OK) != 0) {
@@ -1202,8 +1210,11 @@ int scenario_resolve(const scenario *sc, scenario_resolved *out, char *err, size
         return -1;
     }
     out->slo = (slo_config){V(slo, ttft_ms).d, V(slo, tpot_ms).d, V(slo, e2el_ms).d};
-    if (V(hardware, cost_table).s[0])
-        resolve_path(sc, K_hardware_cost_table, out->cost_table_path, sizeof out->cost_table_path);
+    if (V(hardware, cost_table).s[0] && resolve_path(sc, K_hardware_cost_table, out->cost_table_path,
+                                                     sizeof out->cost_table_path, why, sizeof why) < 0) {
+        snprintf(err, errlen, "%s: %s", sc->path[0] ? sc->path : "built-in scenario", why);
+        return -1;
+    }
     return 0;
 }
 
