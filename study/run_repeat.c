@@ -13,13 +13,14 @@
 static int lift_first_run(const outdir *od, char *err, size_t errlen)
 {
     static const char *const files[] = {"summary.json", "requests.csv", "steps.csv"};
-    char from[4400], to[4400], runs[4400];
+    /* never cut: RUNS is the folder and "/points", FROM and TO hold it with a file's name to spare */
+    char runs[sizeof od->tmp_path + sizeof "/points"], from[4400], to[4400];
     snprintf(runs, sizeof runs, "%s/points", od->tmp_path);
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         snprintf(from, sizeof from, "%s/000/%s", runs, files[i]);
         snprintf(to, sizeof to, "%s/%s", od->tmp_path, files[i]);
         if (rename(from, to) != 0) {
-            snprintf(err, errlen, "%s: cannot move into place", from);
+            snprintf(err, errlen, "%.2000s: cannot move into place", from); /* fits a 2,048-byte message */
             return -1;
         }
     }
