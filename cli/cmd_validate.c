@@ -191,7 +191,7 @@ static bool point_passes(const point *p, const scenario *sc)
 static int out_path(const outdir *od, const char *name, char *path, size_t len, char *err, size_t errlen)
 {
     if (od_path(od, name, path, len) == 0) return 0;
-    snprintf(err, errlen, "%s/%s: path too long", od->final_path, name);
+    snprintf(err, errlen, "%.1024s/%s: path too long", od->final_path, name); /* a message: the folder cut */
     return -1;
 }
 
@@ -481,9 +481,10 @@ static int check_points(const scenario *sc, const point *pts, int n, char *err, 
         if (point_scenario(sc, &pts[i], &one, why, sizeof why) == 0 && scenario_resolve(&one, &r, why, sizeof why) == 0)
             continue;
         const char *reason = strstr(why, ": ");
-        snprintf(err, errlen, "validate.rates (%s) and validate.policies (%s): the point %s at %s req/s: %s",
-                 sc->v[K_validate_rates].origin, sc->v[K_validate_policies].origin, pts[i].policy, pts[i].rate,
-                 reason ? reason + 2 : why);
+        /* each part cut so that the whole fits a 1,300-byte message */
+        snprintf(err, errlen, "validate.rates (%.150s) and validate.policies (%.150s): the point %s at %s req/s: "
+                 "%.800s", sc->v[K_validate_rates].origin, sc->v[K_validate_policies].origin, pts[i].policy,
+                 pts[i].rate, reason ? reason + 2 : why);
         return -1;
     }
     return 0;
@@ -501,7 +502,9 @@ static int check_admission(const scenario *sc, const point *pts, int n, char *er
         int rc = job_check_admission(&ps.r, &ps.w, NULL, why, sizeof why);
         wl_free(&ps.w);
         if (rc < 0) {
-            snprintf(err, errlen, "%s: the point %s at %s req/s: %s", sc->path, pts[i].policy, pts[i].rate, why);
+            /* each part cut so that the whole fits a 1,300-byte message */
+            snprintf(err, errlen, "%.400s: the point %s at %s req/s: %.800s", sc->path, pts[i].policy, pts[i].rate,
+                     why);
             return -1;
         }
     }

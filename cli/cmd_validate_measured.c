@@ -275,7 +275,7 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     char costdesc[1100];
     snprintf(costdesc, sizeof costdesc, "%s", cost.source);
     if (status == EXIT_OK) {
-        char simdir[1300];
+        char simdir[sizeof od.tmp_path + sizeof "/sim"]; /* never cut: it is written to */
         snprintf(simdir, sizeof simdir, "%s/sim", od.tmp_path);
         res_dir dir;
         sim_met = met_create();
