@@ -273,7 +273,7 @@ static int read_csv(merged *m, const char *dir, char *err, size_t errlen)
     size_t cap = 0;
     int status = 0;
     for (int lineno = 1; status == 0 && getline(&line, &cap, f) >= 0; lineno++) {
-        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        snprintf(where, sizeof where, "%.1087s:%d", path, lineno); /* a long path cut, never the line */
         if (lineno == 1 && !m->header) {
             m->header = line;
             line = NULL, cap = 0;
@@ -357,7 +357,7 @@ static int read_repeats(merged *m, const char *dir, char *err, size_t errlen)
     size_t cap = 0, wantlen = 0;
     int status = 0, last = -1, lineno = 1;
     for (; status == 0 && getline(&line, &cap, f) >= 0; lineno++) {
-        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        snprintf(where, sizeof where, "%.1087s:%d", path, lineno); /* a long path cut, never the line */
         if (lineno > 1) {
             status = add_run(m, dir, line, &last, where, err, errlen);
         } else if (m->rep_header) {
@@ -552,12 +552,13 @@ static bool replan(const merged *m, const char *dir, sweep_plan *p, char *why, s
     return ok;
 }
 
-/* The file FROM copied byte for byte to TO. -1 with "PATH: reason" in ERR. */
+/* The file FROM copied byte for byte to TO. -1 with "PATH: reason" in ERR (here and below, a path
+ * is cut to 1,900 characters so that the reason after it fits merge's 2,048-byte message). */
 static int copy_file(const char *from, const char *to, char *err, size_t errlen)
 {
     FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
     if (!in || !out) {
-        snprintf(err, errlen, "%s: %s", in ? to : from, strerror(errno));
+        snprintf(err, errlen, "%.1900s: %s", in ? to : from, strerror(errno));
         if (in) fclose(in);
         return -1;
     }
@@ -569,7 +570,7 @@ static int copy_file(const char *from, const char *to, char *err, size_t errlen)
     fclose(in);
     if (fclose(out) != 0) wrote = false;
     if (read && wrote) return 0;
-    snprintf(err, errlen, "%s: cannot %s", read ? to : from, read ? "write" : "read");
+    snprintf(err, errlen, "%.1900s: cannot %s", read ? to : from, read ? "write" : "read");
     return -1;
 }
 
@@ -597,14 +598,14 @@ static int copy_tree(const char *from, const char *to, char *err, size_t errlen)
             snprintf(err, errlen, "%s/%s: the path is too long", from, e->d_name);
             status = -1;
         } else if (lstat(src, &st) != 0) {
-            snprintf(err, errlen, "%s: %s", src, strerror(errno));
+            snprintf(err, errlen, "%.1900s: %s", src, strerror(errno));
             status = -1;
         } else if (S_ISDIR(st.st_mode)) {
             status = copy_tree(src, dst, err, errlen);
         } else if (S_ISREG(st.st_mode)) {
             status = copy_file(src, dst, err, errlen);
         } else {
-            snprintf(err, errlen, "%s: neither a file nor a folder, which a sweep's run never writes", src);
+            snprintf(err, errlen, "%.1900s: neither a file nor a folder, which a sweep's run never writes", src);
             status = -1;
         }
     }
@@ -626,7 +627,7 @@ static int write_runs(const merged *m, const outdir *od, char *err, size_t errle
     char to[sizeof od->tmp_path + 64], from[1400], name[32];
     snprintf(to, sizeof to, "%s/points", od->tmp_path);
     if (mkdir(to, 0777) != 0) {
-        snprintf(err, errlen, "%s: %s", to, strerror(errno));
+        snprintf(err, errlen, "%.1900s: %s", to, strerror(errno));
         return -1;
     }
     for (int i = 0; i < m->total; i++) {
