@@ -588,7 +588,7 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     ct_free(&t);
     cr_assert_eq(scenario_set(&sc, "deployment.tensor_parallel=1", err, sizeof err), 0);
     cr_assert_eq(scenario_set(&sc, "kv.num_blocks=1000", err, sizeof err), 0); /* 70B's weights fill the GPU */
-    char table[700];
+    char table[sizeof "hardware.cost_table=" + sizeof set]; /* never cut */
     snprintf(table, sizeof table, "hardware.cost_table=%s", set);
     cr_assert_eq(scenario_set(&sc, table, err, sizeof err), 0);
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
