@@ -265,6 +265,7 @@ void scenario_defaults(scenario *sc)
             abort();
         }
         snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "default");
+        sc->v[k].in_file = false;
     }
 }
 
@@ -295,6 +296,18 @@ static int on_ini_value(void *user, const char *section, const char *name, const
  * previous value with them, which overrode it without a word), key lines without '=', sections
  * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
  * cannot be read. */
+/* V was given on LINE of the scenario file PATH: its origin "PATH:LINE", a path too long for
+ * it shown by its end ("...end/s.ini:3"), so that the line is never the part cut. */
+static void origin_in_file(scenario_value *v, const char *path, int line)
+{
+    int n = snprintf(v->origin, sizeof v->origin, "%s:%d", path, line);
+    if (n >= (int)sizeof v->origin) {
+        size_t room = sizeof v->origin - 1 - 3 - 12, len = strlen(path);   /* "...", ":LINE" */
+        snprintf(v->origin, sizeof v->origin, "...%s:%d", path + len - room, line);
+    }
+    v->in_file = true;
+}
+
 static int prescan(const char *path, const char *text, size_t size, scenario *sc, char *err, size_t errlen)
 {
     char buf[INI_LINE_LIMIT + 2];
@@ -371,7 +384,7 @@ static int prescan(const char *path, const char *text, size_t size, scenario *sc
                 snprintf(err, errlen, "%s.%s is set twice", section, p);
                 bad = line;
             } else if (k >= 0) {
-                snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "%s:%d", path, line);
+                origin_in_file(&sc->v[k], path, line);
             }
         }
     }
@@ -517,6 +530,7 @@ int scenario_set_from(scenario *sc, const char *assignment, const char *origin, 
         return -1;
     }
     snprintf(sc->v[k].origin, sizeof sc->v[k].origin, "%s", origin);
+    sc->v[k].in_file = false;
     return 0;
 }
 
@@ -1102,7 +1116,7 @@ static int resolve_path(const scenario *sc, int key, char *out, size_t len, char
 {
     const char *path = sc->v[key].s;
     int n;
-    if (path[0] == '/' || !strchr(sc->v[key].origin, ':') || !sc->dir[0])
+    if (path[0] == '/' || !sc->v[key].in_file || !sc->dir[0])
         n = snprintf(out, len, "%s", path);
     else
         n = snprintf(out, len, "%s%s", sc->dir, path);

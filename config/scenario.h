@@ -29,7 +29,8 @@ typedef struct scenario_value {
     double d;
     bool b;
     char s[256];
-    char origin[300];   /* "file:line", "--set", another command-line source (no ':'), or "default" */
+    char origin[300];   /* "file:line", "--set", another command-line source, or "default" */
+    bool in_file;       /* given by the scenario file: a relative path in it is from the file's folder */
 } scenario_value;
 
 typedef struct scenario {

@@ -562,6 +562,43 @@ Test(scenario, a_missing_trace_names_its_key_and_line)
     unlink(p);
 }
 
+/* A scenario file whose path is longer than a value's origin holds (a few hundred characters):
+ * the ":LINE" was cut from the origin, which then read as a command-line value's, so a relative
+ * trace = t.csv was looked for in the working directory (a helper's find). Where a value came
+ * from is now its own flag; the origin keeps the line and shows the path's end. */
+Test(scenario, a_relative_path_in_a_deep_scenario_file_is_from_its_folder)
+{
+    char dir[400], path[500], err[1024];
+    snprintf(dir, sizeof dir, "/tmp/ss-deep-origin/%0200d/%0150d", 0, 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf /tmp/ss-deep-origin && mkdir -p %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("arrival_time,prompt_len,output_len\n0,16,4\n0.5,16,4\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/s.ini", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("[workload]\narrival = trace\ntrace = t.csv\n", f);
+    fclose(f);
+    scenario sc;
+    scenario_resolved r;
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_load(&sc, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    workload w;
+    cr_assert_eq(wl_build(&r.workload, &w, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(w.n, 2);
+    wl_free(&w);
+    const char *origin = sc.v[K_workload_trace].origin;
+    size_t n = strlen(origin);
+    cr_assert(n > 11 && strncmp(origin, "...", 3) == 0 && strcmp(origin + n - 8, "/s.ini:3") == 0,
+              "the path's end and the line: %s", origin);
+    cr_assert_eq(system("rm -rf /tmp/ss-deep-origin"), 0);
+}
+
 /* workload.trace_time_scale = 0 passed the keys' range [0, 1000000], as `servesim keys`
  * showed it, and was refused when the workload was built without its key, file or line
  * (bad-input campaign): 0 is out of the range now, in a file and on --set. */
