@@ -292,10 +292,6 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     return parse_value(k, value, &c->sc->v[k], c->err, c->errlen) == 0;
 }
 
-/* What inih cannot tell us: lines it would cut, NUL bytes, indented lines (inih continues the
- * previous value with them, which overrode it without a word), key lines without '=', sections
- * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
- * cannot be read. */
 /* V was given on LINE of the scenario file PATH: its origin "PATH:LINE", a path too long for
  * it shown by its end ("...end/s.ini:3"), so that the line is never the part cut. */
 static void origin_in_file(scenario_value *v, const char *path, int line)
@@ -308,6 +304,10 @@ static void origin_in_file(scenario_value *v, const char *path, int line)
     v->in_file = true;
 }
 
+/* What inih cannot tell us: lines it would cut, NUL bytes, indented lines (inih continues the
+ * previous value with them, which overrode it without a word), key lines without '=', sections
+ * with no keys, keys set twice. Returns the bad line (> 0), 0 when clean, -1 when the file
+ * cannot be read. */
 static int prescan(const char *path, const char *text, size_t size, scenario *sc, char *err, size_t errlen)
 {
     char buf[INI_LINE_LIMIT + 2];
