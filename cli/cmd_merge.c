@@ -697,6 +697,10 @@ static int count_arg(void *ctx, const char *arg)
     return 0;
 }
 
+/* The longest shard folder: its files' names ("/cost_models.csv", "points/NNN/...") fit the
+ * paths built from it. */
+#define MERGE_SHARD_PATH_MAX 1000
+
 /* OUT may take the merged result (io/outdir.h) and neither is nor holds any of the SHARDS:
  * merging into a shard replaced it with the merge, and the shard was gone. -1 with the reason
  * in ERR. */
@@ -708,6 +712,13 @@ static int check_out(const char *out, char **shards, int n, char *err, size_t er
         return -1;
     }
     for (int i = 0; i < n; i++) {
+        /* the shard's files are named in 1,100-byte paths: a longer folder was cut, and another
+         * file opened */
+        if (strlen(shards[i]) > MERGE_SHARD_PATH_MAX) {
+            snprintf(err, errlen, "merge SHARD_DIR %.60s...: a path of %zu characters; at most %d", shards[i],
+                     strlen(shards[i]), MERGE_SHARD_PATH_MAX);
+            return -1;
+        }
         snprintf(what, sizeof what, "shard %d,", i + 1);
         if (od_check_input(out, shards[i], what, why, sizeof why) < 0) {
             snprintf(err, errlen, "merge OUT_DIR %s", why);

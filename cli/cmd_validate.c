@@ -306,7 +306,12 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
                  "`servesim validate --measured DIR`", label);
         return EXIT_BAD_INPUT;
     }
-    if (flag_table) snprintf(r.cost_table_path, sizeof r.cost_table_path, "%s", flag_table);
+    if (flag_table && snprintf(r.cost_table_path, sizeof r.cost_table_path, "%s", flag_table) >=
+                          (int)sizeof r.cost_table_path) { /* cut, it named another file */
+        snprintf(err, errlen, "--cost-table %.60s...: a path of %zu characters; at most %zu", flag_table,
+                 strlen(flag_table), sizeof r.cost_table_path - 1);
+        return EXIT_BAD_INPUT;
+    }
     if (r.cost_table_path[0]) {
         job_cost jc;
         if (job_cost_init(&jc, &r, err, errlen) < 0) return EXIT_BAD_INPUT;

@@ -533,6 +533,23 @@ Test(sweep, a_refused_point_names_the_sweep_as_its_origin, .init = cr_redirect_s
     cr_assert_not(exists("/tmp/ss-bad-origin"));
 }
 
+/* A shard folder whose files' paths did not fit merge's buffers was cut, and another file
+ * opened (the format helper's find): refused, naming the argument. */
+Test(sweep, merge_refuses_a_shard_path_too_long, .init = cr_redirect_stderr)
+{
+    char shard[1100];
+    memset(shard, 'b', sizeof shard - 1);
+    memcpy(shard, "/tmp/", 5);
+    shard[sizeof shard - 1] = 0;
+    const char *args[] = {"merge", "/tmp/ss-merge-long-out", shard, NULL};
+    cr_assert_eq(cli(cmd_merge, args), 2);
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert(strstr(text, "servesim: merge SHARD_DIR /tmp/bbbb") &&
+              strstr(text, "...: a path of 1099 characters; at most 1000"), "%s", text);
+    cr_assert_not(exists("/tmp/ss-merge-long-out"));
+}
+
 /* A point naming a file in the out folder (--vary or --point workload.trace=OUT/requests.csv):
  * the folder, servesim's own run, was replaced by the sweep's result, the trace with it; the
  * scenario's own files were checked, points' values not. Refused before any point runs,
