@@ -1121,10 +1121,10 @@ static int resolve_path(const scenario *sc, int key, char *out, size_t len, char
     else
         n = snprintf(out, len, "%s%s", sc->dir, path);
     if ((n >= 0 && (size_t)n < len) || !path[0]) return 0; /* an empty value names no file */
-    char label[400];
-    scenario_key_label(sc, key, label, sizeof label);
-    snprintf(err, errlen, "%s = %s: from the scenario's folder, a path of %d characters; at most %zu", label, path, n,
-             len - 1);
+    /* the key and the value's start alone: the scenario's path, which the caller names, and
+     * its origin's would push the reason past a 1,024-byte message */
+    snprintf(err, errlen, "%s.%s = %.40s%s: from the scenario's folder, a path of %d characters; at most %zu",
+             keys[key].section, keys[key].key, path, strlen(path) > 40 ? "..." : "", n, len - 1);
     return -1;
 }
 

@@ -568,9 +568,9 @@ Test(scenario, a_missing_trace_names_its_key_and_line)
  * from is now its own flag; the origin keeps the line and shows the path's end. */
 Test(scenario, a_relative_path_in_a_deep_scenario_file_is_from_its_folder)
 {
-    char dir[400], path[500], err[1024];
+    char dir[900], path[1000], err[1024];
     snprintf(dir, sizeof dir, "/tmp/ss-deep-origin/%0200d/%0150d", 0, 0);
-    char cmd[600];
+    char cmd[1000];
     snprintf(cmd, sizeof cmd, "rm -rf /tmp/ss-deep-origin && mkdir -p %s", dir);
     cr_assert_eq(system(cmd), 0);
     snprintf(path, sizeof path, "%s/t.csv", dir);
@@ -596,6 +596,20 @@ Test(scenario, a_relative_path_in_a_deep_scenario_file_is_from_its_folder)
     size_t n = strlen(origin);
     cr_assert(n > 11 && strncmp(origin, "...", 3) == 0 && strcmp(origin + n - 8, "/s.ini:3") == 0,
               "the path's end and the line: %s", origin);
+    /* a folder and a value too long together for the resolved path: refused, where the cut
+     * path was opened */
+    snprintf(dir, sizeof dir, "/tmp/ss-deep-origin/%0200d/%0200d/%0200d/%0200d", 0, 1, 2, 3);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/s.ini", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "[workload]\narrival = trace\ntrace = %0180d.csv\n", 0);
+    fclose(f);
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_load(&sc, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "from the scenario's folder, a path of 1008 characters; at most 999"), "%s", err);
     cr_assert_eq(system("rm -rf /tmp/ss-deep-origin"), 0);
 }
 
