@@ -45,12 +45,29 @@ static const char scenario_text[] =
     "[validate]\nrates = 20\nengine_runs = 2\nmax_median_error = 1000\nmax_p99_error = 1000\n"
     "max_throughput_error = 1000\n";
 
-static void write_scenario(const char *path)
+/* A test's own temporary folder: TEXT written to its scenario file (ini), and the path its
+ * --out takes (out, not made). case_close removes the folder. */
+typedef struct case_dir {
+    char dir[sizeof "/tmp/servesim-validate-XXXXXX"], ini[64], out[64];
+} case_dir;
+
+static void case_open(case_dir *c, const char *name, const char *text)
 {
-    FILE *f = fopen(path, "w");
+    snprintf(c->dir, sizeof c->dir, "/tmp/servesim-validate-XXXXXX");
+    cr_assert(mkdtemp(c->dir));
+    snprintf(c->ini, sizeof c->ini, "%s/%s", c->dir, name);
+    snprintf(c->out, sizeof c->out, "%s/out", c->dir);
+    FILE *f = fopen(c->ini, "w");
     cr_assert(f);
-    fputs(scenario_text, f);
+    fputs(text, f);
     fclose(f);
+}
+
+static void case_close(const case_dir *c)
+{
+    char cmd[100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 static int validate(const char **args)
@@ -63,11 +80,9 @@ static int validate(const char **args)
 
 Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    write_scenario(ini);
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
     const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
     cr_assert_eq(validate(args), 0);
     const char *files[] = {"validation.json", "report.md", "cost-table.csv", "cost-table-round1.csv",
@@ -106,20 +121,17 @@ Test(validate, two_engine_runs_with_calibration_between_them, .timeout = 240)
     cr_assert(inside >= 0 && inside <= 12);
     free(json);
     free(report);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* A --cost-table that is not there is refused, and nothing written; so is one longer than the
  * resolved path holds, which was cut and the cut path opened (the format helper's find). */
 Test(validate, a_missing_cost_table_is_named_and_nothing_is_written, .init = cr_redirect_stderr)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600], table[1200];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    write_scenario(ini);
+    char table[1200];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
     const char *args[] = {"validate", ini, "--cost-table", "/nonexistent/table.csv", "--out", out, "--quiet", NULL};
     cr_assert_eq(validate(args), 2);
     struct stat st;
@@ -136,29 +148,21 @@ Test(validate, a_missing_cost_table_is_named_and_nothing_is_written, .init = cr_
     const char *zero[] = {"validate", ini, "--set", "validate.engine_runs=0", "--out", out, "--quiet", NULL};
     cr_assert_eq(validate(zero), 2);
     cr_assert_neq(stat(out, &st), 0);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* Validates a scenario of TEXT (written to a temporary bad.ini) into a temporary --out, and
  * returns the exit status; the --out must not exist afterwards. */
 static int validate_text(const char *text)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/bad.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    FILE *f = fopen(ini, "w");
-    fputs(text, f);
-    fclose(f);
+    case_dir c;
+    case_open(&c, "bad.ini", text);
+    char *ini = c.ini, *out = c.out;
     const char *args[] = {"validate", ini, "--out", out, "--quiet", NULL};
     int status = validate(args);
     struct stat st;
     cr_assert_neq(stat(out, &st), 0, "nothing written");
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
     return status;
 }
 
@@ -184,11 +188,11 @@ Test(validate, an_api_server_in_front_is_refused, .init = cr_redirect_stderr)
  * are refused before any work, the folder left as it was. */
 Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = cr_redirect_stderr)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], run[600], table[700];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    write_scenario(ini);
+    char run[600], table[700];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini;
+    snprintf(run, sizeof run, "%s/run", c.dir);
     char *sim[] = {"run", ini, "--out", run, "--quiet", NULL};
     cr_assert_eq(cmd_run(5, sim), 0);
     const char *measured[] = {"validate", ini, "--measured", run, "--out", run, "--quiet", NULL};
@@ -200,9 +204,7 @@ Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = 
     cr_assert(exists(run, "requests.csv") && !exists(run, "report.md"));
     const char *text = stderr_text();
     cr_assert(strstr(text, "holds the --measured run ") && strstr(text, "holds the --cost-table "), "%s", text);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* validate --measured of a run that leaves nothing to compare (every finished request a
@@ -211,13 +213,12 @@ Test(validate, an_out_holding_the_measured_run_or_the_table_is_refused, .init = 
  * the simulation with why, and nothing is written. */
 Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .init = cr_redirect_stderr)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600], measured[600], path[700];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(measured, sizeof measured, "%s/measured", dir);
+    char measured[600], path[700];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
+    snprintf(measured, sizeof measured, "%s/measured", c.dir);
     snprintf(path, sizeof path, "%s/requests.csv", measured);
-    write_scenario(ini);
     cr_assert_eq(mkdir(measured, 0755), 0);
     const char *head = "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n";
     const struct { const char *rows, *set, *says; } cases[] = {
@@ -243,9 +244,7 @@ Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .in
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cr_assert(strstr(said, cases[i].says), "%s", said);
     cr_assert(strstr(said, "servesim: --measured "), "%s", said);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* A pool that holds no measured request (kv.num_blocks = 1) ran the engine, whose every
@@ -254,11 +253,9 @@ Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .in
 Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_any_work, .init = cr_redirect_stderr,
      .timeout = 240)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    write_scenario(ini);
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
     const char *args[] = {"validate", ini, "--set", "kv.num_blocks=1", "--set", "workload.prompt_len=uniform:16:64",
                           "--out", out, "--quiet", NULL};
     cr_assert_eq(validate(args), 2);
@@ -269,9 +266,7 @@ Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_a
                            "requests, so none would finish: 12 needing more KV than the whole pool holds, 1 block x 16 "
                            "tokens = 16"),
               "%s", text);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* [validate] rates and policies were read loosely (bad-input campaign): an item cut to 31
@@ -279,11 +274,10 @@ Test(validate, a_point_whose_scheduler_rejects_every_request_is_refused_before_a
  * skipped, one given twice run twice. Each is refused, naming the key, before any work. */
 Test(validate, a_list_item_cut_dropped_empty_or_given_twice_is_refused, .init = cr_redirect_stderr, .timeout = 240)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], out[600], many[200] = "validate.rates=1";
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    write_scenario(ini);
+    char many[200] = "validate.rates=1";
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
     for (int i = 2; i <= 33; i++) snprintf(many + strlen(many), sizeof many - strlen(many), ",%d", i);
     const struct { const char *set, *also, *says; } cases[] = {
         {"validate.rates=1.00000000000000000000000000000e1", "validate.engine_runs=1",
@@ -306,9 +300,7 @@ Test(validate, a_list_item_cut_dropped_empty_or_given_twice_is_refused, .init = 
     }
     const char *said = stderr_text();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) cr_assert(strstr(said, cases[i].says), "%s", said);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
 
 /* Without validate.rates the scenario's own rate is validated; it was written with %g, and
@@ -329,12 +321,11 @@ Test(validate, the_scenarios_own_rate_is_validated_as_given, .init = cr_redirect
  * context of 60 tokens, its requests of prompt + output past 60 are those. */
 Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides, .init = cr_redirect_stderr)
 {
-    char dir[] = "/tmp/servesim-validate-XXXXXX", ini[600], run[600], out[600], path[700];
-    cr_assert(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/small.ini", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    write_scenario(ini);
+    char run[600], path[700];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    char *ini = c.ini, *out = c.out;
+    snprintf(run, sizeof run, "%s/run", c.dir);
     char *sim[] = {"run", ini, "--out", run, "--quiet", NULL};
     cr_assert_eq(cmd_run(5, sim), 0);
     snprintf(path, sizeof path, "%s/requests.csv", run);
@@ -380,7 +371,5 @@ Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides
             measured_ttft = json_number_value(json_object_get(row, "measured"));
     cr_assert_float_eq(measured_ttft, 1000 * ttft_sum / (measured - past), 1e-6, "the measured mean TTFT, admitted only");
     json_decref(doc);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    case_close(&c);
 }
