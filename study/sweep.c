@@ -261,26 +261,30 @@ static bool same_setting(const sweep_listed *a, const sweep_listed *b)
     return true;
 }
 
+/* PT's assignments appended to BUF, joined by SEP: their values, or KEY=VALUE when KEYED. */
+static void append_assignments(const sweep_listed *pt, bool keyed, const char *sep, char *buf, size_t len)
+{
+    for (int i = 0; i < pt->n; i++) {
+        size_t used = strlen(buf);
+        if (used < len)
+            snprintf(buf + used, len - used, "%s%s%s%s", i ? sep : "", keyed ? key_names[pt->a[i].key] : "",
+                     keyed ? "=" : "", pt->a[i].value);
+    }
+}
+
 /* A listed point's part of its labels (sweep_point_label's start): its own label, or its
  * values joined by '/'. */
 static void listed_label(const sweep_listed *pt, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", pt->label);
-    for (int i = 0; !pt->label[0] && i < pt->n; i++) {
-        size_t used = strlen(buf);
-        if (used < len) snprintf(buf + used, len - used, "%s%s", i ? "/" : "", pt->a[i].value);
-    }
+    if (!pt->label[0]) append_assignments(pt, false, "/", buf, len);
 }
 
 /* A listed point as its --point was written ("[LABEL:]K=V,K=V"), for messages. */
 static void listed_text(const sweep_listed *pt, char *buf, size_t len)
 {
     snprintf(buf, len, "%s%s", pt->label, pt->label[0] ? ":" : "");
-    for (int i = 0; i < pt->n; i++) {
-        size_t used = strlen(buf);
-        if (used < len)
-            snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "", key_names[pt->a[i].key], pt->a[i].value);
-    }
+    append_assignments(pt, true, ",", buf, len);
 }
 
 int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
@@ -440,10 +444,7 @@ static void shown_label(const sweep_plan *p, int li, char *buf, size_t len)
         listed_label(&p->listed[j], other, sizeof other);
         if (strcmp(buf, other) != 0) continue;
         buf[0] = 0;
-        for (int i = 0; i < pt->n; i++) {
-            size_t used = strlen(buf);
-            if (used < len) snprintf(buf + used, len - used, "%s%s=%s", i ? "/" : "", key_names[pt->a[i].key], pt->a[i].value);
-        }
+        append_assignments(pt, true, "/", buf, len);
         return;
     }
 }
