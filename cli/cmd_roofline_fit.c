@@ -78,10 +78,12 @@ static int write_fits(const char *path, const char *rows)
 {
     outfile file;
     char err[4400];
-    FILE *out = od_make_parents(path, err, sizeof err) == 0 ? of_open(&file, path, err, sizeof err) : NULL;
+    size_t made = 0;
+    FILE *out = od_make_parents(path, &made, err, sizeof err) == 0 ? of_open(&file, path, err, sizeof err) : NULL;
     if (!out) {
+        od_unmake_parents(path, made);
         fprintf(stderr, "servesim: %s\n", err);
-        return EXIT_BAD_INPUT;
+        return EXIT_FAILURE_OTHER;
     }
     fprintf(out, FIT_FILE_HEAD
                  " * it): the roofline fitted to each GPU's measured cost tables. Do not edit by hand.\n"
@@ -89,6 +91,7 @@ static int write_fits(const char *path, const char *rows)
                  " *     holdout_median_error, holdout_max_error) */\n%s",
             rows);
     if (of_commit(&file, err, sizeof err) < 0) {
+        od_unmake_parents(path, made);
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_FAILURE_OTHER;
     }

@@ -30,19 +30,40 @@ int od_remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int od_make_parents(const char *path, char *err, size_t errlen)
+int od_make_parents(const char *path, size_t *made, char *err, size_t errlen)
 {
     char buf[PATH_MAX];
+    if (made) *made = 0;
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
         snprintf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
+    size_t first = 0; /* the length of the first folder this call made */
     for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return fail(err, errlen, buf, errno);
+        if (mkdir(buf, 0777) == 0) {
+            if (!first) first = (size_t)(p - buf);
+        } else if (errno != EEXIST) {
+            int e = errno;
+            fail(err, errlen, buf, e);
+            if (first) od_unmake_parents(path, first);
+            return -1;
+        }
         *p = '/';
     }
+    if (made) *made = first;
     return 0;
+}
+
+void od_unmake_parents(const char *path, size_t made)
+{
+    char buf[PATH_MAX];
+    if (!made || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return;
+    /* deepest first; rmdir takes only an empty folder, so nothing else is lost */
+    for (char *p = strrchr(buf, '/'); p && (size_t)(p - buf) >= made; p = strrchr(buf, '/')) {
+        *p = '\0';
+        rmdir(buf);
+    }
 }
 
 /* The marker's first line; the paths servesim wrote follow the line OD_MANIFEST, one a line
@@ -217,6 +238,32 @@ static int replaceable(const char *dir, char *err, size_t errlen)
     return rc;
 }
 
+/* Whether every name in PATH fits a directory entry (NAME_MAX bytes), the last with RESERVE
+ * bytes more for the temporary servesim writes beside it (PATH.tmp.PID, a directory's
+ * PATH.tmp.PID.old too). A name too long was found only when the temporary was made: after
+ * the work for a file, with the folders above it made and left, and with exit 1. */
+static int names_fit(const char *path, size_t reserve, char *err, size_t errlen)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;
+    for (size_t start = 0; start < len;) {
+        size_t n = strcspn(path + start, "/");
+        if (start + n > len) n = len - start;
+        bool last = start + n >= len;
+        if (n + (last ? reserve : 0) > NAME_MAX) {
+            if (last && n <= NAME_MAX)
+                snprintf(err, errlen, "%.*s: its last name is %zu bytes; with the \".tmp.PID\" servesim writes beside it "
+                                      "first, a name may be at most %zu", (int)len, path, n, (size_t)NAME_MAX - reserve);
+            else
+                snprintf(err, errlen, "%.*s: the name \"%.40s...\" in it is %zu bytes; a file system takes at most %d",
+                         (int)len, path, path + start, n, NAME_MAX);
+            return -1;
+        }
+        start += n + 1;
+    }
+    return 0;
+}
+
 /* Whether servesim can make DIR's temporary beside it: a directory made and removed at once in
  * the nearest folder above DIR that exists (where od_make_parents starts), since permissions
  * alone do not say it (root may write anywhere but a read-only or virtual file system). An
@@ -285,6 +332,7 @@ int od_check(const char *dir, char *err, size_t errlen)
                               "whole: choose one below it", dir);
         return -1;
     }
+    if (names_fit(path, strlen(".tmp.") + 10 + strlen(".old"), err, errlen) < 0) return -1;
     return replaceable(path, err, errlen) < 0 ? -1 : writable_above(path, err, errlen);
 }
 
@@ -333,7 +381,8 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     while (len > 1 && dir[len - 1] == '/') len--;
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
-    if (od_make_parents(d->final_path, err, errlen) < 0) goto fail;
+    size_t made = 0;
+    if (od_make_parents(d->final_path, &made, err, errlen) < 0) goto fail;
     remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&
@@ -351,6 +400,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     }
     return 0;
 fail:
+    od_unmake_parents(d->final_path, made);
     d->tmp_path[0] = '\0';
     return -1;
 }
@@ -436,6 +486,7 @@ int of_check(const char *path, char *err, size_t errlen)
                  path);
         return -1;
     }
+    if (names_fit(path, strlen(".tmp.") + 10, err, errlen) < 0) return -1;
     /* nothing made: the caller makes the folders PATH needs when it writes it, after the work */
     return writable_above(path, err, errlen);
 }

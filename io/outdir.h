@@ -65,8 +65,13 @@ int of_commit(outfile *o, char *err, size_t errlen);
 /* Closes the file and removes it: nothing is written at PATH. */
 void of_abort(outfile *o);
 
-/* mkdir -p of every directory above PATH (not PATH itself). -1 with "DIR: reason" in ERR. */
-int od_make_parents(const char *path, char *err, size_t errlen);
+/* mkdir -p of every directory above PATH (not PATH itself). MADE (may be NULL) gets the
+ * length of the first folder it made, 0 if none, for od_unmake_parents when what comes next
+ * fails. -1 with "DIR: reason" in ERR, and what it made removed. */
+int od_make_parents(const char *path, size_t *made, char *err, size_t errlen);
+/* Removes the folders above PATH that od_make_parents made (those MADE characters long and
+ * longer), deepest first and only while empty: a failed write leaves no folder behind. */
+void od_unmake_parents(const char *path, size_t made);
 /* rm -r PATH (for callers that prune what they no longer want before committing). */
 int od_remove_tree(const char *path);
 

@@ -423,7 +423,7 @@ Test(results, a_files_check_makes_nothing)
     cr_assert_eq(of_check("/proc/ss-nowhere/table.csv", err, sizeof err), -1);
     cr_assert(strstr(err, "/proc/ss-nowhere/table.csv: cannot write in /proc: "), "%s", err);
     outfile o;
-    cr_assert_eq(od_make_parents(path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(od_make_parents(path, NULL, err, sizeof err), 0, "%s", err);
     FILE *f = of_open(&o, path, err, sizeof err);
     cr_assert_not_null(f, "%s", err);
     fputs("x\n", f);
@@ -447,6 +447,84 @@ Test(results, a_files_check_refuses_a_directory_s_name)
     cr_assert_str_eq(listing, "", "%s", listing);
     snprintf(path, sizeof path, "%s/new/sub/.table.csv", root);
     cr_assert_eq(of_check(path, err, sizeof err), 0, "a dot file is a file: %s", err);
+}
+
+/* A name past NAME_MAX, or one that fits but not with the ".tmp.PID" (and ".old") servesim
+ * writes beside it first, passed the checks: run --out ran, then failed making its temporary
+ * (exit 1), and calibrate --out and roofline-fit --write failed only after the whole job,
+ * each leaving the folders made above it (bad-input campaign). Refused before the work. */
+Test(results, a_name_too_long_for_its_temporary_is_refused_before_the_work)
+{
+    char name[320], path[512], listing[512], err[1024] = "";
+    memset(name, 'x', 300);
+    name[300] = '\0';
+    snprintf(path, sizeof path, "%s/new/%s/run", root, name);
+    cr_assert_eq(od_check(path, err, sizeof err), -1, "a folder's name past 255 bytes");
+    cr_assert(strstr(err, "\" in it is 300 bytes; a file system takes at most 255"), "%s", err);
+    snprintf(path, sizeof path, "%s/new/%s.csv", root, name);
+    cr_assert_eq(of_check(path, err, sizeof err), -1, "a file's name past 255 bytes");
+    cr_assert(strstr(err, "\" in it is 304 bytes"), "%s", err);
+    /* the largest names that fit: 255 less ".tmp." and ten digits, and ".old" for a directory */
+    name[236] = '\0';
+    snprintf(path, sizeof path, "%s/new/%s", root, name);
+    cr_assert_eq(od_check(path, err, sizeof err), 0, "%s", err);
+    strcat(path, "x");
+    cr_assert_eq(od_check(path, err, sizeof err), -1);
+    cr_assert(strstr(err, ": its last name is 237 bytes; with the \".tmp.PID\" servesim writes beside it first, a "
+                          "name may be at most 236"), "%s", err);
+    name[236] = 'x', name[240] = '\0';
+    snprintf(path, sizeof path, "%s/new/%s", root, name);
+    cr_assert_eq(of_check(path, err, sizeof err), 0, "%s", err);
+    strcat(path, "x");
+    cr_assert_eq(of_check(path, err, sizeof err), -1);
+    cr_assert(strstr(err, "a name may be at most 240"), "%s", err);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "%s", listing);
+}
+
+/* The folders made for a file whose write then fails are removed, and only those: what was
+ * there before stays, and so does a folder something else was put in. */
+Test(results, folders_made_for_a_failed_write_are_removed)
+{
+    char name[320], path[512], listing[512], err[1024] = "";
+    memset(name, 'y', 300);
+    name[300] = '\0';
+    char keep[128];
+    snprintf(keep, sizeof keep, "%s/keep", root);
+    cr_assert_eq(mkdir(keep, 0777), 0);
+    /* made keep/a and keep/a/b; the file's open then fails (its name is too long) */
+    snprintf(path, sizeof path, "%s/a/b/%s.csv", keep, name);
+    size_t made = 0;
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(made, strlen(keep) + 2, "the first folder made is keep/a");
+    outfile o;
+    cr_assert_null(of_open(&o, path, err, sizeof err));
+    od_unmake_parents(path, made);
+    list_dir(keep, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "keep/a and keep/a/b removed: %s", listing);
+    cr_assert(exists(keep), "what was there before stays");
+    /* a mkdir that fails partway removes what the call had made before it */
+    snprintf(path, sizeof path, "%s/c/%s/d/table.csv", keep, name);
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), -1);
+    cr_assert(strstr(err, "File name too long"), "%s", err);
+    cr_assert_eq(made, 0);
+    list_dir(keep, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "keep/c removed: %s", listing);
+    /* nothing made: nothing removed */
+    snprintf(path, sizeof path, "%s/table.csv", keep);
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(made, 0);
+    od_unmake_parents(path, made);
+    cr_assert(exists(keep));
+    /* a folder made, then given a file by someone else, is not removed */
+    snprintf(path, sizeof path, "%s/e/f/table.csv", keep);
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
+    snprintf(name, sizeof name, "%s/e/theirs.txt", keep);
+    put_file(name, "theirs\n");
+    od_unmake_parents(path, made);
+    list_dir(keep, listing, sizeof listing);
+    cr_assert_str_eq(listing, "e ", "%s", listing);
+    cr_assert(exists(name));
 }
 
 static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
