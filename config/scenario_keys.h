@@ -40,7 +40,7 @@
     X(scheduler, chunked_prefill, BOOL, "on", "", "", "decodes first, prefill chunks fill the budget (paged only; on as in vLLM's V1 engine, the older policies without it unless asked, which they refuse); off: prefills first, each prompt whole, as vLLM's V0 engine") \
     X(scheduler, max_num_seqs, INT, "0", "0", "65536", "most sequences in one step (0 = vLLM's default for the GPU: 1024 on GPUs of 70 GiB or more but the A100, 256 on the others, at most the token budget)") \
     X(scheduler, max_num_batched_tokens, INT, "0", "0", "16777216", "token budget per step (0 = vLLM's default for the GPU: 8192 on GPUs of 70 GiB or more but the A100, 2048 on the others; without chunked prefill at least max_model_len; at most max_num_seqs x max_model_len)") \
-    X(scheduler, chunk_size, INT, "0", "0", "16777216", "the most prompt tokens one request computes in a step, as vLLM's --long-prefill-token-threshold (0 = the budget left, vLLM's default)") \
+    X(scheduler, chunk_size, INT, "0", "0", "16777216", "the most prompt tokens one request computes in a step (0 = the budget left, vLLM's default)") \
     X(scheduler, max_model_len, INT, "0", "0", "16777216", "longest prompt + output (0 = the model's context)") \
     X(scheduler, async_scheduling, BOOL, "on", "", "", "simulator: vLLM's async scheduling (--async-scheduling, on by default in vLLM releases since early 2026 (vLLM PR 27614); earlier ones schedule synchronously unless given it): the host schedules and prepares the next step while the GPU runs this one, so its per-sequence work (hardware.host_us_per_seq) only costs what exceeds the GPU's, and a request that comes while a step runs joins the step after the next, the next being already scheduled; off: the two add up, and such a request joins the next step (as servesim's own engine, which schedules synchronously). With speculative decoding it is off unless set, as in vLLM, and n-gram lookup refuses it") \
     X(speculative, num_tokens, INT, "0", "0", "16", "speculative decoding: draft tokens each running sequence proposes and the target verifies per step, as vLLM's num_speculative_tokens (0 = off; paged policy)") \
@@ -111,6 +111,7 @@
     X("max-num-seqs", "--max-num-seqs", scheduler, max_num_seqs) \
     X("max-num-batched-tokens", "--max-num-batched-tokens", scheduler, max_num_batched_tokens) \
     X("max-model-len", "--max-model-len", scheduler, max_model_len) \
+    X("long-prefill-token-threshold", "--long-prefill-token-threshold", scheduler, chunk_size) \
     X("enable-prefix-caching", "--enable-prefix-caching", scheduler, prefix_caching) \
     X("enable-chunked-prefill", "--enable-chunked-prefill", scheduler, chunked_prefill) \
     X("async-scheduling", "--async-scheduling", scheduler, async_scheduling) \

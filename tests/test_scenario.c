@@ -257,6 +257,8 @@ Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_
         {"deployment.tensor-parallel-size=2", "unknown key deployment.tensor-parallel-size; vLLM's "
                                               "--tensor-parallel-size is deployment.tensor_parallel here"},
         {"kv.NUM_GPU_BLOCKS_OVERRIDE=9", "vLLM's --num-gpu-blocks-override is kv.num_blocks here"},
+        {"scheduler.long_prefill_token_threshold=256", "unknown key scheduler.long_prefill_token_threshold; vLLM's "
+                                                       "--long-prefill-token-threshold is scheduler.chunk_size here"},
         {"tensor_parallel=2", "expected SECTION.KEY=VALUE; did you mean deployment.tensor_parallel=2?"},
         {"scheduler.tensor_parallel=2", "unknown key scheduler.tensor_parallel; did you mean deployment.tensor_parallel?"},
         /* a typo within two edits of one key (new-user trial: no hint was given) */
