@@ -60,7 +60,8 @@ static void table(void)
            "its |error| against them, median / max, on a model the fit did not see; measured tables in\n"
            "%scosts/, by model, vLLM version and tensor parallelism: \"fp8\" prices FP8 weights and KV\n"
            "cache (model.quantization=fp8, kv.cache_dtype=fp8), \"fp8 weights\" FP8 weights with the\n"
-           "KV cache in model.dtype (model.quantization=fp8 alone))\n", data);
+           "KV cache in model.dtype (model.quantization=fp8 alone), \"fp8 kv\" an FP8 KV cache beside\n"
+           "model.dtype weights (kv.cache_dtype=fp8 alone))\n", data);
     printf("  %-13s %8s %7s %6s   %-30s %-13s %s\n", "name", "TFLOP/s", "GB/s", "GiB",
            "roofline: compute memory attn step", "error", "measured tables");
     for (size_t i = 0; hw_preset_at(i); i++) {

@@ -88,22 +88,20 @@ bool measured_table_fp8_kv(const cost_table *t)
 
 const char *measured_precision_words(bool fp8_weights, bool fp8_kv)
 {
-    return fp8_weights ? (fp8_kv ? "with FP8 weights and KV cache" : "with FP8 weights and a bf16 KV cache") : "in bf16";
+    if (fp8_weights) return fp8_kv ? "with FP8 weights and KV cache" : "with FP8 weights and a bf16 KV cache";
+    return fp8_kv ? "with bf16 weights and an FP8 KV cache" : "in bf16";
 }
 
-/* The precision a table prices: 0 bf16, 1 FP8 weights and KV cache, 2 FP8 weights alone. */
+/* The precision a table prices: 0 bf16, 1 FP8 weights and KV cache, 2 FP8 weights alone, 3 an
+ * FP8 KV cache alone. */
 static int table_precision(const cost_table *t)
 {
-    return measured_table_fp8_weights(t) ? (measured_table_fp8_kv(t) ? 1 : 2) : 0;
+    return measured_table_fp8_weights(t) ? (measured_table_fp8_kv(t) ? 1 : 2) : measured_table_fp8_kv(t) ? 3 : 0;
 }
 
 int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, bool fp8_kv, const char *version,
                   char *path, size_t pathlen, char *why, size_t whylen)
 {
-    if (fp8_kv && !fp8_weights) {
-        snprintf(why, whylen, "measured tables price an FP8 KV cache only beside FP8 weights");
-        return 0;
-    }
     char data[4096], dir[4200];
     if (measured_data_dir(data, sizeof data) < 0) {
         snprintf(why, whylen, "no costs/ folder found (set SERVESIM_DATA_DIR to servesim's data directory)");
@@ -151,7 +149,8 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, 
                  other_versions);
     else if (tp_seen)
         snprintf(why, whylen, "no measured table of this model on %s at tensor_parallel %d%s%s in %scosts/%s/", gpu, tp,
-                 fp8_weights ? " " : "", fp8_weights ? measured_precision_words(fp8_weights, fp8_kv) : "", data, gpu);
+                 fp8_weights || fp8_kv ? " " : "", fp8_weights || fp8_kv ? measured_precision_words(fp8_weights, fp8_kv) : "",
+                 data, gpu);
     else
         snprintf(why, whylen, "no measured table in %scosts/%s/ covers this model's shape", data, gpu);
     return 0;
@@ -160,7 +159,7 @@ int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, 
 /* One model's tables of one framework version: the tensor-parallel sizes measured. */
 typedef struct listed {
     char model[256], fw[256]; /* a meta value's or a file name's length: two names cut alike were one */
-    unsigned tps[3];  /* by table_precision: bit k for tp 2^k */
+    unsigned tps[4];  /* by table_precision: bit k for tp 2^k */
 } listed;
 
 void measured_list(const char *gpu, char *out, size_t len)
@@ -180,7 +179,7 @@ void measured_list(const char *gpu, char *out, size_t len)
         cost_table t;
         if (l > 4 && strcmp(names[i]->d_name + l - 4, ".csv") == 0 && ct_read_meta(&t, file, err, sizeof err) == 0) {
             const char *m = ct_meta(&t, "model"), *fw = ct_meta(&t, "framework");
-            listed key = {.tps = {0, 0, 0}};
+            listed key = {.tps = {0, 0, 0, 0}};
             snprintf(key.model, sizeof key.model, "%s", m ? m : names[i]->d_name);
             snprintf(key.fw, sizeof key.fw, "%s", fw ? fw : "?");
             size_t k = 0;
@@ -197,10 +196,10 @@ void measured_list(const char *gpu, char *out, size_t len)
     for (size_t k = 0; k < num; k++) {
         size_t used = strlen(out);
         used += (size_t)snprintf(out + used, len - used, "%s%s (%s", used ? ", " : "", items[k].model, items[k].fw);
-        for (int f = 0; f < 3; f++) {
+        for (int f = 0; f < 4; f++) {
             unsigned tps = items[k].tps[f];
             if (!tps || (f == 0 && tps == 1)) continue; /* bf16 at tp 1 alone goes unsaid */
-            const char *sep = f == 2 ? "; fp8 weights tp " : f ? "; fp8 tp " : "; tp ";
+            const char *sep = f == 3 ? "; fp8 kv tp " : f == 2 ? "; fp8 weights tp " : f ? "; fp8 tp " : "; tp ";
             for (int b = 0; b < 31 && used < len; b++)
                 if (tps & (1u << b)) {
                     used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);

@@ -37,7 +37,8 @@ all-gather moves half an all-reduce's bytes; the database times no gather).
 FP8 (also for the --tp-models): "fp8" tables price vLLM's --quantization fp8 (FP8 GEMMs, each
 timed with its input's quantization) with --kv-cache-dtype fp8 (attention timed with an FP8 KV cache);
 "fp8-weights" tables the same GEMMs with the KV cache left in bf16, vLLM's default for an FP8
-checkpoint.
+checkpoint; "fp8-kv" tables bf16 GEMMs with --kv-cache-dtype fp8 alone (the bf16 table's
+linear layers beside the fp8 table's attention).
 
 Every attention and GEMM figure is per layer in the database; the tables hold whole-model
 seconds. The database has no kernel for norms, activation, rotary or sampling: they are
@@ -84,8 +85,9 @@ TP_DEGREES = (2, 4, 8)
 # Each table's precision: its name's suffix -> (FP8 linear layers, the KV cache's element type
 # in the database). "fp8" is vLLM's --quantization fp8 with --kv-cache-dtype fp8; "fp8-weights"
 # its --quantization fp8 alone, which keeps the KV cache in the model's bf16 (vLLM's default for
-# an FP8 checkpoint).
-PRECISIONS = {"bf16": (False, "bfloat16"), "fp8": (True, "fp8"), "fp8-weights": (True, "bfloat16")}
+# an FP8 checkpoint); "fp8-kv" its --kv-cache-dtype fp8 alone, bf16 weights beside an FP8 cache.
+PRECISIONS = {"bf16": (False, "bfloat16"), "fp8": (True, "fp8"), "fp8-weights": (True, "bfloat16"),
+              "fp8-kv": (False, "fp8")}
 # A GEMM timing more than this many times the least timing of more rows (same n, k) is a
 # spike (Gemm)
 GEMM_SPIKE = 1.5
@@ -950,13 +952,12 @@ def compose_one(args, g, spec, version, m, tp, prec, gemm, lm_gemm, ar, ar_versi
                                                  f"scales): the quantization the FP8 GEMM timings hold is taken off "
                                                  f"allreduce_fused")]
     if fp8:
-        meta += [
-            ("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales, static for the "
-                             "activations (vLLM's --quantization fp8 on an FP8 checkpoint), each timed as vLLM's "
-                             "FP8 linear layer, its input's quantization included; embedding and LM head bf16"),
-            ("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"
-             if kv_dtype == "fp8" else "auto (vLLM's default: the model's bf16): attention timed with a bf16 KV cache"),
-        ]
+        meta += [("quantization", "fp8: QKV, O, gate/up and down GEMMs in FP8 with per-tensor scales, static for the "
+                                  "activations (vLLM's --quantization fp8 on an FP8 checkpoint), each timed as vLLM's "
+                                  "FP8 linear layer, its input's quantization included; embedding and LM head bf16")]
+    if fp8 or kv_dtype == "fp8":
+        meta += [("kv_cache_dtype", "fp8 (vLLM's --kv-cache-dtype fp8): attention timed with an fp8 KV cache"
+                  if kv_dtype == "fp8" else "auto (vLLM's default: the model's bf16): attention timed with a bf16 KV cache")]
     gdir = os.path.join(args.out, g)
     os.makedirs(gdir, exist_ok=True)
     path = os.path.join(gdir, table_file_name(m.name, tp, prec, version))
@@ -978,7 +979,7 @@ def main(argv=None):
     ap.add_argument("--host-source", required=True, help="where --host-us-per-seq comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
-                    help="model presets to also compose at tensor parallelism 2, 4 and 8, and with FP8 weights "
+                    help="model presets to also compose at tensor parallelism 2, 4 and 8, with FP8 weights "
                          "(with an FP8 KV cache, and with a bf16 one) (comma-separated)")
     args = ap.parse_args(argv)
 

@@ -97,9 +97,10 @@ class ImportSlice(unittest.TestCase):
         # exact-short has exact's shape and a shorter context: one table, named for the longer
         self.assertIn("skipped h200 exact-short: same shape as exact, whose table covers it", self.stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
-                         ["exact.fp8-weights.vllm-0.24.0.csv", "exact.fp8.vllm-0.24.0.csv",
+                         ["exact.fp8-kv.vllm-0.24.0.csv", "exact.fp8-weights.vllm-0.24.0.csv", "exact.fp8.vllm-0.24.0.csv",
                           "exact.tp2.fp8-weights.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
-                          "interp.vllm-0.24.0.csv", "moe.tp2.vllm-0.24.0.csv", "moe.vllm-0.24.0.csv"])
+                          "interp.vllm-0.24.0.csv", "moe.fp8-kv.vllm-0.24.0.csv", "moe.tp2.vllm-0.24.0.csv",
+                          "moe.vllm-0.24.0.csv"])
         # the slice times all-reduces on 2 GPUs only
         self.assertIn("skipped h200 exact tp 4: no vLLM all-reduce timings on 4 GPUs", self.stdout)
 
@@ -325,6 +326,26 @@ class ImportSlice(unittest.TestCase):
             self.assertEqual(t[comp], t8[comp], comp)
         # at TP 2 the bf16 attention of 16/4 heads exists where the fp8 one does not
         self.assertIn("exact.tp2.fp8-weights", " ".join(os.listdir(os.path.join(self.out, "h200"))))
+
+    def test_fp8_kv_table_has_the_bf16_gemms_and_the_fp8_kv_attention(self):
+        # vLLM's --kv-cache-dtype fp8 without --quantization fp8: the bf16 table's GEMMs, the
+        # fp8 table's attention (its launch floor, in linear, too)
+        meta, t = read_table(os.path.join(self.out, "h200", "exact.fp8-kv.vllm-0.24.0.csv"))
+        _, t8 = read_table(os.path.join(self.out, "h200", "exact.fp8.vllm-0.24.0.csv"))
+        self.assertNotIn("quantization", meta)
+        self.assertTrue(meta["kv_cache_dtype"].startswith("fp8 (vLLM's --kv-cache-dtype fp8)"), meta["kv_cache_dtype"])
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import aic_import
+        floor8 = min(aic_import.despike(attention("generation", kv="fp8")).values())
+        floor16 = min(aic_import.despike(attention("generation")).values())
+        for T in (1, 64, 8192):
+            want = self.t["linear"][(T, 0)] - 2 * floor16 + 2 * floor8
+            self.assertAlmostEqual(t["linear"][(T, 0)], want, delta=want * 1e-7)
+        for comp in ("prefill_attn", "decode_attn"):
+            self.assertEqual(t[comp], t8[comp], comp)
+            self.assertNotEqual(t[comp], self.t[comp], comp)
+        for comp in ("lm_head", "sample", "overhead"):
+            self.assertEqual(t[comp], self.t[comp], comp)
 
     def test_fp8_fused_all_reduce_takes_off_the_quantizations_it_does(self):
         # With FP8 GEMMs vLLM's fused kernel also quantizes the norm's output for the QKV and

@@ -605,9 +605,10 @@ Test(measured, a_tensor_parallel_table_prices_only_its_group_size)
     cr_assert(strstr(err, "one.csv: its tensor_parallel header \"abc\" is not a GPU count (1 to 4096)"), "%s", err);
 }
 
-/* Writes a table of SHAPE named NAME with the `quantization` and (when KV is not NULL)
- * `kv_cache_dtype` headers an importer's FP8 table has; its path in PATH. */
-static void write_fp8_table(const char *name, const char *shape, double s, const char *kv, char *path, size_t len)
+/* Writes a table of SHAPE named NAME with the `quantization` (unless BF16_WEIGHTS) and (when KV
+ * is not NULL) `kv_cache_dtype` headers an importer's FP8 table has; its path in PATH. */
+static void write_fp8_table(const char *name, const char *shape, double s, bool bf16_weights, const char *kv,
+                            char *path, size_t len)
 {
     char err[1024];
     cost_table t;
@@ -615,25 +616,28 @@ static void write_fp8_table(const char *name, const char *shape, double s, const
     write_table(name, shape, "0.24.0", s);
     snprintf(path, len, "%s/costs/h200/%s", tmpdir, name);
     cr_assert_eq(ct_read(&t, path, err, sizeof err), 0, "%s", err);
-    ct_set_meta(&t, "quantization", "fp8: test");
+    if (!bf16_weights) ct_set_meta(&t, "quantization", "fp8: test");
     if (kv) ct_set_meta(&t, "kv_cache_dtype", kv);
     cr_assert_eq(ct_write(&t, path, err, sizeof err), 0, "%s", err);
     ct_free(&t);
 }
 
 /* An FP8 table prices FP8 weights with the KV cache its `kv_cache_dtype` header names (fp8,
- * or the model's bf16 when it says auto or nothing); an FP8 KV cache beside bf16 weights gets
- * the roofline and says why; an explicit table of another precision is refused. */
+ * or the model's bf16 when it says auto or nothing), and a table without `quantization` whose
+ * KV cache is fp8 bf16 weights beside an FP8 cache (those got the roofline until the importer
+ * wrote such tables); without one that does, the roofline, saying why; an explicit table of
+ * another precision is refused. */
 Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
 {
-    char shape[256], err[1024], path[700], path_w[700];
+    char shape[256], err[1024], path[700], path_w[700], path_kv[700];
     shape_of("llama-3.1-8b", shape, sizeof shape);
     write_table("bf16.csv", shape, "0.24.0", 1e-3);
-    write_fp8_table("fp8.csv", shape, 2e-3, "fp8 (test)", path, sizeof path);
-    write_fp8_table("fp8-weights.csv", shape, 3e-3, "auto (test)", path_w, sizeof path_w);
+    write_fp8_table("fp8.csv", shape, 2e-3, false, "fp8 (test)", path, sizeof path);
+    write_fp8_table("fp8-weights.csv", shape, 3e-3, false, "auto (test)", path_w, sizeof path_w);
+    write_fp8_table("fp8-kv.csv", shape, 5e-3, true, "fp8 (test)", path_kv, sizeof path_kv);
     /* an FP8 table that names no KV cache type prices the model's bf16 one */
     char path_none[700];
-    write_fp8_table("fp8-no-kv-header.csv", shape, 4e-3, NULL, path_none, sizeof path_none);
+    write_fp8_table("fp8-no-kv-header.csv", shape, 4e-3, false, NULL, path_none, sizeof path_none);
     cost_table t;
     ct_init(&t);
     cr_assert_eq(ct_read(&t, path_none, err, sizeof err), 0, "%s", err);
@@ -644,9 +648,12 @@ Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
         {"none", "auto", "measured", "bf16.csv"},
         {"fp8", "fp8", "measured", "/fp8.csv"},
         {"fp8", "auto", "measured", "fp8-weights.csv"},
-        {"none", "fp8", "roofline", "measured tables price an FP8 KV cache only beside FP8 weights"},
+        {"none", "fp8", "measured", "fp8-kv.csv"},
+        {"none", "fp8", "roofline", "no measured table of this model on h200 at tensor_parallel 1 with bf16 weights and "
+                                    "an FP8 KV cache"},
     };
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
+        if (i == 4) unlink(path_kv);
         scenario sc;
         scenario_defaults(&sc);
         char a[64], b[64];
@@ -680,6 +687,14 @@ Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
     cr_assert(strstr(err, "measured with FP8 weights and a bf16 KV cache, but the scenario's model.quantization is fp8 "
                           "and kv.cache_dtype fp8"), "%s", err);
+    write_fp8_table("fp8-kv.csv", shape, 5e-3, true, "fp8 (test)", path_kv, sizeof path_kv);
+    snprintf(set, sizeof set, "hardware.cost_table=%s", path_kv);
+    cr_assert_eq(scenario_set(&sc, set, err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "kv.cache_dtype=auto", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "measured with bf16 weights and an FP8 KV cache, but the scenario's model.quantization is fp8 "
+                          "and kv.cache_dtype auto"), "%s", err);
 }
 
 /* ---- the committed tables ---- */
