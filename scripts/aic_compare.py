@@ -5,7 +5,7 @@ For a grid of static batches (B requests of ISL prompt tokens and OSL output tok
 sent at once and served as one batch), runs `aiconfigurator cli estimate --estimate-mode
 static` (in-process, through its Python API) and `servesim run` on the same GPU, model and
 vLLM version (and tensor parallelism and precision: bf16, FP8 weights and KV cache, FP8
-weights alone), and writes their TTFT, TPOT and end-to-end latency side by side. Both price
+weights alone, an FP8 KV cache alone), and writes their TTFT, TPOT and end-to-end latency side by side. Both price
 the same kernel timings, so a gap beyond a few percent is a difference of composition.
 servesim runs with hardware.step_overhead_ms = 0 and hardware.host_us_per_seq = 0:
 AIConfigurator's static estimate has no per-step framework time, and the comparison is about
@@ -54,7 +54,7 @@ CASES = [
     ("b60", "b60", "0.26.0", ["llama-3.1-8b"]),
 ]
 # Tensor parallelism and FP8 (the --tp-models' tables): on the GPUs with InferenceMAX's real runs
-# (docs/published.md), Llama-3.1-8B in FP8 on one GPU and Llama-3.1-70B at TP 1-8 in every
+# (docs/published.md), Llama-3.1-8B's FP8 tables on one GPU and Llama-3.1-70B at TP 1-8 in every
 # precision, wherever servesim has the table: (GPU preset, system, version, model, TP, precision)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import aic_import  # noqa: E402  (the tables' precisions and file names)
@@ -62,7 +62,7 @@ import aic_import  # noqa: E402  (the tables' precisions and file names)
 PRECISIONS = tuple(aic_import.PRECISIONS)
 TP_CASES = [(gpu, system, "0.24.0", model, tp, prec)
             for gpu, system in (("h100", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm"))
-            for model, tps, precs in (("llama-3.1-8b", (1,), ("fp8", "fp8-weights")),
+            for model, tps, precs in (("llama-3.1-8b", (1,), ("fp8", "fp8-weights", "fp8-kv")),
                                       ("llama-3.1-70b", (1, 2, 4, 8), PRECISIONS))
             for tp in tps for prec in precs if (tp, prec) != (1, "bf16")]  # CASES has bf16 at TP 1
 BATCHES = [1, 8, 32, 128]
