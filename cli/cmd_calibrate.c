@@ -212,9 +212,9 @@ int cmd_calibrate(int argc, char **argv)
         env_git_commit(commit, sizeof commit);
         ct_set_meta(&t, "commit", commit);
         /* the folders --out names, made only now that there is a table to put there */
-        size_t made = 0;
+        od_made made = {0};
         if (od_make_parents(out, &made, err, sizeof err) < 0 || ct_write(&t, out, err, sizeof err) < 0) {
-            od_unmake_parents(out, made);
+            od_unmake_parents(out, &made);
             status = 1;
         }
         if (status != 0) ct_free(&t); /* the table was calibrated; only its file failed */

@@ -78,10 +78,10 @@ static int write_fits(const char *path, const char *rows)
 {
     outfile file;
     char err[4400];
-    size_t made = 0;
+    od_made made = {0};
     FILE *out = od_make_parents(path, &made, err, sizeof err) == 0 ? of_open(&file, path, err, sizeof err) : NULL;
     if (!out) {
-        od_unmake_parents(path, made);
+        od_unmake_parents(path, &made);
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_FAILURE_OTHER;
     }
@@ -91,7 +91,7 @@ static int write_fits(const char *path, const char *rows)
                  " *     holdout_median_error, holdout_max_error) */\n%s",
             rows);
     if (of_commit(&file, err, sizeof err) < 0) {
-        od_unmake_parents(path, made);
+        od_unmake_parents(path, &made);
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_FAILURE_OTHER;
     }
@@ -134,7 +134,12 @@ static int check_write(const char *path)
     FILE *f = S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
     bool ours = f && fgets(head, sizeof head, f) && strcmp(head, FIT_FILE_HEAD) == 0;
     if (f) fclose(f);
-    if (ours) return 0;
+    if (ours) {
+        /* an earlier fit's file whose name leaves no room for the temporary beside it */
+        if (of_check(path, why, sizeof why) == 0) return 0;
+        fprintf(stderr, "servesim: --write %s\n", why);
+        return -1;
+    }
     fprintf(stderr, "servesim: --write %s: %s; it replaces only a file an earlier --write wrote\n", path,
             S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not servesim's roofline fit");
     return -1;

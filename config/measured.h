@@ -19,8 +19,7 @@ int measured_data_dir(char *out, size_t len);
  * form), tensor parallelism TP (a table's `tensor_parallel` header; 1 when it has none) and
  * precision (FP8_WEIGHTS: FP8 linear layers, its `quantization` header; FP8_KV: an FP8 KV
  * cache, its `kv_cache_dtype` header; else bf16), of vLLM VERSION ("" = the newest there
- * is). 1 with its path in PATH when one exists, 0 with the reason in WHY when none does
- * (always for an FP8 KV cache beside bf16 weights: no table prices that). */
+ * is). 1 with its path in PATH when one exists, 0 with the reason in WHY when none does. */
 int measured_find(const char *gpu, const char *shape, int tp, bool fp8_weights, bool fp8_kv, const char *version,
                   char *path, size_t pathlen, char *why, size_t whylen);
 

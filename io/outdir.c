@@ -30,38 +30,43 @@ int od_remove_tree(const char *path)
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int od_make_parents(const char *path, size_t *made, char *err, size_t errlen)
+int od_make_parents(const char *path, od_made *made, char *err, size_t errlen)
 {
     char buf[PATH_MAX];
-    if (made) *made = 0;
+    od_made mine = {0};
+    if (!made) made = &mine;
+    made->n = 0;
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
         snprintf(err, errlen, "%.200s...: path too long", path);
         return -1;
     }
-    size_t first = 0; /* the length of the first folder this call made */
     for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
         if (mkdir(buf, 0777) == 0) {
-            if (!first) first = (size_t)(p - buf);
+            /* each folder this call made, by its own prefix: with a ".." after one (new/../keep)
+             * the folders deeper in the path are not all new, and only these may go */
+            if (made->n < sizeof made->at / sizeof *made->at) made->at[made->n++] = (size_t)(p - buf);
         } else if (errno != EEXIST) {
             int e = errno;
             fail(err, errlen, buf, e);
-            if (first) od_unmake_parents(path, first);
+            od_unmake_parents(path, made);
             return -1;
         }
         *p = '/';
     }
-    if (made) *made = first;
     return 0;
 }
 
-void od_unmake_parents(const char *path, size_t made)
+void od_unmake_parents(const char *path, od_made *made)
 {
     char buf[PATH_MAX];
     if (!made || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return;
-    /* deepest first; rmdir takes only an empty folder, so nothing else is lost */
-    for (char *p = strrchr(buf, '/'); p && (size_t)(p - buf) >= made; p = strrchr(buf, '/')) {
-        *p = '\0';
+    /* deepest first; rmdir takes only an empty folder, so nothing put in one since is lost
+     * (another servesim writing beside it into a folder both needed may find it gone and fail:
+     * two commands writing into one new folder at once is not supported) */
+    while (made->n > 0) {
+        size_t at = made->at[--made->n];
+        buf[at] = '\0';
         rmdir(buf);
     }
 }
@@ -240,9 +245,10 @@ static int replaceable(const char *dir, char *err, size_t errlen)
 
 /* Whether every name in PATH fits a directory entry (NAME_MAX bytes), the last with RESERVE
  * bytes more for the temporary servesim writes beside it (PATH.tmp.PID, a directory's
- * PATH.tmp.PID.old too). A name too long was found only when the temporary was made: after
- * the work for a file, with the folders above it made and left, and with exit 1. */
-static int names_fit(const char *path, size_t reserve, char *err, size_t errlen)
+ * PATH.tmp.PID.old too), which TEMP names in the message. A name too long was found only
+ * when the temporary was made: after the work for a file, with the folders above it made and
+ * left, and with exit 1. */
+static int names_fit(const char *path, size_t reserve, const char *temp, char *err, size_t errlen)
 {
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/') len--;
@@ -252,8 +258,8 @@ static int names_fit(const char *path, size_t reserve, char *err, size_t errlen)
         bool last = start + n >= len;
         if (n + (last ? reserve : 0) > NAME_MAX) {
             if (last && n <= NAME_MAX)
-                snprintf(err, errlen, "%.*s: its last name is %zu bytes; with the \".tmp.PID\" servesim writes beside it "
-                                      "first, a name may be at most %zu", (int)len, path, n, (size_t)NAME_MAX - reserve);
+                snprintf(err, errlen, "%.*s: its last name is %zu bytes; with the %s servesim writes beside it, a name "
+                                      "may be at most %zu", (int)len, path, n, temp, (size_t)NAME_MAX - reserve);
             else
                 snprintf(err, errlen, "%.*s: the name \"%.40s...\" in it is %zu bytes; a file system takes at most %d",
                          (int)len, path, path + start, n, NAME_MAX);
@@ -332,7 +338,9 @@ int od_check(const char *dir, char *err, size_t errlen)
                               "whole: choose one below it", dir);
         return -1;
     }
-    if (names_fit(path, strlen(".tmp.") + 10 + strlen(".old"), err, errlen) < 0) return -1;
+    if (names_fit(path, strlen(".tmp.") + 10 + strlen(".old"),
+                  "\".tmp.PID\" (and \".tmp.PID.old\", when it replaces a result)", err, errlen) < 0)
+        return -1;
     return replaceable(path, err, errlen) < 0 ? -1 : writable_above(path, err, errlen);
 }
 
@@ -381,8 +389,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     while (len > 1 && dir[len - 1] == '/') len--;
     memcpy(d->final_path, dir, len);
     snprintf(d->tmp_path, sizeof d->tmp_path, "%s.tmp.%ld", d->final_path, (long)getpid());
-    size_t made = 0;
-    if (od_make_parents(d->final_path, &made, err, errlen) < 0) goto fail;
+    if (od_make_parents(d->final_path, &d->made, err, errlen) < 0) goto fail;
     remove_stale_temporaries(d->final_path);
     /* a leftover of a crashed run with our pid holds nothing worth keeping */
     if (mkdir(d->tmp_path, 0777) != 0 &&
@@ -400,7 +407,7 @@ int od_open(outdir *d, const char *dir, char *err, size_t errlen)
     }
     return 0;
 fail:
-    od_unmake_parents(d->final_path, made);
+    od_unmake_parents(d->final_path, &d->made);
     d->tmp_path[0] = '\0';
     return -1;
 }
@@ -467,7 +474,10 @@ int od_commit(outdir *d, char *err, size_t errlen)
 
 void od_abort(outdir *d)
 {
-    if (d->tmp_path[0]) od_remove_tree(d->tmp_path);
+    if (d->tmp_path[0]) {
+        od_remove_tree(d->tmp_path);
+        od_unmake_parents(d->final_path, &d->made); /* and the folders made for it */
+    }
     d->tmp_path[0] = '\0';
 }
 
@@ -486,7 +496,7 @@ int of_check(const char *path, char *err, size_t errlen)
                  path);
         return -1;
     }
-    if (names_fit(path, strlen(".tmp.") + 10, err, errlen) < 0) return -1;
+    if (names_fit(path, strlen(".tmp.") + 10, "\".tmp.PID\"", err, errlen) < 0) return -1;
     /* nothing made: the caller makes the folders PATH needs when it writes it, after the work */
     return writable_above(path, err, errlen);
 }

@@ -11,9 +11,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* The folders od_make_parents made, each by the length of its path's prefix, in the order
+ * made (past the 256th, not recorded: left, never removed). */
+typedef struct od_made {
+    size_t at[256];
+    size_t n;
+} od_made;
+
 typedef struct outdir {
     char final_path[2048];
     char tmp_path[2100];
+    od_made made; /* the folders above final_path that od_open made, which od_abort removes */
 } outdir;
 
 /* The file in every result directory that says servesim wrote it, and may replace it. */
@@ -66,12 +74,12 @@ int of_commit(outfile *o, char *err, size_t errlen);
 void of_abort(outfile *o);
 
 /* mkdir -p of every directory above PATH (not PATH itself). MADE (may be NULL) gets the
- * length of the first folder it made, 0 if none, for od_unmake_parents when what comes next
- * fails. -1 with "DIR: reason" in ERR, and what it made removed. */
-int od_make_parents(const char *path, size_t *made, char *err, size_t errlen);
-/* Removes the folders above PATH that od_make_parents made (those MADE characters long and
- * longer), deepest first and only while empty: a failed write leaves no folder behind. */
-void od_unmake_parents(const char *path, size_t made);
+ * folders it made, for od_unmake_parents when what comes next fails. -1 with "DIR: reason"
+ * in ERR, and what it made removed. */
+int od_make_parents(const char *path, od_made *made, char *err, size_t errlen);
+/* Removes the folders above PATH that od_make_parents recorded in MADE (and forgets them),
+ * deepest first and only while empty: a failed write leaves no folder behind. */
+void od_unmake_parents(const char *path, od_made *made);
 /* rm -r PATH (for callers that prune what they no longer want before committing). */
 int od_remove_tree(const char *path);
 

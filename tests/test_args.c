@@ -181,6 +181,24 @@ Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stder
     cr_assert_eq(cmd_roofline_fit(3, nowhere), EXIT_BAD_INPUT);
     read_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: --write /proc/ss-nowhere/fit.inc: cannot write in /proc: "), "%s", out);
+    /* an earlier fit's file whose name leaves no room for the .tmp.PID beside it was taken,
+     * and the fit failed after its work (review) */
+    char longname[300];
+    snprintf(longname, sizeof longname, "/tmp/ss-fit-long-%0235d.inc", 0);
+    char head[256] = "";
+    f = fopen(SERVESIM_SOURCE_DIR "/sim/roofline_fit.inc", "r"); /* its first line is every fit's */
+    cr_assert(f && fgets(head, sizeof head, f));
+    fclose(f);
+    f = fopen(longname, "w");
+    cr_assert_not_null(f);
+    fputs(head, f);
+    fclose(f);
+    char *ours[] = {"roofline-fit", "--write", longname};
+    cr_assert_eq(cmd_roofline_fit(3, ours), EXIT_BAD_INPUT);
+    remove(longname);
+    read_stderr(out, sizeof out);
+    cr_assert(strstr(out, ": its last name is 251 bytes; with the \".tmp.PID\" servesim writes beside it, a name may "
+                          "be at most 240\n"), "%s", out);
 }
 
 /* A hexadecimal number, which strtod would have read, is refused with a word on how to write

@@ -470,8 +470,8 @@ Test(results, a_name_too_long_for_its_temporary_is_refused_before_the_work)
     cr_assert_eq(od_check(path, err, sizeof err), 0, "%s", err);
     strcat(path, "x");
     cr_assert_eq(od_check(path, err, sizeof err), -1);
-    cr_assert(strstr(err, ": its last name is 237 bytes; with the \".tmp.PID\" servesim writes beside it first, a "
-                          "name may be at most 236"), "%s", err);
+    cr_assert(strstr(err, ": its last name is 237 bytes; with the \".tmp.PID\" (and \".tmp.PID.old\", when it replaces "
+                          "a result) servesim writes beside it, a name may be at most 236"), "%s", err);
     name[236] = 'x', name[240] = '\0';
     snprintf(path, sizeof path, "%s/new/%s", root, name);
     cr_assert_eq(of_check(path, err, sizeof err), 0, "%s", err);
@@ -494,12 +494,14 @@ Test(results, folders_made_for_a_failed_write_are_removed)
     cr_assert_eq(mkdir(keep, 0777), 0);
     /* made keep/a and keep/a/b; the file's open then fails (its name is too long) */
     snprintf(path, sizeof path, "%s/a/b/%s.csv", keep, name);
-    size_t made = 0;
+    od_made made;
     cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(made, strlen(keep) + 2, "the first folder made is keep/a");
+    cr_assert_eq(made.n, 2);
+    cr_assert_eq(made.at[0], strlen(keep) + 2, "the first folder made is keep/a");
     outfile o;
     cr_assert_null(of_open(&o, path, err, sizeof err));
-    od_unmake_parents(path, made);
+    od_unmake_parents(path, &made);
+    cr_assert_eq(made.n, 0, "forgotten once removed");
     list_dir(keep, listing, sizeof listing);
     cr_assert_str_eq(listing, "", "keep/a and keep/a/b removed: %s", listing);
     cr_assert(exists(keep), "what was there before stays");
@@ -507,24 +509,62 @@ Test(results, folders_made_for_a_failed_write_are_removed)
     snprintf(path, sizeof path, "%s/c/%s/d/table.csv", keep, name);
     cr_assert_eq(od_make_parents(path, &made, err, sizeof err), -1);
     cr_assert(strstr(err, "File name too long"), "%s", err);
-    cr_assert_eq(made, 0);
+    cr_assert_eq(made.n, 0);
     list_dir(keep, listing, sizeof listing);
     cr_assert_str_eq(listing, "", "keep/c removed: %s", listing);
     /* nothing made: nothing removed */
     snprintf(path, sizeof path, "%s/table.csv", keep);
     cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(made, 0);
-    od_unmake_parents(path, made);
+    cr_assert_eq(made.n, 0);
+    od_unmake_parents(path, &made);
     cr_assert(exists(keep));
+    /* a ".." after a folder made: the empty folder it leads back to was there before and
+     * stays (only the first folder's length was kept, and every deeper one went; review) */
+    char empty[160];
+    snprintf(empty, sizeof empty, "%s/empty", keep);
+    cr_assert_eq(mkdir(empty, 0777), 0);
+    snprintf(path, sizeof path, "%s/new/../empty/sub/%s.csv", keep, name);
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(made.n, 2, "keep/new and keep/new/../empty/sub");
+    cr_assert_null(of_open(&o, path, err, sizeof err));
+    od_unmake_parents(path, &made);
+    list_dir(keep, listing, sizeof listing);
+    cr_assert_str_eq(listing, "empty ", "keep/new gone, keep/empty kept: %s", listing);
+    list_dir(empty, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "keep/empty/sub gone: %s", listing);
+    cr_assert_eq(rmdir(empty), 0);
+    /* and when the mkdir after it fails */
+    cr_assert_eq(mkdir(empty, 0777), 0);
+    snprintf(path, sizeof path, "%s/new/../empty/%s/table.csv", keep, name);
+    cr_assert_eq(od_make_parents(path, &made, err, sizeof err), -1);
+    list_dir(keep, listing, sizeof listing);
+    cr_assert_str_eq(listing, "empty ", "%s", listing);
+    cr_assert_eq(rmdir(empty), 0);
     /* a folder made, then given a file by someone else, is not removed */
     snprintf(path, sizeof path, "%s/e/f/table.csv", keep);
     cr_assert_eq(od_make_parents(path, &made, err, sizeof err), 0, "%s", err);
     snprintf(name, sizeof name, "%s/e/theirs.txt", keep);
     put_file(name, "theirs\n");
-    od_unmake_parents(path, made);
+    od_unmake_parents(path, &made);
     list_dir(keep, listing, sizeof listing);
     cr_assert_str_eq(listing, "e ", "%s", listing);
     cr_assert(exists(name));
+}
+
+/* A result that fails after od_open (its files could not be opened, or the work failed)
+ * leaves neither its temporary nor the folders made above it (review: od_abort removed the
+ * temporary alone) */
+Test(results, an_aborted_result_removes_the_folders_made_for_it)
+{
+    char dir[192], listing[512], err[512] = "";
+    snprintf(dir, sizeof dir, "%s/new/sub/run", root);
+    res_dir d;
+    cr_assert_eq(res_open(&d, dir, err, sizeof err), 0, "%s", err);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "new ", "%s", listing);
+    res_abort(&d);
+    list_dir(root, listing, sizeof listing);
+    cr_assert_str_eq(listing, "", "%s", listing);
 }
 
 static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
