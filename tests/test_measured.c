@@ -644,6 +644,14 @@ Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
     cr_assert(measured_table_fp8_weights(&t) && !measured_table_fp8_kv(&t));
     ct_free(&t);
     unlink(path_none);
+    /* `servesim presets` lists each precision by its own name (these tables name no model:
+     * each is listed by its file's) */
+    char listed[2048];
+    measured_list("h200", listed, sizeof listed);
+    cr_assert(strstr(listed, "fp8.csv (vllm 0.24.0; fp8 tp 1)"), "%s", listed);
+    cr_assert(strstr(listed, "fp8-weights.csv (vllm 0.24.0; fp8 weights tp 1)"), "%s", listed);
+    cr_assert(strstr(listed, "fp8-kv.csv (vllm 0.24.0; fp8 kv tp 1)"), "%s", listed);
+    cr_assert(strstr(listed, "bf16.csv (vllm 0.24.0)"), "%s", listed);
     const struct { const char *q, *kv, *kind, *what; } cases[] = {
         {"none", "auto", "measured", "bf16.csv"},
         {"fp8", "fp8", "measured", "/fp8.csv"},
