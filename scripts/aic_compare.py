@@ -5,8 +5,9 @@ For a grid of static batches (B requests of ISL prompt tokens and OSL output tok
 sent at once and served as one batch), runs `aiconfigurator cli estimate --estimate-mode
 static` (in-process, through its Python API) and `servesim run` on the same GPU, model and
 vLLM version (and tensor parallelism and precision: bf16, FP8 weights and KV cache, FP8
-weights alone, an FP8 KV cache alone), and writes their TTFT, TPOT and end-to-end latency side by side. Both price
-the same kernel timings, so a gap beyond a few percent is a difference of composition.
+weights alone, an FP8 KV cache alone), and writes their TTFT, TPOT and end-to-end latency
+side by side. Both price the same kernel timings, so a gap beyond a few percent is a
+difference of composition.
 servesim runs with hardware.step_overhead_ms = 0 and hardware.host_us_per_seq = 0:
 AIConfigurator's static estimate has no per-step framework time, and the comparison is about
 the kernels. It also runs with deployment.allreduce_fusion = off: AIConfigurator prices vLLM's
