@@ -979,8 +979,8 @@ def main(argv=None):
     ap.add_argument("--host-source", required=True, help="where --host-us-per-seq comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
-                    help="model presets to also compose at tensor parallelism 2, 4 and 8, with FP8 weights "
-                         "(with an FP8 KV cache, and with a bf16 one) (comma-separated)")
+                    help="model presets to also compose at tensor parallelism 2, 4 and 8, and in FP8: weights "
+                         "and KV cache, weights alone, KV cache alone (comma-separated)")
     args = ap.parse_args(argv)
 
     models, same_shape = read_models(args.models)
