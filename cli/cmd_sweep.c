@@ -109,7 +109,7 @@ static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const swee
     FILE *f = od_fopen(od, "cost_models.csv", err, errlen);
     if (!f) return -1;
     fputs("point,label,cost_model,cost_source\n", f);
-    int measured = 0, other = 0;
+    int measured = 0, roofline = 0, table = 0;
     for (int i = 0; i < sweep_num_points(p); i++) {
         if (!r[i].ran) continue;
         char label[256];
@@ -120,11 +120,18 @@ static int write_cost_models(const sweep_cli *c, const sweep_plan *p, const swee
         csv_write_field(f, r[i].cost_source);
         fputc('\n', f);
         if (strcmp(r[i].cost_kind, "measured") == 0) measured++;
-        else other++;
+        else if (strcmp(r[i].cost_kind, "roofline") == 0) roofline++;
+        else table++;
     }
-    if (!c->quiet && other > 0)
-        printf("Cost models: %d points priced by measured tables, %d by something else (cost_models.csv)\n", measured,
-               other);
+    /* how many by which where not all by measured tables: a roofline point beside measured
+     * ones (an FP8 KV cache on a model with no such table) is priced by another yardstick
+     * (new-user trial: the line said "by something else") */
+    if (!c->quiet && roofline + table > 0) {
+        printf("Cost models: %d point%s priced by measured tables", measured, measured == 1 ? "" : "s");
+        if (roofline) printf(", %d by the fitted roofline", roofline);
+        if (table) printf(", %d by a given cost table (hardware.cost_table)", table);
+        printf("; cost_models.csv says which and why\n");
+    }
     return od_fclose(f, "cost_models.csv", err, errlen);
 }
 

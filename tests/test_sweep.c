@@ -385,17 +385,23 @@ Test(sweep, repeat_and_keep_runs_write_their_files)
     free(csv), free(reps);
 }
 
-Test(sweep, cost_models_csv_says_what_priced_each_point)
+/* ... and the printed line says how many points each priced (it said "by something else") */
+Test(sweep, cost_models_csv_says_what_priced_each_point, .init = cr_redirect_stdout)
 {
     system("rm -rf /tmp/ss-cost");
     const char *args[] = {"sweep", "--vary", "model.preset=llama-3.1-8b,tiny", "--set", "workload.num_requests=10",
-                          "--out", "/tmp/ss-cost", "--quiet", NULL};
+                          "--out", "/tmp/ss-cost", NULL};
     cr_assert_eq(cli(cmd_sweep, args), 0);
     char *csv = slurp_path("/tmp/ss-cost/cost_models.csv");
     cr_assert(strstr(csv, "point,label,cost_model,cost_source\n0,llama-3.1-8b,measured,\"costs/h200/llama-3.1-8b"),
               "%s", csv);
     cr_assert(strstr(csv, "\n1,tiny,roofline,\"h200 roofline:"), "the toy model has no table:\n%s", csv);
     free(csv);
+    char out[8192];
+    fflush(stdout);
+    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stdout())] = 0;
+    cr_assert(strstr(out, "Cost models: 1 point priced by measured tables, 1 by the fitted roofline; cost_models.csv "
+                          "says which and why\n"), "%s", out);
 }
 
 /* An experiment's report.html (the chunked-prefill one, on its own trace): every plot report.md
