@@ -257,6 +257,8 @@ Test(scenario, vllm_option_names_are_answered_with_the_key, .init = cr_redirect_
         {"deployment.tensor-parallel-size=2", "unknown key deployment.tensor-parallel-size; vLLM's "
                                               "--tensor-parallel-size is deployment.tensor_parallel here"},
         {"kv.NUM_GPU_BLOCKS_OVERRIDE=9", "vLLM's --num-gpu-blocks-override is kv.num_blocks here"},
+        {"kv.cache_dtype=fp8_e4m3", "kv.cache_dtype: \"fp8_e4m3\" is not one of auto|fp8; servesim's fp8 is vLLM's fp8 "
+                                    "(its default format, e4m3;"},
         {"scheduler.long_prefill_token_threshold=256", "unknown key scheduler.long_prefill_token_threshold; vLLM's "
                                                        "--long-prefill-token-threshold is scheduler.chunk_size here"},
         {"tensor_parallel=2", "expected SECTION.KEY=VALUE; did you mean deployment.tensor_parallel=2?"},
