@@ -228,12 +228,13 @@ static int parse_value(int k, const char *text, scenario_value *v, char *err, si
         break;
     case CHOICE:
         if (!choice_allowed(d->lo, text)) {
-            /* vLLM's --kv-cache-dtype also takes fp8's format by name (new-user trial) */
-            bool fp8_format = strcmp(d->section, "kv") == 0 && strcmp(d->key, "cache_dtype") == 0 &&
-                              (strcmp(text, "fp8_e4m3") == 0 || strcmp(text, "fp8_e5m2") == 0);
-            snprintf(err, errlen, "%s.%s: \"%s\" is not one of %s%s", d->section, d->key, text, d->lo,
-                     fp8_format ? "; servesim's fp8 is vLLM's fp8 (its default format, e4m3; an e5m2 cache "
-                                  "takes the same memory, and the measured tables time e4m3's kernels)" : "");
+            const char *vllm = NULL; /* a value vLLM names otherwise (new-user trial) */
+#define X(S, K, value, says)                                                                                       \
+    if (!vllm && strcmp(d->section, #S) == 0 && strcmp(d->key, #K) == 0 && strcmp(text, value) == 0) vllm = says;
+            VLLM_VALUES(X)
+#undef X
+            snprintf(err, errlen, "%s.%s: \"%s\" is not one of %s%s%s", d->section, d->key, text, d->lo,
+                     vllm ? "; " : "", vllm ? vllm : "");
             return -1;
         }
         break;
