@@ -34,7 +34,7 @@ layer and one after the embedding, each of T x hidden elements (the CUDA-graph t
 of the logits' slices to the first GPU, priced as an all-reduce of half the logits (an
 all-gather moves half an all-reduce's bytes; the database times no gather).
 
-FP8 (also for the --tp-models): "fp8" tables price vLLM's --quantization fp8 (FP8 GEMMs, each
+FP8 (every model at TP 1, the --tp-models at each TP): "fp8" tables price vLLM's --quantization fp8 (FP8 GEMMs, each
 timed with its input's quantization) with --kv-cache-dtype fp8 (attention timed with an FP8 KV cache);
 "fp8-weights" tables the same GEMMs with the KV cache left in bf16, vLLM's default for an FP8
 checkpoint; "fp8-kv" tables bf16 GEMMs with --kv-cache-dtype fp8 alone (the bf16 table's
@@ -979,8 +979,9 @@ def main(argv=None):
     ap.add_argument("--host-source", required=True, help="where --host-us-per-seq comes from (header)")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--tp-models", default="",
-                    help="model presets to also compose at tensor parallelism 2, 4 and 8, and in FP8: weights "
-                         "and KV cache, weights alone, KV cache alone (comma-separated)")
+                    help="model presets to also compose at tensor parallelism 2, 4 and 8 (comma-separated); "
+                         "every model is composed in bf16 and in FP8 (weights and KV cache, weights "
+                         "alone, KV cache alone)")
     args = ap.parse_args(argv)
 
     models, same_shape = read_models(args.models)
@@ -1022,7 +1023,7 @@ def main(argv=None):
                     continue
                 more = m.name in tp_models
                 for tp in (1,) + (TP_DEGREES if more else ()):
-                    for prec in PRECISIONS if more else ("bf16",):
+                    for prec in PRECISIONS:
                         t = compose_one(args, g, spec, version, m, tp, prec, gemms["fp8" if PRECISIONS[prec][0] else "bf16"], gemms["bf16"], ar, ar_version, ew,
                                         ctx_rows, gen_rows, skipped, moe_table, fused, fused_version)
                         if t:

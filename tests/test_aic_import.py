@@ -99,6 +99,9 @@ class ImportSlice(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(self.out, "h200"))),
                          ["exact.fp8-kv.vllm-0.24.0.csv", "exact.fp8-weights.vllm-0.24.0.csv", "exact.fp8.vllm-0.24.0.csv",
                           "exact.tp2.fp8-weights.vllm-0.24.0.csv", "exact.tp2.vllm-0.24.0.csv", "exact.vllm-0.24.0.csv",
+                          # interp is not a --tp-models preset: FP8 at TP 1, no TP 2
+                          "interp.fp8-kv.vllm-0.24.0.csv", "interp.fp8-weights.vllm-0.24.0.csv",
+                          "interp.fp8.vllm-0.24.0.csv",
                           "interp.vllm-0.24.0.csv", "moe.fp8-kv.vllm-0.24.0.csv", "moe.tp2.vllm-0.24.0.csv",
                           "moe.vllm-0.24.0.csv"])
         # the slice times all-reduces on 2 GPUs only
