@@ -54,8 +54,8 @@ CASES = [
     ("rtx-pro-6000", "rtx_pro_6000_server", "0.24.0", ["llama-3.1-8b"]),
     ("b60", "b60", "0.26.0", ["llama-3.1-8b"]),
 ]
-# Tensor parallelism and FP8 (the --tp-models' tables): on the GPUs with InferenceMAX's real runs
-# (docs/published.md), Llama-3.1-8B's FP8 tables on one GPU and Llama-3.1-70B at TP 1-8 in every
+# Tensor parallelism and FP8: on the GPUs with InferenceMAX's real runs (docs/published.md),
+# Llama-3.1-8B's and Qwen3-8B's FP8 tables on one GPU and Llama-3.1-70B at TP 1-8 in every
 # precision, wherever servesim has the table: (GPU preset, system, version, model, TP, precision)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import aic_import  # noqa: E402  (the tables' precisions and file names)
@@ -64,8 +64,11 @@ PRECISIONS = tuple(aic_import.PRECISIONS)
 TP_CASES = [(gpu, system, "0.24.0", model, tp, prec)
             for gpu, system in (("h100", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm"))
             for model, tps, precs in (("llama-3.1-8b", (1,), ("fp8", "fp8-weights", "fp8-kv")),
-                                      ("llama-3.1-70b", (1, 2, 4, 8), PRECISIONS))
-            for tp in tps for prec in precs if (tp, prec) != (1, "bf16")]  # CASES has bf16 at TP 1
+                                      ("llama-3.1-70b", (1, 2, 4, 8), PRECISIONS),
+                                      ("qwen3-8b", (1,), ("fp8", "fp8-weights", "fp8-kv")))
+            for tp in tps for prec in precs if (tp, prec) != (1, "bf16")  # CASES has bf16 at TP 1
+            # Qwen3-8B in FP8 (a model with no tensor-parallel tables) where CASES has it in bf16
+            if model != "qwen3-8b" or gpu != "b200"]
 BATCHES = [1, 8, 32, 128]
 ISLS = [128, 1024, 4096]
 OSLS = [128, 512]
