@@ -31,7 +31,7 @@ static const char validate_usage[] =
     "  the rounds. Writes validation.json, report.md, latency plots, each run's files\n"
     "  (pointN-engine-runK/, pointN-sim/, pointN-replay-runK/: summary.json, requests.csv,\n"
     "  steps.csv) and the tables it calibrated to DIR (default results/runs/NAME-validate);\n"
-    "  exits 1 when an error exceeds the [validate] thresholds.\n"
+    "  exits 3 when an error exceeds the [validate] thresholds (1 when something failed).\n"
     "  With --measured, no engine runs: the requests a real server served -- a `servesim load`\n"
     "  (or `servesim engine`) directory, or vLLM's `bench serve --save-result --save-detailed`\n"
     "  JSON -- are simulated at their send times with their lengths and the scenario's cost\n"
@@ -551,7 +551,7 @@ static int validate(const scenario *sc, const scenario_args *a, const char *flag
     for (int i = 0; i < n; i++) all_passed = all_passed && pts[i].passed;
     if (status == EXIT_OK && !a->quiet) printf("Validation %s; report in %s/report.md\n", all_passed ? "passed" : "FAILED", out);
     free(pts);
-    return status != EXIT_OK ? status : all_passed ? EXIT_OK : EXIT_FAILURE_OTHER;
+    return status != EXIT_OK ? status : all_passed ? EXIT_OK : EXIT_PAST_LIMITS;
 }
 
 int cmd_validate(int argc, char **argv)

@@ -339,5 +339,5 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     measured_free(&m);
     job_spec_free(&spec);
     job_cost_free(&cost);
-    return status != EXIT_OK ? status : passed ? EXIT_OK : EXIT_FAILURE_OTHER;
+    return status != EXIT_OK ? status : passed ? EXIT_OK : EXIT_PAST_LIMITS;
 }

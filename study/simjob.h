@@ -7,8 +7,9 @@
 #include "config/scenario.h"
 #include "sim/sim.h"
 
-/* Exit statuses every command uses. */
-enum { EXIT_OK = 0, EXIT_FAILURE_OTHER = 1, EXIT_BAD_INPUT = 2 };
+/* Exit statuses every command uses. EXIT_PAST_LIMITS is validate's verdict: it ran and
+ * compared, and some error is past its [validate] limit; a script tells it from a failure. */
+enum { EXIT_OK = 0, EXIT_FAILURE_OTHER = 1, EXIT_BAD_INPUT = 2, EXIT_PAST_LIMITS = 3 };
 
 typedef struct simjob {
     const scenario *sc;

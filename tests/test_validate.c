@@ -350,7 +350,7 @@ Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides
     const char *args[] = {"validate", ini, "--measured", run, "--set", "scheduler.max_model_len=60", "--out", out,
                           "--quiet", NULL};
     int status = validate(args);
-    cr_assert(status == 0 || status == 1, "compared (its verdict aside): %d, %s", status, stderr_text());
+    cr_assert(status == 0 || status == 3, "compared (its verdict aside): %d, %s", status, stderr_text());
     snprintf(path, sizeof path, "%s/report.md", out);
     char *report = slurp_path(path);
     char expected[300];
@@ -371,5 +371,49 @@ Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides
             measured_ttft = json_number_value(json_object_get(row, "measured"));
     cr_assert_float_eq(measured_ttft, 1000 * ttft_sum / (measured - past), 1e-6, "the measured mean TTFT, admitted only");
     json_decref(doc);
+    case_close(&c);
+}
+
+/* A verdict is not a failure: past the [validate] limits, validate writes its report and
+ * exits 3, where a failed run exits 1 (a script gating on it tells the two apart). */
+Test(validate, a_verdict_past_the_limits_exits_3_with_its_report_written, .init = cr_redirect_stderr)
+{
+    char run[600], path[700], strict[600];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    snprintf(run, sizeof run, "%s/run", c.dir);
+    char *sim[] = {"run", c.ini, "--out", run, "--quiet", NULL};
+    cr_assert_eq(cmd_run(5, sim), 0);
+    const char *same[] = {"validate", c.ini, "--measured", run, "--out", c.out, "--quiet", NULL};
+    cr_assert_eq(validate(same), 0, "%s", stderr_text());
+    /* one sequence at a time against a run of eight: its P99 TTFT is more than twice the run's */
+    snprintf(strict, sizeof strict, "%s/strict", c.dir);
+    const char *off[] = {"validate", c.ini, "--measured", run, "--set", "scheduler.max_num_seqs=1",
+                         "--set", "validate.max_p99_error=0.5", "--out", strict, "--quiet", NULL};
+    cr_assert_eq(validate(off), 3, "%s", stderr_text());
+    snprintf(path, sizeof path, "%s/report.md", strict);
+    char *report = slurp_path(path);
+    cr_assert(strstr(report, "**Some metric is past its limit.**"), "%s", report);
+    free(report);
+    snprintf(path, sizeof path, "%s/validation.json", strict);
+    json_t *doc = json_load_file(path, 0, NULL);
+    cr_assert_not_null(doc);
+    cr_assert(json_is_false(json_object_get(doc, "passed")));
+    json_decref(doc);
+    case_close(&c);
+}
+
+/* The same verdict after engine runs: limits of 0 no real run meets (its steps are timed). */
+Test(validate, engine_runs_past_limits_of_zero_exit_3_with_the_report, .init = cr_redirect_stderr, .timeout = 120)
+{
+    char path[700];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    const char *args[] = {"validate", c.ini, "--set", "validate.engine_runs=1", "--set", "validate.max_median_error=0",
+                          "--set", "validate.max_p99_error=0", "--out", c.out, "--quiet", NULL};
+    cr_assert_eq(validate(args), 3, "%s", stderr_text());
+    snprintf(path, sizeof path, "%s/report.md", c.out);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "the report is written");
     case_close(&c);
 }
