@@ -40,10 +40,11 @@ typedef struct gpu_tables {
 } gpu_tables;
 
 /* The newest measured table of every dense model preset on GPU (one per distinct shape), or
- * with MOE of every mixture of experts. The fit sees dense models only: the roofline prices
- * a mixture of experts' weights by the experts a step touches under uniform routing, a
- * guess the fit should not bend the efficiencies to; it is reported against the tables. */
-static int load(const char *gpu, gpu_tables *g, bool moe, char *err, size_t errlen)
+ * with MOE of every mixture of experts; with FP8 the tables of FP8 weights and KV cache. The
+ * fit sees dense models only: the roofline prices a mixture of experts' weights by the
+ * experts a step touches under uniform routing, a guess the fit should not bend the
+ * efficiencies to; it is reported against the tables. */
+static int load(const char *gpu, gpu_tables *g, bool moe, bool fp8, char *err, size_t errlen)
 {
     g->n = 0;
     for (size_t i = 0; model_preset_at(i) && g->n < MAX_CASES; i++) {
@@ -51,7 +52,7 @@ static int load(const char *gpu, gpu_tables *g, bool moe, char *err, size_t errl
         if ((m->num_experts > 0) != moe) continue;
         char shape[256], path[1200], why[1200];
         model_shape_string(m, shape, sizeof shape);
-        if (measured_find(gpu, shape, 1, false, false, "", path, sizeof path, why, sizeof why) != 1) continue;
+        if (measured_find(gpu, shape, 1, fp8, fp8, "", path, sizeof path, why, sizeof why) != 1) continue;
         bool seen = false;
         for (int k = 0; k < g->n; k++) seen |= strcmp(g->paths[k], path) == 0;
         if (seen) continue;
@@ -61,7 +62,7 @@ static int load(const char *gpu, gpu_tables *g, bool moe, char *err, size_t errl
         ct_free(&t);
         if (rc < 0) return -1;
         snprintf(g->paths[g->n], sizeof g->paths[g->n], "%s", path);
-        g->cases[g->n] = (fit_case){m, {.step_time = tc_step_time, .ctx = &g->tables[g->n]}};
+        g->cases[g->n] = (fit_case){m, {.step_time = tc_step_time, .ctx = &g->tables[g->n]}, fp8};
         g->n++;
     }
     return 0;
@@ -88,7 +89,8 @@ static int write_fits(const char *path, const char *rows)
     fprintf(out, FIT_FILE_HEAD
                  " * it): the roofline fitted to each GPU's measured cost tables. Do not edit by hand.\n"
                  " * FIT(name, compute, memory, attention, step_overhead_ms, median_error, max_error,\n"
-                 " *     holdout_median_error, holdout_max_error) */\n%s",
+                 " *     holdout_median_error, holdout_max_error); FIT8 the same, fitted to the tables of\n"
+                 " * FP8 weights and KV cache (the roofline quantized alike), for model.quantization = fp8 */\n%s",
             rows);
     if (of_commit(&file, err, sizeof err) < 0) {
         od_unmake_parents(path, &made);
@@ -180,20 +182,23 @@ int cmd_roofline_fit(int argc, char **argv)
            "fit has not seen that model (held out)\n", data);
     printf("%-13s %6s %6s %6s %8s %7s %7s %8s %8s  %s\n", "gpu", "comp", "mem", "attn", "step ms", "median", "max",
            "held med", "held max", "tables");
-    for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++) {
+    for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++)
+        for (int fp8 = 0; fp8 <= 1 && status == EXIT_OK; fp8++) {
         const hw_spec *hw = hw_preset_at(h);
-        if (load(hw->name, gp, false, err, sizeof err) < 0 || load(hw->name, moe, true, err, sizeof err) < 0) {
+        char label[64];
+        snprintf(label, sizeof label, "%s%s", hw->name, fp8 ? " fp8" : "");
+        if (load(hw->name, gp, false, fp8, err, sizeof err) < 0 || load(hw->name, moe, true, fp8, err, sizeof err) < 0) {
             fprintf(stderr, "servesim: %s\n", err);
             status = EXIT_BAD_INPUT;
         } else if (gp->n == 0) {
-            printf("%-13s no measured tables\n", hw->name);
+            printf("%-13s no measured tables\n", label);
         } else {
             hw_fit f;
             if (roofline_fit(hw, gp->cases, gp->n, &f) < 0 || (gp->n > 1 && roofline_fit_holdout(hw, gp->cases, gp->n, &f) < 0)) {
-                fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", hw->name);
+                fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", label);
                 status = EXIT_FAILURE_OTHER;
             } else {
-                printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", hw->name,
+                printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", label,
                        f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
                        100 * f.median_error, 100 * f.max_error, 100 * f.holdout_median_error,
                        100 * f.holdout_max_error, gp->n);
@@ -218,7 +223,7 @@ int cmd_roofline_fit(int argc, char **argv)
                            100 * sum / n, 100 * e[n - 1]);
                     free(e);
                 }
-                fprintf(rf, "FIT(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", hw->name,
+                fprintf(rf, "%s(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", fp8 ? "FIT8" : "FIT", hw->name,
                         f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
                         f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
                 fitted++;
@@ -226,7 +231,7 @@ int cmd_roofline_fit(int argc, char **argv)
         }
         unload(gp);
         unload(moe);
-    }
+        }
     fclose(rf);
     if (status == EXIT_OK && write && fitted == 0) {
         fprintf(stderr, "servesim: roofline-fit: no GPU has measured tables in %scosts/; %s left as it was\n", data,

@@ -660,8 +660,10 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     if (V(hardware, link_gbs).d > 0) hw.link_gbs = V(hardware, link_gbs).d;
     if (V(hardware, allreduce_us).d >= 0) hw.allreduce_us = V(hardware, allreduce_us).d;
     out->hw = hw;
-    /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline */
+    /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline: with FP8
+     * weights the one fitted to its FP8 tables, where it has them */
     hw_fit fit = hw_preset_fit(hw.name);
+    out->roofline_fit_fp8 = out->fp8_weights && hw_preset_fit_fp8(hw.name, &fit);
     double ce = V(hardware, compute_efficiency).d, me = V(hardware, memory_efficiency).d;
     double ae = V(hardware, attention_efficiency).d, oh = V(hardware, step_overhead_ms).d;
     out->roofline = (roofline_params){

@@ -46,6 +46,7 @@ typedef struct scenario_resolved {
     roofline_params roofline;
     int dtype_bytes;
     bool fp8_weights, fp8_kv;   /* model.quantization = fp8, kv.cache_dtype = fp8 */
+    bool roofline_fit_fp8;      /* the roofline's efficiencies left to the preset are its FP8 fit's */
     bool kv_blocks_set;         /* kv.num_blocks gave the KV pool (else it was derived) */
     bool seqs_from_vllm, budget_from_vllm; /* max_num_seqs, max_num_batched_tokens = 0: vLLM's for the GPU */
     double kv_reserve_gib;      /* kv.reserve_gib; < 0 = estimated (scenario_kv_reserve_bytes) */

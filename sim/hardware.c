@@ -29,12 +29,27 @@
 const hw_fit hw_unfitted = {0.8, 0.9, 0.5, 0.5, 0, 0, 0, 0};
 
 /* FIT(name, compute, memory, attention, overhead_ms, median_error, max_error,
- * holdout_median_error, holdout_max_error) rows, written by `servesim roofline-fit --write` */
-static const struct { const char *name; hw_fit fit; } fits[] = {
+ * holdout_median_error, holdout_max_error) rows, written by `servesim roofline-fit --write`;
+ * FIT8 rows the same, fitted to the FP8 tables */
+typedef struct named_fit {
+    const char *name;
+    hw_fit fit;
+} named_fit;
+static const named_fit fits[] = {
 #define FIT(name, c, m, a, o, med, max, hmed, hmax) {name, {c, m, a, o, med, max, hmed, hmax}},
+#define FIT8(...)
 #include "sim/roofline_fit.inc"
 #undef FIT
+#undef FIT8
     {"", {0, 0, 0, 0, 0, 0, 0, 0}}, /* keeps the array non-empty before the first fit */
+};
+static const named_fit fits_fp8[] = {
+#define FIT(...)
+#define FIT8(name, c, m, a, o, med, max, hmed, hmax) {name, {c, m, a, o, med, max, hmed, hmax}},
+#include "sim/roofline_fit.inc"
+#undef FIT
+#undef FIT8
+    {"", {0, 0, 0, 0, 0, 0, 0, 0}},
 };
 
 static const hw_spec presets[] = {
@@ -52,6 +67,16 @@ hw_fit hw_preset_fit(const char *name)
     for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
         if (strcmp(fits[i].name, name) == 0) return fits[i].fit;
     return hw_unfitted;
+}
+
+bool hw_preset_fit_fp8(const char *name, hw_fit *out)
+{
+    for (size_t i = 0; i < sizeof fits_fp8 / sizeof fits_fp8[0]; i++)
+        if (name[0] && strcmp(fits_fp8[i].name, name) == 0) {
+            *out = fits_fp8[i].fit;
+            return true;
+        }
+    return false;
 }
 
 const hw_spec *hw_preset_at(size_t i)

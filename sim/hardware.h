@@ -4,6 +4,7 @@
 #ifndef SERVESIM_SIM_HARDWARE_H
 #define SERVESIM_SIM_HARDWARE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The roofline's efficiencies and fixed step cost, fitted per GPU to its measured tables
@@ -35,6 +36,10 @@ const hw_spec *hw_preset_at(size_t i);
 const char *hw_preset_names(void);
 /* The roofline fitted to the measured tables of the preset named NAME, or hw_unfitted. */
 hw_fit hw_preset_fit(const char *name);
+/* The roofline fitted to the preset's tables of FP8 weights and KV cache (FP8 GEMMs reach a
+ * smaller share of their peak than bf16 ones of theirs): true with it in OUT, false (OUT
+ * untouched) where the GPU has no such tables. */
+bool hw_preset_fit_fp8(const char *name, hw_fit *out);
 /* What the roofline assumes for hardware that no fit covers: an H200's measured GEMM and
  * copy efficiencies (0.8, 0.9), half of peak for attention, 0.5 ms per step. */
 extern const hw_fit hw_unfitted;

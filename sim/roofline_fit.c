@@ -83,6 +83,7 @@ static double error_of(const hw_spec *hw, const fit_case *c, const hw_fit *fit, 
     cost_model roof;
     roofline_params p = params_of(fit);
     cost_roofline_init(&roof, c->model, hw, &p, 2, 1);
+    if (c->fp8) cost_roofline_quantize(&roof, true, true);
     sched_batch b = step(i, items, reqs, what, len);
     double measured = c->measured.step_time(c->measured.ctx, &b), priced = cost_step_time(&roof, &b);
     *log_ratio = log(priced / measured);

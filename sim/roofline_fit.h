@@ -14,11 +14,13 @@
 typedef struct fit_case {
     const model_shape *model;
     step_cost measured;
+    bool fp8;            /* the table prices FP8 weights and an FP8 KV cache; the roofline too */
 } fit_case;
 
 /* The number of steps the fit prices per model. */
 int roofline_fit_steps(void);
-/* Fits HW's roofline to CASES (bf16). 0 with the fit in OUT, -1 when the search fails. */
+/* Fits HW's roofline to CASES (all bf16, or all FP8). 0 with the fit in OUT, -1 when the
+ * search fails. */
 int roofline_fit(const hw_spec *hw, const fit_case *cases, int ncases, hw_fit *out);
 /* The fit's error on models it did not see: for each case, HW's roofline fitted to the other
  * cases prices this one's steps; the median and largest |error| over all of them go to

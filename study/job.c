@@ -259,9 +259,12 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     if (r->tensor_parallel > 1)
         n = snprintf(tp, sizeof tp, ", tensor parallel %d: all-reduce %g us + 2 (tp-1)/tp x bytes / %g GB/s",
                      r->tensor_parallel, r->hw.allreduce_us, r->hw.link_gbs);
-    if (r->fp8_weights && n >= 0 && (size_t)n < sizeof tp)
-        n += snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 linear layers%s",
-                      r->hw.fp8_tflops > 0 ? "" : " (weights only: no FP8 units)");
+    if (r->fp8_weights && n >= 0 && (size_t)n < sizeof tp) {
+        char units[48] = " (weights only: no FP8 units)";
+        if (r->hw.fp8_tflops > 0) snprintf(units, sizeof units, " at %g TFLOP/s", r->hw.fp8_tflops);
+        n += snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 linear layers%s%s", units,
+                      r->roofline_fit_fp8 ? ", efficiencies fitted to the GPU's FP8 tables" : "");
+    }
     if (r->fp8_kv && n >= 0 && (size_t)n < sizeof tp) snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 KV cache");
     snprintf(c->source, sizeof c->source,
              "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",

@@ -17,7 +17,7 @@ Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
     fit_case cases[2];
     for (int i = 0; i < 2; i++) {
         cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
-        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}};
+        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}, false};
     }
     hw_fit f;
     cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
@@ -51,7 +51,7 @@ Test(roofline_fit, reports_the_error_it_cannot_fit_away)
     floored fl;
     roofline_params p = {0.7, 0.8, 0.5, 0.2e-3};
     cost_roofline_init(&fl.roof, m, hw, &p, 2, 1);
-    fit_case c = {m, {.step_time = floored_step, .ctx = &fl}};
+    fit_case c = {m, {.step_time = floored_step, .ctx = &fl}, false};
     hw_fit f;
     cr_assert_eq(roofline_fit(hw, &c, 1, &f), 0);
     cr_assert_gt(f.max_error, 0.05, "a 4 ms floor under a 1B model's small steps cannot be fitted");
@@ -61,6 +61,45 @@ Test(roofline_fit, reports_the_error_it_cannot_fit_away)
     char what[96];
     for (int i = 0; i < roofline_fit_steps(); i++) worst = fmax(worst, roofline_fit_error(hw, &c, &f, i, what, sizeof what));
     cr_assert_float_eq(worst, f.max_error, 1e-12);
+}
+
+/* FP8 cases are priced by the quantized roofline: a fit to an FP8 roofline recovers it, and
+ * the same fit on the bf16 roofline's terms would not (FP8 weights halve the bytes a decode
+ * reads and double the peak a prefill runs at). */
+Test(roofline_fit, recovers_the_fp8_roofline_it_is_fitted_to)
+{
+    const hw_spec *hw = hw_preset("h200");
+    const model_shape *models[] = {model_preset("llama-3.1-8b"), model_preset("qwen3-32b")};
+    roofline_params truth = {0.41, 0.62, 0.9, 1.3e-3};
+    cost_model measured[2];
+    fit_case cases[2];
+    for (int i = 0; i < 2; i++) {
+        cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
+        cost_roofline_quantize(&measured[i], true, true);
+        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}, true};
+    }
+    hw_fit f;
+    cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
+    cr_assert_float_eq(f.compute_efficiency, 0.41, 2e-3);
+    cr_assert_float_eq(f.memory_efficiency, 0.62, 2e-3);
+    cr_assert_float_eq(f.attention_efficiency, 0.9, 5e-3);
+    cr_assert_float_eq(f.step_overhead_ms, 1.3, 5e-3);
+    cr_assert_lt(f.max_error, 1e-3);
+    /* the same prices read as bf16 cases: the bf16 roofline cannot follow them */
+    for (int i = 0; i < 2; i++) cases[i].fp8 = false;
+    cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
+    cr_assert_gt(f.max_error, 0.05);
+}
+
+/* The presets carry an FP8 fit where their GPU has FP8 tables (not the A100's). */
+Test(roofline_fit, presets_carry_an_fp8_fit_where_their_gpu_has_fp8_tables)
+{
+    hw_fit bf16 = hw_preset_fit("h200"), fp8;
+    cr_assert(hw_preset_fit_fp8("h200", &fp8));
+    cr_assert_gt(fp8.max_error, 0);
+    cr_assert_lt(fp8.compute_efficiency, bf16.compute_efficiency, "FP8 GEMMs reach less of their peak");
+    cr_assert_not(hw_preset_fit_fp8("a100", &fp8));
+    cr_assert_not(hw_preset_fit_fp8("", &fp8), "the placeholder row is no GPU's");
 }
 
 Test(roofline_fit, presets_carry_their_fit_and_unknown_hardware_the_defaults)

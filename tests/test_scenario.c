@@ -1224,3 +1224,35 @@ Test(scenario, max_model_len_past_the_models_context_is_refused)
     cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(r.sched.max_model_len, 16384, "0 takes the model's context, as set");
 }
+
+/* The roofline with FP8 weights takes the GPU's FP8 fit (its FIT8 row); an FP8 KV cache alone,
+ * or a GPU without FP8 tables (the A100), the bf16 fit; a given efficiency wins over either. */
+Test(scenario, the_roofline_with_fp8_weights_takes_the_gpus_fp8_fit)
+{
+    hw_fit h200_fp8;
+    cr_assert(hw_preset_fit_fp8("h200", &h200_fp8));
+    const struct {
+        const char *gpu, *set, *also;
+        double compute;
+        bool fp8_fit;
+    } cases[] = {
+        {"h200", "model.quantization=fp8", "run.seed=1", h200_fp8.compute_efficiency, true},
+        {"h200", "kv.cache_dtype=fp8", "run.seed=1", hw_preset_fit("h200").compute_efficiency, false},
+        {"a100", "model.quantization=fp8", "run.seed=1", hw_preset_fit("a100").compute_efficiency, false},
+        {"h200", "model.quantization=fp8", "hardware.compute_efficiency=0.5", 0.5, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario sc;
+        scenario_resolved r;
+        char err[512], gpu[64];
+        scenario_defaults(&sc);
+        snprintf(gpu, sizeof gpu, "hardware.preset=%s", cases[i].gpu);
+        const char *sets[] = {gpu, "hardware.cost_model=roofline", cases[i].set, cases[i].also};
+        for (size_t k = 0; k < 4; k++) cr_assert_eq(scenario_set(&sc, sets[k], err, sizeof err), 0, "%s", err);
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_float_eq(r.roofline.compute_efficiency, cases[i].compute, 0, "case %zu", i);
+        cr_assert_eq(r.roofline_fit_fp8, cases[i].fp8_fit, "case %zu", i);
+        if (cases[i].fp8_fit)
+            cr_assert_float_eq(r.roofline.memory_efficiency, h200_fp8.memory_efficiency, 0, "case %zu", i);
+    }
+}
