@@ -496,8 +496,8 @@ static int check_points(const scenario *sc, const point *pts, int n, char *err, 
 }
 
 /* Every point has a measured request its scheduler admits: one whose pool held none (kv.num_blocks
- * = 1) ran the engine, then exited 1, validate's "past its limits", with "no measured request
- * finished on the engine" (bad-input campaign). */
+ * = 1) ran the engine, then exited 1 (then validate's "past its limits" too) with "no measured
+ * request finished on the engine" (bad-input campaign). */
 static int check_admission(const scenario *sc, const point *pts, int n, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {

@@ -14,7 +14,7 @@ the kernels. It also runs with deployment.allreduce_fusion = off: AIConfigurator
 all-reduces by vLLM's custom all-reduce timings, not by the fused kernel of vLLM's 2026 default.
 
 Usage (scripts/aic-compare sets up the environment):
-  aic_compare.py --servesim build/cli/servesim --out docs/data/aic-static.csv
+  aic_compare.py --servesim build/cli/servesim --out docs/data/aic-static.csv [--models a,b]
   aic_compare.py --db SYSTEMS_DIR --explain GPU MODEL BATCH ISL OSL
 The second form prints, for one static batch, AIConfigurator's per-operation times
 (`--detail time`) beside servesim's composition of the same operations, grouped alike:
@@ -67,8 +67,8 @@ TP_CASES = [(gpu, system, "0.24.0", model, tp, prec)
                                       ("llama-3.1-70b", (1, 2, 4, 8), PRECISIONS),
                                       ("qwen3-8b", (1,), ("fp8", "fp8-weights", "fp8-kv")))
             for tp in tps for prec in precs if (tp, prec) != (1, "bf16")  # CASES has bf16 at TP 1
-            # Qwen3-8B in FP8 (a model with no tensor-parallel tables) where CASES has it in bf16
-            if model != "qwen3-8b" or gpu != "b200"]
+            # Qwen3-8B (no tensor-parallel tables) where CASES has it in bf16
+            if model != "qwen3-8b" or any(g == gpu and model in ms for g, _, _, ms in CASES)]
 BATCHES = [1, 8, 32, 128]
 ISLS = [128, 1024, 4096]
 OSLS = [128, 512]

@@ -71,6 +71,7 @@ step() {
     else
         local why="exit $rc"
         ((rc == 124 || rc == 137)) && why="timed out after $limit s"
+        [[ $name == validate ]] && ((rc == 3)) && why="past its [validate] limits, exit 3"
         echo "$name: FAILED, $why ($((SECONDS - t0)) s), see $(basename "$log")" >> "$summary.part"
         failed=1
     fi

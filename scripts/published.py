@@ -49,7 +49,6 @@ SETS = {
 BOUNDED_SETS = ("v1", "silicon")  # every metric of these needs a recorded bound
 # the presets AIConfigurator is asked about (scripts/aic_compare.py's MODELS gives their ids)
 AIC_MODELS = {"llama-3.1-8b", "qwen3-8b", "qwen3-32b", "llama-3.1-70b", "qwen3-30b-a3b"}
-AIC_MOE_MODELS = {"qwen3-30b-a3b"}  # on one GPU: experts unsplit (moe_tp 1, no expert parallelism)
 AIC_SYSTEMS = {"h100": ("h100_sxm", "0.24.0"), "h200": ("h200_sxm", "0.24.0"), "a100": ("a100_sxm", "0.14.0"),
                "b200": ("b200_sxm", "0.24.0")}
 
@@ -306,7 +305,7 @@ def aic_columns(points):
     warnings.filterwarnings("ignore")
     from aiconfigurator.cli.api import cli_estimate
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import aic_compare  # its model_path: a model AIConfigurator does not list by default, from its cached config
+    import aic_compare  # its model_path (the id, or the package's cached config) and MOE_MODELS
     for p in points:
         sets = dict(a.split("=", 1) for a in p["sets"].split(";") if a)
         ok = (p["model"] in AIC_MODELS and p["gpu"] in AIC_SYSTEMS and sets.get("workload.arrival") == "closed"
@@ -325,14 +324,15 @@ def aic_columns(points):
         isl, osl = mean_of(sets["workload.prompt_len"]), mean_of(sets["workload.output_len"])
         system, version = AIC_SYSTEMS[p["gpu"]]
         quant = {"gemm_quant_mode": "fp8"} if sets.get("model.quantization") == "fp8" else {}
-        if p["model"] in AIC_MOE_MODELS:
-            quant.update(moe_tp_size=1, moe_ep_size=1)
+        tp = int(sets.get("deployment.tensor_parallel", 1))
+        if p["model"] in aic_compare.MOE_MODELS:  # experts split as vLLM splits them: by TP, no expert parallelism
+            quant.update(moe_tp_size=tp, moe_ep_size=1)
         if sets.get("kv.cache_dtype") == "fp8":
             quant["kvcache_quant_mode"] = "fp8"
         try:
             r = cli_estimate(aic_compare.model_path(p["model"]), system, mode="agg", backend_name="vllm", backend_version=version,
                              isl=isl, osl=osl, batch_size=int(sets["workload.concurrency"]),
-                             tp_size=int(sets.get("deployment.tensor_parallel", 1)), **quant)
+                             tp_size=tp, **quant)
         except RuntimeError as e:  # it refuses a batch whose KV does not fit at once (vLLM queues it)
             print(f"{p['id']}: AIConfigurator gives no estimate: {e}", file=sys.stderr)
             continue

@@ -1,6 +1,6 @@
 /* `servesim validate` end to end on the CPU engine: a small scenario served twice with
  * calibration rounds between the runs, every file in place, the replays within 1%; bad
- * input writes nothing. */
+ * input writes nothing; a verdict past the limits exits 3, with its report. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
