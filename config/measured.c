@@ -196,10 +196,13 @@ void measured_list(const char *gpu, char *out, size_t len)
     for (size_t k = 0; k < num; k++) {
         size_t used = strlen(out);
         used += (size_t)snprintf(out + used, len - used, "%s%s (%s", used ? ", " : "", items[k].model, items[k].fw);
+        /* bf16 at tp 1 alone goes unsaid; beside other tables it is said, or "fp8 tp 1" alone
+         * read as the model having no bf16 table (new-user trial) */
+        bool others = items[k].tps[1] || items[k].tps[2] || items[k].tps[3];
         for (int f = 0; f < 4; f++) {
             unsigned tps = items[k].tps[f];
-            if (!tps || (f == 0 && tps == 1)) continue; /* bf16 at tp 1 alone goes unsaid */
-            const char *sep = f == 3 ? "; fp8 kv tp " : f == 2 ? "; fp8 weights tp " : f ? "; fp8 tp " : "; tp ";
+            if (!tps || (f == 0 && tps == 1 && !others)) continue;
+            const char *sep = f == 3 ? "; fp8 kv tp " : f == 2 ? "; fp8 weights tp " : f ? "; fp8 tp " : "; bf16 tp ";
             for (int b = 0; b < 31 && used < len; b++)
                 if (tps & (1u << b)) {
                     used += (size_t)snprintf(out + used, len - used, "%s%d", sep, 1 << b);

@@ -652,6 +652,22 @@ Test(measured, an_fp8_table_prices_fp8_weights_with_its_own_kv_cache)
     cr_assert(strstr(listed, "fp8-weights.csv (vllm 0.24.0; fp8 weights tp 1)"), "%s", listed);
     cr_assert(strstr(listed, "fp8-kv.csv (vllm 0.24.0; fp8 kv tp 1)"), "%s", listed);
     cr_assert(strstr(listed, "bf16.csv (vllm 0.24.0)"), "%s", listed);
+    /* one model's tables listed together: its bf16 table at tp 1 said beside its FP8 ones */
+    cost_table named;
+    ct_init(&named);
+    const char *files[] = {"bf16.csv", "fp8.csv"};
+    for (int i = 0; i < 2; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/costs/h200/%s", tmpdir, files[i]);
+        cr_assert_eq(ct_read(&named, p, err, sizeof err), 0, "%s", err);
+        ct_set_meta(&named, "model", "one-model");
+        cr_assert_eq(ct_write(&named, p, err, sizeof err), 0, "%s", err);
+        ct_free(&named);
+        ct_init(&named);
+    }
+    ct_free(&named);
+    measured_list("h200", listed, sizeof listed);
+    cr_assert(strstr(listed, "one-model (vllm 0.24.0; bf16 tp 1; fp8 tp 1)"), "%s", listed);
     const struct { const char *q, *kv, *kind, *what; } cases[] = {
         {"none", "auto", "measured", "bf16.csv"},
         {"fp8", "fp8", "measured", "/fp8.csv"},
