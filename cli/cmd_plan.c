@@ -687,17 +687,31 @@ static void write_answer(FILE *f, const plan *p, const int *order)
 {
     const plan_cli *c = p->cli;
     cap_write_slo(f, c->slo, c->nslo);
-    /* each tensor-parallel size its own table, or the roofline where none is measured */
-    for (int i = 0; i < p->nlay; i++) {
-        bool seen = false;
-        for (int k = 0; k < i && !seen; k++) seen = p->lay[k].tp == p->lay[i].tp;
-        if (seen) continue;
+    /* each tensor-parallel size its own table, or the roofline where none is measured; where
+     * --vary changes the table at one size (a GPU, a precision), each with the values it took:
+     * the first layout's table alone was named for all (new-user trial) */
+    char(*costs)[1400] = calloc((size_t)p->nlay, sizeof *costs);
+    for (int i = 0; costs && i < p->nlay; i++) {
         scenario sc;
-        char cost[1400], err[1024];
-        if (layout_scenario(p, &p->lay[i], 1, 0, &sc, err, sizeof err) < 0) continue;
-        job_cost_describe(&sc, cost, sizeof cost);
-        fprintf(f, "Cost model at tensor parallel %d: %s\n", p->lay[i].tp, cost);
+        char err[1024];
+        if (layout_scenario(p, &p->lay[i], 1, 0, &sc, err, sizeof err) < 0) snprintf(costs[i], sizeof costs[i], "? (%s)", err);
+        else job_cost_describe(&sc, costs[i], sizeof costs[i]);
     }
+    for (int i = 0; costs && i < p->nlay; i++) {
+        bool seen = false, differs = false;
+        for (int k = 0; k < p->nlay; k++)
+            if (p->lay[k].tp == p->lay[i].tp) {
+                bool same = strcmp(costs[k], costs[i]) == 0;
+                seen |= k < i && same;
+                differs |= !same;
+            }
+        if (seen) continue;
+        fprintf(f, "Cost model at tensor parallel %d", p->lay[i].tp);
+        for (int k = 0; differs && k < c->nvary; k++)
+            fprintf(f, "%s%s=%s", k ? " " : ", ", c->vary[k].key, c->vary[k].values[p->lay[i].value[k]]);
+        fprintf(f, ": %s\n", costs[i]);
+    }
+    free(costs);
     char note[700] = "";
     bool varied = false; /* the base's scheduler is not every layout's */
     for (int k = 0; k < c->nvary; k++) varied |= strncmp(c->vary[k].key, "scheduler.", 10) == 0;

@@ -625,3 +625,21 @@ Test(plan, a_sparse_trace_is_searched_up_to_its_fastest_replay_and_says_so, .ini
                           "to a million times faster: workload.trace_time_scale's least, 0.000001)\n");
     system("rm -rf /tmp/ss-plan-sparse");
 }
+
+/* Layouts --vary prices with different tables at one tensor-parallel size (two GPUs here) each
+ * name their own: plan.txt named the first layout's table for all (new-user trial). */
+Test(plan, each_table_a_vary_prices_with_is_named_with_its_values)
+{
+    system("rm -rf /tmp/ss-plan-tables");
+    char *argv[] = {"plan", "--gpus", "1", "--max-tp", "1", "--vary", "hardware.preset=h100,l40s", "--set",
+                    "model.preset=qwen3-8b", "--set", "workload.num_requests=50", "--out", "/tmp/ss-plan-tables",
+                    "--quiet"};
+    cr_assert_eq(cmd_plan(14, argv), 0);
+    char *text = slurp_path("/tmp/ss-plan-tables/plan.txt");
+    cr_assert(strstr(text, "Cost model at tensor parallel 1, hardware.preset=h100: measured, costs/h100/qwen3-8b."), "%s",
+              text);
+    cr_assert(strstr(text, "Cost model at tensor parallel 1, hardware.preset=l40s: measured, costs/l40s/qwen3-8b."), "%s",
+              text);
+    free(text);
+    system("rm -rf /tmp/ss-plan-tables");
+}
