@@ -707,8 +707,27 @@ static void write_answer(FILE *f, const plan *p, const int *order)
             }
         if (seen) continue;
         fprintf(f, "Cost model at tensor parallel %d", p->lay[i].tp);
-        for (int k = 0; differs && k < c->nvary; k++)
-            fprintf(f, "%s%s=%s", k ? " " : ", ", c->vary[k].key, c->vary[k].values[p->lay[i].value[k]]);
+        /* the --vary keys that set this table apart: those whose values among its layouts are
+         * fewer than among all layouts of this size ("hardware.preset=h100"), each with them */
+        const char *lead = ", ";
+        for (int k = 0; differs && k < c->nvary; k++) {
+            bool in_group[MAX_VALUES] = {false}, at_tp[MAX_VALUES] = {false};
+            for (int j = 0; j < p->nlay; j++)
+                if (p->lay[j].tp == p->lay[i].tp) {
+                    at_tp[p->lay[j].value[k]] = true;
+                    if (strcmp(costs[j], costs[i]) == 0) in_group[p->lay[j].value[k]] = true;
+                }
+            bool fewer = false;
+            for (int v = 0; v < c->vary[k].n; v++) fewer |= at_tp[v] && !in_group[v];
+            if (!fewer) continue;
+            fprintf(f, "%s%s=", lead, c->vary[k].key);
+            lead = " ";
+            for (int v = 0, first = 1; v < c->vary[k].n; v++)
+                if (in_group[v]) {
+                    fprintf(f, "%s%s", first ? "" : "|", c->vary[k].values[v]);
+                    first = 0;
+                }
+        }
         fprintf(f, ": %s\n", costs[i]);
     }
     free(costs);

@@ -27,8 +27,9 @@ static const char fit_usage[] =
     "  measured cost tables in costs/, over the same steps for every model, and prints the fit\n"
     "  and the roofline's |error| against the tables (median, max), also for each model held out\n"
     "  of the fit (priced by the roofline fitted to the GPU's other models: what a model without\n"
-    "  a table gets). --steps prints every step's error; --write FILE writes the FIT rows of\n"
-    "  sim/roofline_fit.inc (refused when no GPU has tables).\n";
+    "  a table gets). It fits again to the GPU's FP8 tables (FP8 weights and KV cache), for\n"
+    "  model.quantization = fp8. --steps prints every step's error; --write FILE writes the FIT\n"
+    "  and FIT8 rows of sim/roofline_fit.inc (refused when no GPU has tables).\n";
 
 enum { MAX_CASES = 32 };
 

@@ -34,8 +34,8 @@ bool measured_table_fp8_kv(const struct cost_table *t);
  * cache" or "in bf16". */
 const char *measured_precision_words(bool fp8_weights, bool fp8_kv);
 
-/* The models measured tables exist for on GPU, as "model (vllm V), model (vllm V; tp 1, 2, 4),
- * ..." in OUT ("" when none). */
+/* The models measured tables exist for on GPU, as "model (vllm V), model (vllm V; bf16 tp 1, 2,
+ * 4; fp8 tp 1), ..." in OUT ("" when none): bf16 at tp 1 alone goes unsaid. */
 void measured_list(const char *gpu, char *out, size_t len);
 
 #endif

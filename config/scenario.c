@@ -663,9 +663,10 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     /* an efficiency left at 0, or the overhead at -1, takes the GPU's fitted roofline: with FP8
      * weights the one fitted to its FP8 tables, where it has them */
     hw_fit fit = hw_preset_fit(hw.name);
-    out->roofline_fit_fp8 = out->fp8_weights && hw_preset_fit_fp8(hw.name, &fit);
     double ce = V(hardware, compute_efficiency).d, me = V(hardware, memory_efficiency).d;
     double ae = V(hardware, attention_efficiency).d, oh = V(hardware, step_overhead_ms).d;
+    bool all_given = ce > 0 && me > 0 && ae > 0 && oh >= 0; /* then no fit is used, nor said */
+    out->roofline_fit_fp8 = out->fp8_weights && !all_given && hw_preset_fit_fp8(hw.name, &fit);
     out->roofline = (roofline_params){
         .compute_efficiency = ce > 0 ? ce : fit.compute_efficiency,
         .memory_efficiency = me > 0 ? me : fit.memory_efficiency,

@@ -23,7 +23,7 @@
     X(hardware, peak_tflops, NUM, "0", "0", "100000", "roofline: dense bf16 TFLOP/s (0 = preset)") \
     X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "roofline: memory bandwidth, GB/s (0 = preset)") \
     X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \
-    X(hardware, compute_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s GEMMs reach (0 = fitted to the GPU's measured tables, `servesim presets`)") \
+    X(hardware, compute_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s GEMMs reach (0 = fitted to the GPU's measured tables, `servesim presets`; with model.quantization = fp8, to its FP8 tables, `servesim roofline-fit`)") \
     X(hardware, memory_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak bandwidth reads reach (0 = fitted)") \
     X(hardware, attention_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s prefill attention reaches (0 = fitted)") \
     X(hardware, step_overhead_ms, NUM, "-1", "-1", "10000", "fixed cost of every step (scheduling, launches, host work); -1 = the cost table's, or the roofline's fit") \

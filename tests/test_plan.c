@@ -627,19 +627,27 @@ Test(plan, a_sparse_trace_is_searched_up_to_its_fastest_replay_and_says_so, .ini
 }
 
 /* Layouts --vary prices with different tables at one tensor-parallel size (two GPUs here) each
- * name their own: plan.txt named the first layout's table for all (new-user trial). */
+ * name their own: plan.txt named the first layout's table for all (new-user trial). A --vary
+ * key that does not change the table (max_num_seqs) is not named with it (review). */
 Test(plan, each_table_a_vary_prices_with_is_named_with_its_values)
 {
     system("rm -rf /tmp/ss-plan-tables");
-    char *argv[] = {"plan", "--gpus", "1", "--max-tp", "1", "--vary", "hardware.preset=h100,l40s", "--set",
-                    "model.preset=qwen3-8b", "--set", "workload.num_requests=50", "--out", "/tmp/ss-plan-tables",
-                    "--quiet"};
-    cr_assert_eq(cmd_plan(14, argv), 0);
+    char *argv[] = {"plan", "--gpus", "1", "--max-tp", "1", "--vary", "hardware.preset=h100,l40s", "--vary",
+                    "scheduler.max_num_seqs=64,256", "--set", "model.preset=qwen3-8b", "--set",
+                    "workload.num_requests=50", "--out", "/tmp/ss-plan-tables", "--quiet"};
+    cr_assert_eq(cmd_plan(16, argv), 0);
     char *text = slurp_path("/tmp/ss-plan-tables/plan.txt");
     cr_assert(strstr(text, "Cost model at tensor parallel 1, hardware.preset=h100: measured, costs/h100/qwen3-8b."), "%s",
               text);
     cr_assert(strstr(text, "Cost model at tensor parallel 1, hardware.preset=l40s: measured, costs/l40s/qwen3-8b."), "%s",
               text);
+    int named = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, "Cost model", 10) == 0) {
+            cr_assert_null(strstr(line, "max_num_seqs"), "%s", line);
+            named++;
+        }
+    cr_assert_eq(named, 2, "one line for each GPU's table");
     free(text);
     system("rm -rf /tmp/ss-plan-tables");
 }

@@ -1240,6 +1240,10 @@ Test(scenario, the_roofline_with_fp8_weights_takes_the_gpus_fp8_fit)
         {"h200", "kv.cache_dtype=fp8", "run.seed=1", hw_preset_fit("h200").compute_efficiency, false},
         {"a100", "model.quantization=fp8", "run.seed=1", hw_preset_fit("a100").compute_efficiency, false},
         {"h200", "model.quantization=fp8", "hardware.compute_efficiency=0.5", 0.5, true},
+        /* every value given: no fit is used, and the cost-model line must not name one */
+        {"h200", "model.quantization=fp8",
+         "hardware.compute_efficiency=0.5;hardware.memory_efficiency=0.6;hardware.attention_efficiency=0.7;"
+         "hardware.step_overhead_ms=1", 0.5, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         scenario sc;
@@ -1247,12 +1251,17 @@ Test(scenario, the_roofline_with_fp8_weights_takes_the_gpus_fp8_fit)
         char err[512], gpu[64];
         scenario_defaults(&sc);
         snprintf(gpu, sizeof gpu, "hardware.preset=%s", cases[i].gpu);
-        const char *sets[] = {gpu, "hardware.cost_model=roofline", cases[i].set, cases[i].also};
-        for (size_t k = 0; k < 4; k++) cr_assert_eq(scenario_set(&sc, sets[k], err, sizeof err), 0, "%s", err);
+        const char *sets[] = {gpu, "hardware.cost_model=roofline", cases[i].set};
+        for (size_t k = 0; k < 3; k++) cr_assert_eq(scenario_set(&sc, sets[k], err, sizeof err), 0, "%s", err);
+        char also[300];
+        snprintf(also, sizeof also, "%s", cases[i].also);
+        for (char *a = strtok(also, ";"); a; a = strtok(NULL, ";"))
+            cr_assert_eq(scenario_set(&sc, a, err, sizeof err), 0, "%s", err);
         cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
         cr_assert_float_eq(r.roofline.compute_efficiency, cases[i].compute, 0, "case %zu", i);
         cr_assert_eq(r.roofline_fit_fp8, cases[i].fp8_fit, "case %zu", i);
         if (cases[i].fp8_fit)
             cr_assert_float_eq(r.roofline.memory_efficiency, h200_fp8.memory_efficiency, 0, "case %zu", i);
+        if (i == 4) cr_assert_float_eq(r.roofline.memory_efficiency, 0.6, 0);
     }
 }
