@@ -8,24 +8,39 @@
 
 static double roofline_step(const void *ctx, const sched_batch *b) { return cost_step_time(ctx, b); }
 
+/* Two models' "measured" prices made by HW's roofline at TRUTH (quantized to FP8 weights and
+ * KV cache with FP8), as fit cases, and the fit to them in OUT. */
+static void fit_to_roofline(const hw_spec *hw, roofline_params truth, bool fp8, cost_model measured[2],
+                            fit_case cases[2], hw_fit *out)
+{
+    const model_shape *models[] = {model_preset("llama-3.1-8b"), model_preset("qwen3-32b")};
+    for (int i = 0; i < 2; i++) {
+        cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
+        if (fp8) cost_roofline_quantize(&measured[i], true, true);
+        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}, fp8};
+    }
+    cr_assert_eq(roofline_fit(hw, cases, 2, out), 0);
+}
+
+/* F is TRUTH, to the search's tolerance, and prices the steps within 0.1%. */
+static void assert_recovered(const hw_fit *f, roofline_params truth)
+{
+    cr_assert_float_eq(f->compute_efficiency, truth.compute_efficiency, 2e-3);
+    cr_assert_float_eq(f->memory_efficiency, truth.memory_efficiency, 2e-3);
+    cr_assert_float_eq(f->attention_efficiency, truth.attention_efficiency, 5e-3);
+    cr_assert_float_eq(f->step_overhead_ms, truth.step_overhead_s * 1e3, 5e-3);
+    cr_assert_lt(f->max_error, 1e-3);
+}
+
 Test(roofline_fit, recovers_the_roofline_it_is_fitted_to)
 {
     const hw_spec *hw = hw_preset("h100");
-    const model_shape *models[] = {model_preset("llama-3.1-8b"), model_preset("qwen3-32b")};
-    roofline_params truth = {0.62, 0.81, 0.47, 0.9e-3};
     cost_model measured[2];
     fit_case cases[2];
-    for (int i = 0; i < 2; i++) {
-        cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
-        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}, false};
-    }
     hw_fit f;
-    cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
-    cr_assert_float_eq(f.compute_efficiency, 0.62, 2e-3);
-    cr_assert_float_eq(f.memory_efficiency, 0.81, 2e-3);
-    cr_assert_float_eq(f.attention_efficiency, 0.47, 5e-3);
-    cr_assert_float_eq(f.step_overhead_ms, 0.9, 5e-3);
-    cr_assert_lt(f.max_error, 1e-3);
+    roofline_params truth = {0.62, 0.81, 0.47, 0.9e-3};
+    fit_to_roofline(hw, truth, false, measured, cases, &f);
+    assert_recovered(&f, truth);
     /* each model held out is priced by the fit to the other: the same roofline */
     cr_assert_eq(roofline_fit_holdout(hw, cases, 2, &f), 0);
     cr_assert_lt(f.holdout_max_error, 2e-3);
@@ -69,22 +84,12 @@ Test(roofline_fit, reports_the_error_it_cannot_fit_away)
 Test(roofline_fit, recovers_the_fp8_roofline_it_is_fitted_to)
 {
     const hw_spec *hw = hw_preset("h200");
-    const model_shape *models[] = {model_preset("llama-3.1-8b"), model_preset("qwen3-32b")};
-    roofline_params truth = {0.41, 0.62, 0.9, 1.3e-3};
     cost_model measured[2];
     fit_case cases[2];
-    for (int i = 0; i < 2; i++) {
-        cost_roofline_init(&measured[i], models[i], hw, &truth, 2, 1);
-        cost_roofline_quantize(&measured[i], true, true);
-        cases[i] = (fit_case){models[i], {.step_time = roofline_step, .ctx = &measured[i]}, true};
-    }
     hw_fit f;
-    cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
-    cr_assert_float_eq(f.compute_efficiency, 0.41, 2e-3);
-    cr_assert_float_eq(f.memory_efficiency, 0.62, 2e-3);
-    cr_assert_float_eq(f.attention_efficiency, 0.9, 5e-3);
-    cr_assert_float_eq(f.step_overhead_ms, 1.3, 5e-3);
-    cr_assert_lt(f.max_error, 1e-3);
+    roofline_params truth = {0.41, 0.62, 0.9, 1.3e-3};
+    fit_to_roofline(hw, truth, true, measured, cases, &f);
+    assert_recovered(&f, truth);
     /* the same prices read as bf16 cases: the bf16 roofline cannot follow them */
     for (int i = 0; i < 2; i++) cases[i].fp8 = false;
     cr_assert_eq(roofline_fit(hw, cases, 2, &f), 0);
