@@ -185,53 +185,57 @@ int cmd_roofline_fit(int argc, char **argv)
            "held med", "held max", "tables");
     for (size_t h = 0; hw_preset_at(h) && status == EXIT_OK; h++)
         for (int fp8 = 0; fp8 <= 1 && status == EXIT_OK; fp8++) {
-        const hw_spec *hw = hw_preset_at(h);
-        char label[64];
-        snprintf(label, sizeof label, "%s%s", hw->name, fp8 ? " fp8" : "");
-        if (load(hw->name, gp, false, fp8, err, sizeof err) < 0 || load(hw->name, moe, true, fp8, err, sizeof err) < 0) {
-            fprintf(stderr, "servesim: %s\n", err);
-            status = EXIT_BAD_INPUT;
-        } else if (gp->n == 0) {
-            printf("%-13s no measured tables\n", label);
-        } else {
-            hw_fit f;
-            if (roofline_fit(hw, gp->cases, gp->n, &f) < 0 || (gp->n > 1 && roofline_fit_holdout(hw, gp->cases, gp->n, &f) < 0)) {
-                fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", label);
-                status = EXIT_FAILURE_OTHER;
+            const hw_spec *hw = hw_preset_at(h);
+            char label[64];
+            snprintf(label, sizeof label, "%s%s", hw->name, fp8 ? " fp8" : "");
+            if (load(hw->name, gp, false, fp8, err, sizeof err) < 0 ||
+                load(hw->name, moe, true, fp8, err, sizeof err) < 0) {
+                fprintf(stderr, "servesim: %s\n", err);
+                status = EXIT_BAD_INPUT;
+            } else if (gp->n == 0) {
+                printf("%-13s no measured tables\n", label);
             } else {
-                printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", label,
-                       f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
-                       100 * f.median_error, 100 * f.max_error, 100 * f.holdout_median_error,
-                       100 * f.holdout_max_error, gp->n);
-                for (int c = 0; steps && c < gp->n; c++)
-                    for (int i = 0; i < roofline_fit_steps(); i++) {
-                        char what[96];
-                        double e = roofline_fit_error(hw, &gp->cases[c], &f, i, what, sizeof what);
-                        printf("    %-14s %-32s %6.1f%%\n", gp->cases[c].model->name, what, 100 * e);
+                hw_fit f;
+                if (roofline_fit(hw, gp->cases, gp->n, &f) < 0 ||
+                    (gp->n > 1 && roofline_fit_holdout(hw, gp->cases, gp->n, &f) < 0)) {
+                    fprintf(stderr, "servesim: roofline-fit: the search did not converge for %s\n", label);
+                    status = EXIT_FAILURE_OTHER;
+                } else {
+                    printf("%-13s %6.3f %6.3f %6.3f %8.3f %6.1f%% %6.1f%% %7.1f%% %7.1f%%  %d\n", label,
+                           f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
+                           100 * f.median_error, 100 * f.max_error, 100 * f.holdout_median_error,
+                           100 * f.holdout_max_error, gp->n);
+                    for (int c = 0; steps && c < gp->n; c++)
+                        for (int i = 0; i < roofline_fit_steps(); i++) {
+                            char what[96];
+                            double e = roofline_fit_error(hw, &gp->cases[c], &f, i, what, sizeof what);
+                            printf("    %-14s %-32s %6.1f%%\n", gp->cases[c].model->name, what, 100 * e);
+                        }
+                    for (int c = 0; c < moe->n; c++) {
+                        int n = roofline_fit_steps();
+                        double *e = malloc((size_t)n * sizeof *e), sum = 0;
+                        if (!e) break;
+                        for (int i = 0; i < n; i++) {
+                            char what[96];
+                            e[i] = roofline_fit_error(hw, &moe->cases[c], &f, i, what, sizeof what);
+                            sum += e[i];
+                        }
+                        qsort(e, n, sizeof *e, met_cmp_double);
+                        printf("%-13s   %s (mixture of experts, not in the fit): median %.1f%%, mean %.1f%%, "
+                               "max %.1f%%\n",
+                               "", moe->cases[c].model->name, 100 * (n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2),
+                               100 * sum / n, 100 * e[n - 1]);
+                        free(e);
                     }
-                for (int c = 0; c < moe->n; c++) {
-                    int n = roofline_fit_steps();
-                    double *e = malloc((size_t)n * sizeof *e), sum = 0;
-                    if (!e) break;
-                    for (int i = 0; i < n; i++) {
-                        char what[96];
-                        e[i] = roofline_fit_error(hw, &moe->cases[c], &f, i, what, sizeof what);
-                        sum += e[i];
-                    }
-                    qsort(e, n, sizeof *e, met_cmp_double);
-                    printf("%-13s   %s (mixture of experts, not in the fit): median %.1f%%, mean %.1f%%, max %.1f%%\n",
-                           "", moe->cases[c].model->name, 100 * (n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2),
-                           100 * sum / n, 100 * e[n - 1]);
-                    free(e);
+                    fprintf(rf, "%s(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", fp8 ? "FIT8" : "FIT",
+                            hw->name,
+                            f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
+                            f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
+                    fitted++;
                 }
-                fprintf(rf, "%s(\"%s\", %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f, %.3f)\n", fp8 ? "FIT8" : "FIT", hw->name,
-                        f.compute_efficiency, f.memory_efficiency, f.attention_efficiency, f.step_overhead_ms,
-                        f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
-                fitted++;
             }
-        }
-        unload(gp);
-        unload(moe);
+            unload(gp);
+            unload(moe);
         }
     fclose(rf);
     if (status == EXIT_OK && write && fitted == 0) {
