@@ -126,8 +126,9 @@
 /* Values vLLM takes for an option that a CHOICE key models by another name: the key, vLLM's
  * value, and what is said when it is given (the value is refused, as an option's name is:
  * one name per setting). */
+#define VLLM_FP8_FORMATS_SAY \
+    "servesim's fp8 is vLLM's fp8 (its default format, e4m3; an e5m2 cache takes the same memory, and the " \
+    "measured tables time e4m3's kernels)"
 #define VLLM_VALUES(X) \
-    X(kv, cache_dtype, "fp8_e4m3", "servesim's fp8 is vLLM's fp8 (its default format, e4m3; an e5m2 cache takes the " \
-                                   "same memory, and the measured tables time e4m3's kernels)") \
-    X(kv, cache_dtype, "fp8_e5m2", "servesim's fp8 is vLLM's fp8 (its default format, e4m3; an e5m2 cache takes the " \
-                                   "same memory, and the measured tables time e4m3's kernels)")
+    X(kv, cache_dtype, "fp8_e4m3", VLLM_FP8_FORMATS_SAY) \
+    X(kv, cache_dtype, "fp8_e5m2", VLLM_FP8_FORMATS_SAY)

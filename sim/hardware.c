@@ -62,21 +62,25 @@ static const char preset_names[] = HW_PRESETS(NAME);
 #undef NAME
 enum { NUM_PRESETS = sizeof presets / sizeof presets[0] };
 
+/* NAME's row of ROWS (N of them), or NULL; the placeholder row "" is no GPU's */
+static const hw_fit *find_fit(const named_fit *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; name[0] && i < n; i++)
+        if (strcmp(rows[i].name, name) == 0) return &rows[i].fit;
+    return NULL;
+}
+
 hw_fit hw_preset_fit(const char *name)
 {
-    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
-        if (strcmp(fits[i].name, name) == 0) return fits[i].fit;
-    return hw_unfitted;
+    const hw_fit *f = find_fit(fits, sizeof fits / sizeof fits[0], name);
+    return f ? *f : hw_unfitted;
 }
 
 bool hw_preset_fit_fp8(const char *name, hw_fit *out)
 {
-    for (size_t i = 0; i < sizeof fits_fp8 / sizeof fits_fp8[0]; i++)
-        if (name[0] && strcmp(fits_fp8[i].name, name) == 0) {
-            *out = fits_fp8[i].fit;
-            return true;
-        }
-    return false;
+    const hw_fit *f = find_fit(fits_fp8, sizeof fits_fp8 / sizeof fits_fp8[0], name);
+    if (f) *out = *f;
+    return f != NULL;
 }
 
 const hw_spec *hw_preset_at(size_t i)
