@@ -21,9 +21,10 @@ static const char capacity_usage[] =
     "  Finds the highest arrival rate (workload.rate of poisson, gamma or constant arrivals; the\n"
     "  search starts there) that the scenario serves: every SLO met (METRIC is\n"
     "  ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
-    "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and achieved throughput >= 90% of the offered rate.\n"
-    "  Each probe's arrivals span the scenario's own span and at least 300 s (workload.num_requests\n"
-    "  grows with the rate): achieved throughput counts the drain after the last arrival.\n"
+    "  e.g. ttft_p99_ms=500,tpot_p99_ms=50) and the service keeping up: over the second half of\n"
+    "  the arrivals, the requests in the system grow by less than 3% of those sent (summary's\n"
+    "  keep_up >= 0.97). Each probe's arrivals span the scenario's own span and at least 300 s\n"
+    "  (workload.num_requests grows with the rate).\n"
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
@@ -107,7 +108,7 @@ static int measure(search_ctx *s, double rate)
     if ((s->status = simjob_run(&j, s->err, sizeof s->err)) != EXIT_OK) return -1;
     s->pts[s->n] = (cap_point){rate, j.have_summary, j.sum};
     char why[256];
-    s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, rate, why, sizeof why);
+    s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, why, sizeof why);
     /* a line per rate on a terminal: a search over a long trace takes minutes */
     if (!s->cli->quiet && isatty(2))
         fprintf(stderr, "capacity: probe %d, %.4g req/s: %s\n", s->n + 1, rate,
@@ -189,7 +190,7 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     else {
         char why[256];
         int i = find_point(s, res->fail);
-        cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, res->fail, why, sizeof why);
+        cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, why, sizeof why);
         fprintf(f, "Capacity: %.4g req/s is served; %.4g req/s is not (%s).\n", res->best, res->fail, why);
     }
 }

@@ -82,7 +82,7 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
     return 0;
 }
 
-bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len)
+bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t len)
 {
     for (int i = 0; i < n; i++) {
         const sumf *f = sumf_at((size_t)slo[i].field);
@@ -92,8 +92,9 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *
             return false;
         }
     }
-    if (s->request_throughput < CAP_KEEP_UP * rate) {
-        snprintf(why, len, "achieved %.4g req/s < %.0f%% of offered", s->request_throughput, 100 * CAP_KEEP_UP);
+    if (s->keep_up < CAP_KEEP_UP) {
+        snprintf(why, len, "keep_up = %.3f < %.2f: its queue grows; %.4g req/s achieved", s->keep_up, CAP_KEEP_UP,
+                 s->request_throughput);
         return false;
     }
     snprintf(why, len, "served");
@@ -153,7 +154,7 @@ void cap_analyze(const cap_point *pts, int n, cap_findings *out)
     for (int i = 0; i < n; i++) {
         const summary *s = &pts[i].sum;
         if (!pts[i].have) continue;
-        if (out->knee < 0 && s->request_throughput < CAP_KEEP_UP * pts[i].rate) out->knee = i;
+        if (out->knee < 0 && s->keep_up < CAP_KEEP_UP) out->knee = i;
         if (out->takeoff < 0 && s->ttft_ms.p99 > CAP_TAKEOFF * base) out->takeoff = i;
         if (out->kv_zero < 0 && s->min_free_blocks == 0) out->kv_zero = i;
     }
@@ -172,12 +173,12 @@ void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings
     char where[128];
     if (fd->knee >= 0) {
         between(where, sizeof where, pts, fd->knee);
-        fprintf(f, "%sThroughput stops growing: achieved throughput first fell below %.0f%% of the offered rate at "
-                   "%.4g req/s (%.4g req/s achieved, %.0f output tokens/s)%s.\n",
-                b, 100 * CAP_KEEP_UP, pts[fd->knee].rate, pts[fd->knee].sum.request_throughput,
+        fprintf(f, "%sThe queue starts to grow: keep_up first fell below %.2f at %.4g req/s (%.3f; %.4g req/s "
+                   "achieved, %.0f output tokens/s)%s.\n",
+                b, CAP_KEEP_UP, pts[fd->knee].rate, pts[fd->knee].sum.keep_up, pts[fd->knee].sum.request_throughput,
                 pts[fd->knee].sum.output_throughput, where);
     } else {
-        fprintf(f, "%sThroughput kept up with the offered rate at every rate tried (up to %.4g req/s).\n", b,
+        fprintf(f, "%sThe service kept up with the offered rate at every rate tried (up to %.4g req/s).\n", b,
                 pts[n - 1].rate);
     }
     if (fd->takeoff >= 0) {
@@ -205,7 +206,7 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
 {
     fputs("SLO:", f);
     for (int i = 0; i < n; i++) fprintf(f, " %s <= %g,", sumf_at((size_t)slo[i].field)->name, slo[i].limit);
-    fprintf(f, " achieved >= %.0f%% of offered\n", 100 * CAP_KEEP_UP);
+    fprintf(f, " kept up (keep_up >= %.2f)\n", CAP_KEEP_UP);
     if (!n) /* a capacity whatever the latency: say so, lest it read as a served one */
         fputs("No latency limit was given (--slo ttft_p99_ms=...,tpot_p99_ms=...): capacity is the highest rate\n"
               "kept up with, whatever its latency ([slo] keys set goodput's objectives, not these).\n", f);

@@ -1,9 +1,11 @@
 /* Capacity: the highest Poisson arrival rate that meets every SLO, and the rates where a
  * service leaves its stable region. Definitions (docs/study.md):
- *  - a rate is served when every SLO holds and the achieved request throughput is at least
- *    CAP_KEEP_UP of the offered rate (a queue that grows without bound fails any SLO later);
- *  - the knee is the lowest tried rate whose achieved request throughput is below
- *    CAP_KEEP_UP of the offered rate: where throughput stops growing with load;
+ *  - a rate is served when every SLO holds and the service keeps up with it: summary's
+ *    keep_up (metrics/metrics.c) at least CAP_KEEP_UP, the requests in the system growing
+ *    by less than 3% of those sent over the second half of the sending (a queue that grows
+ *    without bound fails any SLO later);
+ *  - the knee is the lowest tried rate whose keep_up is below CAP_KEEP_UP: where the queue
+ *    starts to grow, and throughput stops growing with load;
  *  - P99 TTFT takes off at the lowest tried rate whose P99 TTFT exceeds CAP_TAKEOFF times the
  *    P99 TTFT at the lowest rate tried;
  *  - KV runs out at the lowest tried rate whose min_free_blocks is 0. */
@@ -16,7 +18,10 @@
 
 #include "metrics/metrics.h"
 
-#define CAP_KEEP_UP 0.9
+/* 0.97: keep_up of steady runs moves by up to 1.4% with the seed (Qwen3-8B on an H100 at
+ * 1.6-9 req/s, 300 s each); a margin of twice that. The old test, achieved throughput >= 90%
+ * of the offered rate, passed runs 9% past what the GPU serves (docs/study.md). */
+#define CAP_KEEP_UP 0.97
 #define CAP_TAKEOFF 2.0
 /* The least rate a search probes: workload.rate's minimum (config/scenario_keys.h). A search
  * halving below it set a rate the key refuses, and failed naming a --set nobody gave
@@ -34,18 +39,18 @@ typedef struct cap_slo {
  * STAT one of mean, median, p90, p99 (summary.json's p99_ttft_ms spelling works too). */
 int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen);
 
-/* The answer's SLO line ("SLO: p99_ttft_ms <= 500, achieved >= 90% of offered"), and where
+/* The answer's SLO line ("SLO: p99_ttft_ms <= 500, kept up (keep_up >= 0.97)"), and where
  * no latency limit was given, a line saying the capacity holds whatever the latency. */
 void cap_write_slo(FILE *f, const cap_slo *slo, int n);
-/* Whether S, measured at offered RATE, is served (see above). WHY gets the first failure. */
-bool cap_served(const cap_slo *slo, int n, const summary *s, double rate, char *why, size_t len);
+/* Whether S is served (see above). WHY gets the first failure. */
+bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t len);
 
 /* How many generated requests a probe at RATE sends, for a scenario of NUM_REQUESTS at
  * BASE_RATE: as many as make the arrivals span the scenario's own span and at least
- * CAP_MIN_SPAN_S, never fewer than NUM_REQUESTS (at most 1e7). Achieved throughput counts the
- * drain after the last arrival (as vLLM's benchmark does): a drain of one long answer's latency
- * (1,000 tokens at 25 ms: 25 s) held a stable 50 s run under 90% of its offered rate, and 100
- * requests at 8 req/s put a capacity at half of what longer runs serve. */
+ * CAP_MIN_SPAN_S, never fewer than NUM_REQUESTS (at most 1e7). A short sending makes keep_up
+ * noisy (a burst of arrivals moves the queue by more of what was sent), and when achieved
+ * throughput was the test, a drain of one long answer's latency (1,000 tokens at 25 ms: 25 s)
+ * held a stable 50 s run under 90% of its offered rate. */
 #define CAP_MIN_SPAN_S 300.0
 double cap_probe_requests(double num_requests, double base_rate, double rate);
 

@@ -523,10 +523,11 @@ static int report_rate(report *rp)
         fprintf(rp->md, "- All requests at once (offline batch) reached %s output tokens/s; the highest offered rate "
                         "(%.4g req/s) reached %s of that.\n", a, cp[n - 1].rate, pct);
     }
-    fprintf(rp->md, "\nDefinitions (`servesim capacity` uses the same): the knee is the lowest rate whose achieved "
-                    "request throughput is below %.0f%% of the offered rate; P99 TTFT takes off at the lowest rate "
-                    "whose P99 TTFT is more than %.0f× that at the lowest rate.\n\n## Plots\n\n",
-            100 * CAP_KEEP_UP, CAP_TAKEOFF);
+    fprintf(rp->md, "\nDefinitions (`servesim capacity` uses the same): the knee is the lowest rate whose "
+                    "keep_up (1 - the growth of the mean number of requests in the system from the first half of the "
+                    "sending to the second / the requests sent in the second) is below %.2f; P99 TTFT takes off at "
+                    "the lowest rate whose P99 TTFT is more than %.0f× that at the lowest rate.\n\n## Plots\n\n",
+            CAP_KEEP_UP, CAP_TAKEOFF);
     embed(rp, "rate.png", "latency and throughput against rate");
     embed(rp, "queues.png", "queues and free KV blocks");
     sweep_plots_section(rp);

@@ -79,37 +79,39 @@ Test(capacity, slo_names_in_both_spellings)
     n = 0;
     cap_parse_slo("ttft_p99_ms=-1", slo, &n, err, sizeof err);
     cr_assert_str_eq(err, "--slo ttft_p99_ms=-1: \"ttft_p99_ms=-1\" needs a finite limit > 0");
-    summary s = {.request_throughput = 9.5};
+    summary s = {.request_throughput = 9.5, .keep_up = 0.97};
     s.ttft_ms.p99 = 400;
     n = 0;
     cap_parse_slo("ttft_p99_ms=500", slo, &n, err, sizeof err);
     char why[256];
-    cr_assert(cap_served(slo, n, &s, 10, why, sizeof why));
+    cr_assert(cap_served(slo, n, &s, why, sizeof why));
     s.ttft_ms.p99 = 501;
-    cr_assert_not(cap_served(slo, n, &s, 10, why, sizeof why));
+    cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
     cr_assert(strstr(why, "p99_ttft_ms"), "%s", why);
     s.ttft_ms.p99 = 400;
-    cr_assert_not(cap_served(slo, n, &s, 11, why, sizeof why), "9.5 of 11 req/s is below 90%%");
+    s.keep_up = 0.969;
+    cr_assert_not(cap_served(slo, n, &s, why, sizeof why), "a queue growing by 3.1%% of what is sent");
+    cr_assert_str_eq(why, "keep_up = 0.969 < 0.97: its queue grows; 9.5 req/s achieved");
 }
 
 Test(capacity, findings_follow_their_definitions)
 {
     cap_point p[5] = {{0}};
-    double rate[] = {1, 2, 4, 8, 16}, got[] = {1, 2, 3.9, 7, 8}, p99[] = {100, 150, 190, 250, 900};
+    double rate[] = {1, 2, 4, 8, 16}, kept[] = {1.01, 0.99, 0.975, 0.9, 0.5}, p99[] = {100, 150, 190, 250, 900};
     int freeb[] = {50, 40, 10, 0, 0};
     for (int i = 0; i < 5; i++) {
         p[i].rate = rate[i];
         p[i].have = true;
-        p[i].sum.request_throughput = got[i];
+        p[i].sum.keep_up = kept[i];
         p[i].sum.ttft_ms.p99 = p99[i];
         p[i].sum.min_free_blocks = freeb[i];
     }
     cap_findings fd;
     cap_analyze(p, 5, &fd);
-    cr_assert_eq(fd.knee, 3, "7 < 0.9 x 8");
+    cr_assert_eq(fd.knee, 3, "0.9 < 0.97");
     cr_assert_eq(fd.takeoff, 3, "250 > 2 x 100");
     cr_assert_eq(fd.kv_zero, 3);
-    p[3].sum.request_throughput = 7.5;
+    p[3].sum.keep_up = 0.97;
     p[3].sum.ttft_ms.p99 = 199;
     p[3].sum.min_free_blocks = 1;
     cap_analyze(p, 5, &fd);
@@ -119,7 +121,9 @@ Test(capacity, findings_follow_their_definitions)
 }
 
 /* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
- * E2E latency alone); below it Poisson traffic keeps up, above it throughput is pinned there. */
+ * E2E latency alone); below it Poisson traffic keeps up, above it throughput is pinned there.
+ * When achieved throughput >= 90% of the offered rate was the test, the answers were 3.32 and
+ * 3.36 req/s for a server of 3.03: 10-11% past it, the queue growing all along. */
 /* The rate in capacity.txt's line that FORMAT (one %lf) matches; -1 where none does. */
 static double capacity_answer(const char *path, const char *format)
 {
@@ -150,7 +154,7 @@ Test(capacity, end_to_end_finds_the_service_rate)
                     (char *)sets[3], "--out", "/tmp/ss-capacity", "--quiet"};
     cr_assert_eq(cmd_capacity(12, argv), 0);
     double found = capacity_answer("/tmp/ss-capacity/capacity.txt", "Capacity: %lf req/s is served");
-    cr_assert(found > 0.85 * service && found < 1.15 * service, "capacity %g req/s, service rate %g req/s", found,
+    cr_assert(found > 0.85 * service && found < 1.04 * service, "capacity %g req/s, service rate %g req/s", found,
               service);
     /* the latencies at run.percentiles (99.9 by default) end each probe's row (new-user trial:
      * they were in no CSV) */
@@ -174,7 +178,7 @@ Test(capacity, end_to_end_finds_the_service_rate)
                         "/tmp/ss-capacity-constant", "--quiet"};
     cr_assert_eq(cmd_capacity(14, constant), 0);
     found = capacity_answer("/tmp/ss-capacity-constant/capacity.txt", "Capacity: %lf req/s is served");
-    cr_assert(found > 0.85 * service && found < 1.15 * service, "constant arrivals: capacity %g req/s, service rate %g",
+    cr_assert(found > 0.85 * service && found < 1.04 * service, "constant arrivals: capacity %g req/s, service rate %g",
               found, service);
     char *closed[] = {"capacity", "--set", "workload.arrival=closed", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, closed), 2);

@@ -410,3 +410,45 @@ Test(metrics, rejections_are_said_with_their_reasons)
                           "rejects them; 1 needing more KV than the whole pool holds (requests.csv's stop_reason)");
     met_free(m);
 }
+
+/* keep_up by hand. Five requests sent at 0, 1, 2, 3 and 4 s: halves [0, 2] and [2, 4], H = 2 s,
+ * two sent in the second (at 3 and 4).
+ *   steady, each in the system 0.5 s: 1.0 request-seconds in each half, growth 0 -> 1;
+ *   growing, request i ends at 2i + 0.5 (0.5, 2.5, 4.5, 6.5, 8.5): the first half holds
+ *   0.5 + 1.0 + 0 = 1.5, the second 0.5 + 2.0 + 1.0 + 0 = 3.5; 1 - (3.5 - 1.5) / 2 / 2 = 0.5;
+ *   every request sent at once: 0. */
+Test(metrics, keep_up_by_hand)
+{
+    for (int growing = 0; growing < 2; growing++) {
+        met_acc *m = met_create();
+        for (int i = 0; i < 5; i++) {
+            double end = growing ? 2 * i + 0.5 : i + 0.5;
+            met_on_request(m, &(req_record){.arrival_time = i, .first_token_time = end, .finish_time = end,
+                                            .output_len = 1, .stop = STOP_LENGTH});
+        }
+        summary s;
+        cr_assert_eq(met_summarize(m, NULL, &s), 0);
+        cr_assert_float_eq(s.keep_up, growing ? 0.5 : 1.0, EPS, "growing %d: %.17g", growing, s.keep_up);
+        met_free(m);
+    }
+    met_acc *m = met_create();
+    for (int i = 0; i < 3; i++)
+        met_on_request(m, &(req_record){.arrival_time = 1, .first_token_time = 2, .finish_time = 2,
+                                        .output_len = 1, .stop = STOP_LENGTH});
+    summary s;
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_eq(s.keep_up, 0.0, "sent at once");
+    met_free(m);
+    /* sent at 0, 1 and 2 (H = 1 s), ending at 0.5, 1.5 (rejected) and 2.5: 0.5 request-seconds in
+     * each half -> 1. Left out, the rejected request would make it 1.5; kept to the end, 0.5. */
+    m = met_create();
+    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.5, .finish_time = 0.5,
+                                    .output_len = 1, .stop = STOP_LENGTH});
+    met_on_request(m, &(req_record){.arrival_time = 1, .first_token_time = NAN, .finish_time = 1.5,
+                                    .stop = STOP_KV_CAPACITY});
+    met_on_request(m, &(req_record){.arrival_time = 2, .first_token_time = 2.5, .finish_time = 2.5,
+                                    .output_len = 1, .stop = STOP_LENGTH});
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_float_eq(s.keep_up, 1.0, EPS, "%.17g", s.keep_up);
+    met_free(m);
+}

@@ -175,7 +175,7 @@ Test(results, summary_json_order_format_and_determinism)
                        "  \"total_input_tokens\": 350,\n  \"total_output_tokens\": 18,\n"
                        "  \"request_throughput\": 1.5,\n  \"request_goodput\": 1.0,\n"
                        "  \"output_throughput\": 9.0,\n  \"total_token_throughput\": 184.0,\n"
-                       "  \"mean_ttft_ms\": 233.3333333,\n  \"median_ttft_ms\": 200.0,\n"
+                       "  \"keep_up\": 0.0,\n  \"mean_ttft_ms\": 233.3333333,\n  \"median_ttft_ms\": 200.0,\n"
                        "  \"std_ttft_ms\": 124.72,\n  \"p50_ttft_ms\": 200.0,\n"
                        "  \"p90_ttft_ms\": 360.0,\n  \"p99_ttft_ms\": 396.0,\n";
     cr_assert(strncmp(ja, head, strlen(head)) == 0, "summary.json starts:\n%s", ja);
