@@ -13,11 +13,13 @@
 #include "study/capacity.h"
 #include "cli/commands.h"
 #include "study/job.h"
+#include "study/sweep.h"
 #include "cli/study_args.h"
 
 static const char capacity_usage[] =
-    "usage: servesim capacity [SCENARIO.ini] [--slo METRIC=LIMIT,...] [--max-rate R] [--out DIR]\n"
-    "                         [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]... [--quiet]\n"
+    "usage: servesim capacity [SCENARIO.ini] [--slo METRIC=LIMIT,...] [--max-rate R] [--repeat N]\n"
+    "                         [--out DIR] [--seed N] [--percentiles P,...] [--set SECTION.KEY=VALUE]...\n"
+    "                         [--quiet]\n"
     "  Finds the highest arrival rate (workload.rate of poisson, gamma or constant arrivals; the\n"
     "  search starts there) that the scenario serves: every SLO met (METRIC is\n"
     "  ttft|tpot|itl|e2el _ mean|median|p90|p99 _ms,\n"
@@ -28,14 +30,18 @@ static const char capacity_usage[] =
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
-    "  results/runs/NAME-capacity).\n";
+    "  results/runs/NAME-capacity).\n"
+    "  --repeat N searches again with seeds seed+1 .. seed+N-1 and adds their answers, median and\n"
+    "  range to capacity.txt and DIR/seeds.csv (one seed's arrivals move a capacity by several\n"
+    "  percent); the table, the knee and the plot stay the first seed's.\n";
 
-enum { MAX_POINTS = 128 };
+enum { MAX_POINTS = 128, MAX_REPEAT = 100 };
 
 typedef struct capacity_cli {
     cap_slo slo[CAP_MAX_SLO];
     int nslo;
     double max_rate;
+    long repeat;
     const char *out;
     bool quiet;
 } capacity_cli;
@@ -46,9 +52,17 @@ typedef struct search_ctx {
     cap_point pts[MAX_POINTS];
     bool served[MAX_POINTS];
     int n;
+    long long seed;          /* the probes' run.seed, named in the progress lines when repeating */
     char err[2048];
     int status;
 } search_ctx;
+
+/* One seed's search: --repeat N makes N of them. */
+typedef struct seed_answer {
+    long long seed;
+    cap_search_result res;
+    int probes;
+} seed_answer;
 
 static int on_capacity_opt(void *ctx, const char *flag, const char *value)
 {
@@ -68,13 +82,14 @@ static int on_capacity_opt(void *ctx, const char *flag, const char *value)
                 value, CAP_MIN_RATE, decimal_hint(value, false));
         return -1;
     }
+    if (strcmp(flag, "--repeat") == 0) return cli_parse_long(flag, value, 1, MAX_REPEAT, &c->repeat);
     if (strcmp(flag, "--out") == 0) c->out = value;
     else c->quiet = true;
     return 0;
 }
 
 static const cli_opt capacity_opts[] = {
-    {"--slo", true}, {"--max-rate", true}, {"--out", true}, {"--quiet", false},
+    {"--slo", true}, {"--max-rate", true}, {"--repeat", true}, {"--out", true}, {"--quiet", false},
 };
 
 static int find_point(const search_ctx *s, double rate)
@@ -110,8 +125,10 @@ static int measure(search_ctx *s, double rate)
     char why[256];
     s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, why, sizeof why);
     /* a line per rate on a terminal: a search over a long trace takes minutes */
+    char seed[48] = "";
+    if (s->cli->repeat > 1) snprintf(seed, sizeof seed, "seed %lld, ", s->seed);
     if (!s->cli->quiet && isatty(2))
-        fprintf(stderr, "capacity: probe %d, %.4g req/s: %s\n", s->n + 1, rate,
+        fprintf(stderr, "capacity: %sprobe %d, %.4g req/s: %s\n", seed, s->n + 1, rate,
                 !j.have_summary ? "no request finished" : s->served[s->n] ? "served" : why);
     return s->n++;
 }
@@ -176,7 +193,46 @@ static void print_table(const search_ctx *s, const cap_point *sorted)
     }
 }
 
-static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *res)
+/* "11.62" for a served rate, "none" where no rate was, ">= 8" where --max-rate was. */
+static void seed_rate(char *buf, size_t len, const cap_search_result *r)
+{
+    if (r->best == 0) snprintf(buf, len, "none");
+    else snprintf(buf, len, "%s%.4g", r->fail == 0 ? ">= " : "", r->best);
+}
+
+/* The line --repeat adds: every seed's answer, their median and range. */
+static void write_seeds(FILE *f, const seed_answer *seeds, int n)
+{
+    double best[MAX_REPEAT];
+    fprintf(f, "Over %d seeds (%lld-%lld):", n, seeds[0].seed, seeds[n - 1].seed);
+    for (int i = 0; i < n; i++) {
+        char r[48];
+        seed_rate(r, sizeof r, &seeds[i].res);
+        fprintf(f, "%s %s", i == 0 ? "" : i == n - 1 ? " and" : ",", r);
+        best[i] = seeds[i].res.best;
+    }
+    double med = met_median(best, (size_t)n), lo = best[0], hi = best[n - 1];
+    fprintf(f, " req/s served; median %.4g, range %.4g-%.4g", med, lo, hi);
+    if (med > 0) fprintf(f, " (%.0f%% of the median)", 100 * (hi - lo) / med);
+    fputs(".\n", f);
+}
+
+static int write_seeds_csv(FILE *f, const seed_answer *seeds, int n)
+{
+    fputs("seed,served_rate,unserved_rate,probes\n", f);
+    for (int i = 0; i < n; i++) {
+        const cap_search_result *r = &seeds[i].res;
+        fprintf(f, "%lld,", seeds[i].seed);
+        if (r->best > 0) fprintf(f, "%.6g", r->best);
+        fputc(',', f);
+        if (r->fail > 0) fprintf(f, "%.6g", r->fail);
+        fprintf(f, ",%d\n", seeds[i].probes);
+    }
+    return 0;
+}
+
+static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *res, const seed_answer *seeds,
+                         int nseeds)
 {
     cap_write_slo(f, s->cli->slo, s->cli->nslo);
     char cost[1400];
@@ -193,6 +249,7 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
         cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, why, sizeof why);
         fprintf(f, "Capacity: %.4g req/s is served; %.4g req/s is not (%s).\n", res->best, res->fail, why);
     }
+    if (nseeds > 1) write_seeds(f, seeds, nseeds);
 }
 
 static int plot_latency(const char *dir, char *err, size_t errlen)
@@ -206,7 +263,8 @@ static int plot_latency(const char *dir, char *err, size_t errlen)
                        err, errlen);
 }
 
-static int write_outputs(const search_ctx *s, const cap_search_result *res, const char *out, char *err, size_t errlen)
+static int write_outputs(const search_ctx *s, const cap_search_result *res, const seed_answer *seeds, int nseeds,
+                         const char *out, char *err, size_t errlen)
 {
     cap_point sorted[MAX_POINTS];
     memcpy(sorted, s->pts, (size_t)s->n * sizeof *sorted);
@@ -221,8 +279,16 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
         write_csv(f, s, sorted);
         status = od_fclose(f, "capacity.csv", err, errlen);
     }
+    if (status == 0 && nseeds > 1) {
+        if ((f = od_fopen(&od, "seeds.csv", err, errlen))) {
+            write_seeds_csv(f, seeds, nseeds);
+            status = od_fclose(f, "seeds.csv", err, errlen);
+        } else {
+            status = -1;
+        }
+    }
     if (status == 0 && (f = od_fopen(&od, "capacity.txt", err, errlen))) {
-        write_answer(f, s, res);
+        write_answer(f, s, res, seeds, nseeds);
         cap_write_findings(f, sorted, s->n, &fd, false);
         status = od_fclose(f, "capacity.txt", err, errlen);
     } else {
@@ -236,7 +302,7 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
     }
     if (!s->cli->quiet) {
         print_table(s, sorted);
-        write_answer(stdout, s, res);
+        write_answer(stdout, s, res, seeds, nseeds);
         cap_write_findings(stdout, sorted, s->n, &fd, false);
         printf("Results in %s/\n", out);
     }
@@ -255,11 +321,40 @@ static int search(const scenario *sc, const capacity_cli *c)
         fprintf(stderr, "servesim: out of memory\n");
         return EXIT_FAILURE_OTHER;
     }
-    *s = (search_ctx){.base = sc, .cli = c, .status = EXIT_OK};
+    long long seed0 = sc->v[K_run_seed].i;
+    *s = (search_ctx){.base = sc, .cli = c, .seed = seed0, .status = EXIT_OK};
     cap_search_result res;
-    int status = EXIT_OK;
-    if (cap_search(fmin(sc->v[K_workload_rate].d, c->max_rate), c->max_rate, 0.02, probe, s, &res) < 0 ||
-        (res.best > 0 && profile(s, res.best) < 0)) {
+    seed_answer seeds[MAX_REPEAT];
+    int status = EXIT_OK, nseeds = 0;
+    double start = fmin(sc->v[K_workload_rate].d, c->max_rate);
+    if (cap_search(start, c->max_rate, 0.02, probe, s, &res) < 0) {
+        fprintf(stderr, "servesim: %s\n", s->err);
+        status = s->status;
+    } else {
+        seeds[nseeds++] = (seed_answer){seed0, res, s->n};
+    }
+    /* the other seeds' searches, each from the same start: their answers only */
+    for (int k = 1; status == EXIT_OK && k < c->repeat; k++) {
+        scenario sk = *sc;
+        char set[64];
+        snprintf(set, sizeof set, "run.seed=%lld", seed0 + k);
+        search_ctx *t = calloc(1, sizeof *t);
+        if (!t) {
+            fprintf(stderr, "servesim: out of memory\n");
+            status = EXIT_FAILURE_OTHER;
+            break;
+        }
+        *t = (search_ctx){.base = &sk, .cli = c, .seed = seed0 + k, .status = EXIT_OK};
+        cap_search_result rk;
+        if (scenario_set(&sk, set, t->err, sizeof t->err) < 0 || cap_search(start, c->max_rate, 0.02, probe, t, &rk) < 0) {
+            fprintf(stderr, "servesim: %s\n", t->err);
+            status = t->status == EXIT_OK ? EXIT_BAD_INPUT : t->status;
+        } else {
+            seeds[nseeds++] = (seed_answer){seed0 + k, rk, t->n};
+        }
+        free(t);
+    }
+    if (status == EXIT_OK && res.best > 0 && profile(s, res.best) < 0) {
         fprintf(stderr, "servesim: %s\n", s->err);
         status = s->status;
     }
@@ -273,7 +368,7 @@ static int search(const scenario *sc, const capacity_cli *c)
                 sc->path[0] ? sc->path : "built-in scenario", s->n, res.fail);
         status = EXIT_BAD_INPUT;
     }
-    if (status == EXIT_OK && write_outputs(s, &res, out, err, sizeof err) < 0) {
+    if (status == EXIT_OK && write_outputs(s, &res, seeds, nseeds, out, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         status = EXIT_FAILURE_OTHER;
     }
@@ -287,7 +382,7 @@ int cmd_capacity(int argc, char **argv)
         fputs(capacity_usage, stdout);
         return EXIT_OK;
     }
-    capacity_cli c = {.max_rate = 10000};
+    capacity_cli c = {.max_rate = 10000, .repeat = 1};
     scenario sc;
     if (study_parse_args(argc, argv, capacity_usage, capacity_opts, sizeof capacity_opts / sizeof *capacity_opts,
                          &sc, on_capacity_opt, &c) < 0)
@@ -302,7 +397,7 @@ int cmd_capacity(int argc, char **argv)
                         "workload.arrival is %s (%s)\n", arrival, sc.v[K_workload_arrival].origin);
         return EXIT_BAD_INPUT;
     }
-    if (scenario_resolve(&sc, &r, err, sizeof err) < 0) {
+    if (scenario_resolve(&sc, &r, err, sizeof err) < 0 || sweep_check_seeds(&sc, (int)c.repeat, err, sizeof err) < 0) {
         fprintf(stderr, "servesim: %s\n", err);
         return EXIT_BAD_INPUT;
     }

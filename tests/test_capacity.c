@@ -184,6 +184,52 @@ Test(capacity, end_to_end_finds_the_service_rate)
     cr_assert_eq(cmd_capacity(5, closed), 2);
 }
 
+/* --repeat 3: seeds.csv holds each seed's search, the first being the answer's own, each the
+ * same as a search run alone with that --seed; capacity.txt adds their median and range. */
+Test(capacity, repeat_searches_each_seed_as_alone)
+{
+    const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
+                          "workload.num_requests=200"};
+    system("rm -rf /tmp/ss-capacity-repeat /tmp/ss-capacity-seed");
+    char *argv[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2], "--set",
+                    (char *)sets[3], "--seed", "5", "--repeat", "3", "--out", "/tmp/ss-capacity-repeat", "--quiet"};
+    cr_assert_eq(cmd_capacity(16, argv), 0);
+    FILE *f = fopen("/tmp/ss-capacity-repeat/seeds.csv", "r");
+    cr_assert_not_null(f);
+    char line[256];
+    cr_assert(fgets(line, sizeof line, f));
+    cr_assert_str_eq(line, "seed,served_rate,unserved_rate,probes\n");
+    double served[3], unserved;
+    for (int i = 0; i < 3; i++) {
+        long long seed;
+        int probes;
+        cr_assert(fgets(line, sizeof line, f));
+        cr_assert_eq(sscanf(line, "%lld,%lf,%lf,%d", &seed, &served[i], &unserved, &probes), 4, "%s", line);
+        cr_assert_eq(seed, 5 + i);
+        cr_assert(served[i] > 0 && unserved > served[i] && probes > 2, "%s", line);
+        if (i == 0) {
+            double answer = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Capacity: %lf req/s is served");
+            cr_assert_float_eq(answer, served[0], 1e-3 * served[0], "the answer is the first seed's");
+        }
+        if (i == 2) { /* the last seed searched alone */
+            char *alone[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2],
+                             "--set", (char *)sets[3], "--seed", "7", "--out", "/tmp/ss-capacity-seed", "--quiet"};
+            cr_assert_eq(cmd_capacity(14, alone), 0);
+            double answer = capacity_answer("/tmp/ss-capacity-seed/capacity.txt", "Capacity: %lf req/s is served");
+            cr_assert_float_eq(answer, served[2], 1e-3 * served[2], "seed 7 alone: %g, repeated: %g", answer, served[2]);
+        }
+    }
+    cr_assert_null(fgets(line, sizeof line, f), "three seeds");
+    fclose(f);
+    double sorted[3] = {served[0], served[1], served[2]};
+    qsort(sorted, 3, sizeof *sorted, met_cmp_double);
+    double median = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Over 3 seeds (5-7): %*[^;]; median %lf");
+    cr_assert_float_eq(median, sorted[1], 1e-3 * sorted[1], "median %g of %g, %g, %g", median, served[0], served[1],
+                       served[2]);
+    char *bad[] = {"capacity", "--repeat", "101", "--out", "/tmp/ss-capacity-bad"};
+    cr_assert_eq(cmd_capacity(5, bad), 2);
+}
+
 /* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,
  * by hand): 100 requests at 10 req/s probed at 8 send 2,400; a scenario longer than 300 s keeps
  * its span; never fewer than the scenario's; at most 1e7. */
