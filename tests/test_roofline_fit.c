@@ -1,7 +1,10 @@
 /* The roofline fit: it recovers the efficiencies and step cost of a roofline it is fitted to,
  * reports the error of what it cannot fit, and the fitted values reach the presets. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "sim/cost.h"
 #include "sim/roofline_fit.h"
@@ -105,6 +108,33 @@ Test(roofline_fit, presets_carry_an_fp8_fit_where_their_gpu_has_fp8_tables)
     cr_assert_lt(fp8.compute_efficiency, bf16.compute_efficiency, "FP8 GEMMs reach less of their peak");
     cr_assert_not(hw_preset_fit_fp8("a100", &fp8));
     cr_assert_not(hw_preset_fit_fp8("", &fp8), "the placeholder row is no GPU's");
+}
+
+/* Every GPU folder in costs/ with a table of FP8 weights (".fp8." in its name) has a FIT8 row,
+ * and none without: a GPU whose FP8 tables came without a refit would price FP8 weights on
+ * the bf16 fit's efficiencies, 20-40% short. The folders are the presets' names. */
+Test(roofline_fit, every_gpu_with_fp8_tables_has_an_fp8_fit)
+{
+    DIR *costs = opendir(SERVESIM_SOURCE_DIR "/costs");
+    cr_assert_not_null(costs);
+    int gpus = 0, with_fp8 = 0;
+    for (struct dirent *g; (g = readdir(costs));) {
+        if (g->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/costs/%s", SERVESIM_SOURCE_DIR, g->d_name);
+        DIR *tables = opendir(path);
+        if (!tables) continue; /* LICENSE, NOTICE */
+        bool fp8 = false;
+        for (struct dirent *t; (t = readdir(tables));) fp8 |= strstr(t->d_name, ".fp8.") != NULL;
+        closedir(tables);
+        hw_fit f;
+        cr_assert_eq(hw_preset_fit_fp8(g->d_name, &f), fp8, "%s: FP8 tables %d, FIT8 row %d", g->d_name, fp8, !fp8);
+        gpus++;
+        with_fp8 += fp8;
+    }
+    closedir(costs);
+    cr_assert_geq(gpus, 10);
+    cr_assert_geq(with_fp8, 9, "every GPU but the A100 has FP8 tables");
 }
 
 Test(roofline_fit, presets_carry_their_fit_and_unknown_hardware_the_defaults)
