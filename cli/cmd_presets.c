@@ -30,13 +30,20 @@ static void models_csv(void)
 static void hardware_csv(void)
 {
     puts("name,db_system,peak_tflops,mem_bandwidth_gbs,mem_gib,compute_efficiency,memory_efficiency,"
-         "attention_efficiency,step_overhead_ms,fit_median_error,fit_max_error,holdout_median_error,holdout_max_error");
+         "attention_efficiency,step_overhead_ms,fit_median_error,fit_max_error,holdout_median_error,holdout_max_error,"
+         "fp8_tflops,fp8_compute_efficiency,fp8_memory_efficiency,fp8_attention_efficiency,fp8_step_overhead_ms,"
+         "fp8_fit_median_error,fp8_fit_max_error,fp8_holdout_median_error,fp8_holdout_max_error");
     for (size_t i = 0; hw_preset_at(i); i++) {
         const hw_spec *h = hw_preset_at(i);
-        hw_fit f = hw_preset_fit(h->name);
-        printf("%s,%s,%g,%g,%.6g,%g,%g,%g,%g,%g,%g,%g,%g\n", h->name, h->db_system, h->peak_tflops,
+        hw_fit f = hw_preset_fit(h->name), f8;
+        printf("%s,%s,%g,%g,%.6g,%g,%g,%g,%g,%g,%g,%g,%g,", h->name, h->db_system, h->peak_tflops,
                h->mem_bandwidth_gbs, h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency,
                f.step_overhead_ms, f.median_error, f.max_error, f.holdout_median_error, f.holdout_max_error);
+        if (h->fp8_tflops > 0) printf("%g", h->fp8_tflops);
+        if (hw_preset_fit_fp8(h->name, &f8))
+            printf(",%g,%g,%g,%g,%g,%g,%g,%g\n", f8.compute_efficiency, f8.memory_efficiency, f8.attention_efficiency,
+                   f8.step_overhead_ms, f8.median_error, f8.max_error, f8.holdout_median_error, f8.holdout_max_error);
+        else puts(",,,,,,,,"); /* the fp8 fit's 8 columns, empty: the GPU has no FP8 tables */
     }
 }
 
@@ -61,7 +68,8 @@ static void table(void)
            "%scosts/, by model, vLLM version and tensor parallelism: \"fp8\" prices FP8 weights and KV\n"
            "cache (model.quantization=fp8, kv.cache_dtype=fp8), \"fp8 weights\" FP8 weights with the\n"
            "KV cache in model.dtype (model.quantization=fp8 alone), \"fp8 kv\" an FP8 KV cache beside\n"
-           "model.dtype weights (kv.cache_dtype=fp8 alone))\n", data);
+           "model.dtype weights (kv.cache_dtype=fp8 alone); under a GPU with FP8 tables, \"fp8 fit\": its FP8\n"
+           "peak and the roofline fitted to those tables, which model.quantization=fp8 takes)\n", data);
     printf("  %-13s %8s %7s %6s   %-30s %-13s %s\n", "name", "TFLOP/s", "GB/s", "GiB",
            "roofline: compute memory attn step", "error", "measured tables");
     for (size_t i = 0; hw_preset_at(i); i++) {
@@ -75,6 +83,12 @@ static void table(void)
         printf("  %-13s %8g %7g %6.1f   %7.2f %6.2f %4.2f %5.2fms   %-13s %s\n", h->name, h->peak_tflops,
                h->mem_bandwidth_gbs, h->mem_gib, f.compute_efficiency, f.memory_efficiency, f.attention_efficiency,
                f.step_overhead_ms, err, tables[0] ? tables : "none");
+        hw_fit f8;
+        if (hw_preset_fit_fp8(h->name, &f8)) {
+            snprintf(err, sizeof err, "%.0f%% / %.0f%%", 100 * f8.holdout_median_error, 100 * f8.holdout_max_error);
+            printf("    %-11s %8g %7s %6s   %7.2f %6.2f %4.2f %5.2fms   %s\n", "fp8 fit", h->fp8_tflops, "", "",
+                   f8.compute_efficiency, f8.memory_efficiency, f8.attention_efficiency, f8.step_overhead_ms, err);
+        }
     }
 }
 
