@@ -655,6 +655,7 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
 {
     hw_spec hw = *hw_preset(V(hardware, preset).s);
     if (V(hardware, peak_tflops).d > 0) hw.peak_tflops = V(hardware, peak_tflops).d;
+    if (V(hardware, fp8_tflops).d > 0) hw.fp8_tflops = V(hardware, fp8_tflops).d;
     if (V(hardware, mem_bandwidth_gbs).d > 0) hw.mem_bandwidth_gbs = V(hardware, mem_bandwidth_gbs).d;
     if (V(hardware, mem_gib).d > 0) hw.mem_gib = V(hardware, mem_gib).d;
     if (V(hardware, link_gbs).d > 0) hw.link_gbs = V(hardware, link_gbs).d;
@@ -687,6 +688,7 @@ static void resolve_hardware(const scenario *sc, scenario_resolved *out)
     snprintf(out->vllm_version, sizeof out->vllm_version, "%s", V(hardware, vllm_version).s);
     const struct { const char *name; bool set; } roof[] = {
         {"hardware.peak_tflops", V(hardware, peak_tflops).d > 0},
+        {"hardware.fp8_tflops", V(hardware, fp8_tflops).d > 0},
         {"hardware.mem_bandwidth_gbs", V(hardware, mem_bandwidth_gbs).d > 0},
         {"hardware.compute_efficiency", ce > 0}, {"hardware.memory_efficiency", me > 0},
         {"hardware.attention_efficiency", ae > 0}, {"hardware.link_gbs", V(hardware, link_gbs).d > 0},
@@ -705,7 +707,8 @@ static int check_cost_keys(const scenario *sc, char *err, size_t errlen)
 {
     /* 0 is the preset's; a datasheet figure this small priced steps into an infinite clock */
     const struct { int key; const char *name; } peaks[] = {
-        {K_hardware_peak_tflops, "hardware.peak_tflops"}, {K_hardware_mem_bandwidth_gbs, "hardware.mem_bandwidth_gbs"},
+        {K_hardware_peak_tflops, "hardware.peak_tflops"}, {K_hardware_fp8_tflops, "hardware.fp8_tflops"},
+        {K_hardware_mem_bandwidth_gbs, "hardware.mem_bandwidth_gbs"},
         {K_hardware_mem_gib, "hardware.mem_gib"}, {K_hardware_link_gbs, "hardware.link_gbs"},
     };
     for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {

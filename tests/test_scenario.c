@@ -1265,3 +1265,42 @@ Test(scenario, the_roofline_with_fp8_weights_takes_the_gpus_fp8_fit)
         if (i == 4) cr_assert_float_eq(r.roofline.memory_efficiency, 0.6, 0);
     }
 }
+
+/* hardware.fp8_tflops sets the FP8 peak the linear layers of FP8 weights run at; before it,
+ * hardware.peak_tflops moved the bf16 peak only and FP8 weights kept the preset's FP8 peak
+ * (stop 38's leftover). The A100 has no FP8 peak: FP8 weights compute at its bf16 one until
+ * the key gives one. A table ignores the key and says so. */
+Test(scenario, fp8_tflops_sets_the_fp8_peak)
+{
+    const struct {
+        const char *gpu, *fp8;
+        double want;
+    } cases[] = {
+        {"h200", "0", hw_preset("h200")->fp8_tflops},
+        {"h200", "1000", 1000},
+        {"a100", "0", 0},
+        {"a100", "600", 600},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario sc;
+        scenario_resolved r;
+        char err[512], gpu[64], fp8[64];
+        scenario_defaults(&sc);
+        snprintf(gpu, sizeof gpu, "hardware.preset=%s", cases[i].gpu);
+        snprintf(fp8, sizeof fp8, "hardware.fp8_tflops=%s", cases[i].fp8);
+        const char *sets[] = {gpu, "model.quantization=fp8", "hardware.peak_tflops=500", fp8};
+        for (size_t k = 0; k < 4; k++) cr_assert_eq(scenario_set(&sc, sets[k], err, sizeof err), 0, "%s", err);
+        cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+        cr_assert_float_eq(r.hw.fp8_tflops, cases[i].want, 0, "case %zu: %g", i, r.hw.fp8_tflops);
+        cr_assert_float_eq(r.hw.peak_tflops, 500, 0);
+        cr_assert_eq(strstr(r.roofline_keys_set, "hardware.fp8_tflops") != NULL, cases[i].want > 0 &&
+                     strcmp(cases[i].fp8, "0") != 0, "case %zu: %s", i, r.roofline_keys_set);
+    }
+    scenario sc;
+    char err[512];
+    scenario_defaults(&sc);
+    cr_assert_eq(scenario_set(&sc, "hardware.fp8_tflops=0.0001", err, sizeof err), 0, "%s", err);
+    scenario_resolved r;
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), -1);
+    cr_assert(strstr(err, "hardware.fp8_tflops (--set) must be 0 (the preset's) or at least 0.001"), "%s", err);
+}
