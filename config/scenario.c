@@ -955,8 +955,14 @@ void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t l
                          : r->budget_from_vllm ? "the tokens by vLLM's default for" : "";
     char from[96] = "";
     if (*whence) snprintf(from, sizeof from, " (%s %s)", whence, r->hw.name);
-    snprintf(out, len, "%s, chunked prefill %s, prefix caching %s, %d sequences and %d tokens a step%s",
-             sched_policy_name(c->policy), c->chunked_prefill ? "on" : "off", c->prefix_caching ? "on" : "off",
+    /* a chunk_size the scheduler does not use is said: the run once ignored it without a word */
+    char chunks[128] = "";
+    if (c->chunk_size > 0 && c->chunked_prefill)
+        snprintf(chunks, sizeof chunks, " in chunks of at most %d tokens", c->chunk_size);
+    else if (c->chunk_size > 0)
+        snprintf(chunks, sizeof chunks, " (scheduler.chunk_size = %d unused: it computes each prompt whole)", c->chunk_size);
+    snprintf(out, len, "%s, chunked prefill %s%s, prefix caching %s, %d sequences and %d tokens a step%s",
+             sched_policy_name(c->policy), c->chunked_prefill ? "on" : "off", chunks, c->prefix_caching ? "on" : "off",
              c->max_num_seqs, c->max_num_batched_tokens, from);
 }
 

@@ -130,7 +130,7 @@ void scenario_frontend_describe(const scenario_resolved *r, char *out, size_t le
 void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t len);
 /* The scheduler a run had, in words: "paged, chunked prefill on, prefix caching on, 1024
  * sequences and 8192 tokens a step (vLLM's defaults for h200)"; SCENARIO_SCHED_TEXT holds it. */
-#define SCENARIO_SCHED_TEXT 256
+#define SCENARIO_SCHED_TEXT 384
 void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t len);
 /* "section.key (origin)" of K in SC. */
 void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);

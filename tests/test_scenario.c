@@ -372,6 +372,20 @@ Test(scenario, the_scheduler_defaults_are_vllm_v1s_for_the_gpu)
     scenario_scheduler_describe(&r, line, sizeof line);
     cr_assert_str_eq(line, "paged, chunked prefill on, prefix caching on, 300 sequences and 300 tokens a step "
                            "(the sequences by vLLM's default for h200)");
+    /* scheduler.chunk_size is said where it chunks, and where chunked prefill off leaves it unused
+     * (it was ignored without a word) */
+    cr_assert_eq(scenario_set(&sc, "scheduler.chunk_size=128", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    scenario_scheduler_describe(&r, line, sizeof line);
+    cr_assert_str_eq(line, "paged, chunked prefill on in chunks of at most 128 tokens, prefix caching on, 300 sequences "
+                           "and 300 tokens a step (the sequences by vLLM's default for h200)");
+    cr_assert_eq(scenario_set(&sc, "scheduler.chunked_prefill=off", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&sc, "scheduler.max_num_batched_tokens=0", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&sc, &r, err, sizeof err), 0, "%s", err);
+    scenario_scheduler_describe(&r, line, sizeof line);
+    cr_assert_str_eq(line, "paged, chunked prefill off (scheduler.chunk_size = 128 unused: it computes each prompt "
+                           "whole), prefix caching on, 1024 sequences and 8192 tokens a step (vLLM's defaults for "
+                           "h200)");
 }
 
 /* What vLLM's profile run holds out of the pool (kv.reserve_gib = -1, the default), by hand
