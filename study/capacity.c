@@ -92,6 +92,15 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t l
             return false;
         }
     }
+    /* rejected requests leave at once, so they never grow the queue: counted here instead, as
+     * achieved throughput once counted them (a scenario rejecting 56% of its requests was
+     * served at any rate) */
+    int sent = s->completed + s->rejected;
+    if (sent > 0 && s->rejected > (1 - CAP_KEEP_UP) * sent) {
+        snprintf(why, len, "%d of %d requests rejected, more than %.0f%%: requests.csv's stop_reason says why",
+                 s->rejected, sent, 100 * (1 - CAP_KEEP_UP));
+        return false;
+    }
     if (s->keep_up < CAP_KEEP_UP) {
         snprintf(why, len, "keep_up = %.3f < %.2f: its queue grows; %.4g req/s achieved", s->keep_up, CAP_KEEP_UP,
                  s->request_throughput);
@@ -210,6 +219,12 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
     if (!n) /* a capacity whatever the latency: say so, lest it read as a served one */
         fputs("No latency limit was given (--slo ttft_p99_ms=...,tpot_p99_ms=...): capacity is the highest rate\n"
               "kept up with, whatever its latency ([slo] keys set goodput's objectives, not these).\n", f);
+}
+
+double cap_reprobe_requests(const summary *s, double rate, double sent)
+{
+    double need = fmin(ceil(rate * CAP_SETTLE_STAYS * s->e2el_ms.p90 / 1000), 1e7);
+    return s->keep_up >= CAP_REPROBE_BELOW && need > sent ? need : 0;
 }
 
 double cap_probe_requests(double num_requests, double base_rate, double rate)

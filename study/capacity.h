@@ -3,7 +3,8 @@
  *  - a rate is served when every SLO holds and the service keeps up with it: summary's
  *    keep_up (metrics/metrics.c) at least CAP_KEEP_UP, the requests in the system growing
  *    by less than 3% of those sent over the second half of the sending (a queue that grows
- *    without bound fails any SLO later);
+ *    without bound fails any SLO later), and at most 3% of the requests (1 - CAP_KEEP_UP) were
+ *    rejected (they leave at once, and grow no queue);
  *  - the knee is the lowest tried rate whose keep_up is below CAP_KEEP_UP: where the queue
  *    starts to grow, and throughput stops growing with load;
  *  - P99 TTFT takes off at the lowest tried rate whose P99 TTFT exceeds CAP_TAKEOFF times the
@@ -53,6 +54,16 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t l
  * held a stable 50 s run under 90% of its offered rate. */
 #define CAP_MIN_SPAN_S 300.0
 double cap_probe_requests(double num_requests, double base_rate, double rate);
+
+/* A probe whose requests stay long against its span reads the fill in keep_up: a request's
+ * stay grows with the batch it joins, so the system fills over several stays, and 300 s
+ * probes of 4,000-token answers (50-60 s each) put a capacity at 0.92 req/s where 1,000 s
+ * ones serve 1.39. The requests a probe at RATE that sent SENT must send again, to span
+ * CAP_SETTLE_STAYS times S's P90 E2E latency; 0 when it spanned that (at most 1e7), or when
+ * its keep_up is below CAP_REPROBE_BELOW (its queue grows, whatever the span). */
+#define CAP_SETTLE_STAYS 20.0
+#define CAP_REPROBE_BELOW 0.9
+double cap_reprobe_requests(const summary *s, double rate, double sent);
 
 /* One probe of the search: *OK tells whether RATE is served. Returns 0, or -1 to stop. */
 typedef int (*cap_probe_fn)(void *ctx, double rate, bool *ok);

@@ -92,6 +92,15 @@ Test(capacity, slo_names_in_both_spellings)
     s.keep_up = 0.969;
     cr_assert_not(cap_served(slo, n, &s, why, sizeof why), "a queue growing by 3.1%% of what is sent");
     cr_assert_str_eq(why, "keep_up = 0.969 < 0.97: its queue grows; 9.5 req/s achieved");
+    /* rejected requests leave at once and grow no queue: more than 3% of them is not served
+     * (a scenario rejecting 56% of its requests was served at 44.5 req/s: review) */
+    s.keep_up = 1;
+    s.completed = 97;
+    s.rejected = 3;
+    cr_assert(cap_served(slo, n, &s, why, sizeof why), "3 of 100: %s", why);
+    s.rejected = 4;
+    cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
+    cr_assert_str_eq(why, "4 of 101 requests rejected, more than 3%: requests.csv's stop_reason says why");
 }
 
 Test(capacity, findings_follow_their_definitions)
@@ -123,7 +132,8 @@ Test(capacity, findings_follow_their_definitions)
 /* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
  * E2E latency alone); below it Poisson traffic keeps up, above it throughput is pinned there.
  * When achieved throughput >= 90% of the offered rate was the test, the answers were 3.32 and
- * 3.36 req/s for a server of 3.03: 10-11% past it, the queue growing all along. */
+ * 3.36 req/s for a server of 3.03: 10-11% past it, the queue growing all along. keep_up >= 0.97
+ * lets 3% past, and one seed's arrivals more (seeds 5 and 6 answer 4.4% and 5.7% past): 7%. */
 /* The rate in capacity.txt's line that FORMAT (one %lf) matches; -1 where none does. */
 static double capacity_answer(const char *path, const char *format)
 {
@@ -154,7 +164,7 @@ Test(capacity, end_to_end_finds_the_service_rate)
                     (char *)sets[3], "--out", "/tmp/ss-capacity", "--quiet"};
     cr_assert_eq(cmd_capacity(12, argv), 0);
     double found = capacity_answer("/tmp/ss-capacity/capacity.txt", "Capacity: %lf req/s is served");
-    cr_assert(found > 0.85 * service && found < 1.04 * service, "capacity %g req/s, service rate %g req/s", found,
+    cr_assert(found > 0.85 * service && found < 1.07 * service, "capacity %g req/s, service rate %g req/s", found,
               service);
     /* the latencies at run.percentiles (99.9 by default) end each probe's row (new-user trial:
      * they were in no CSV) */
@@ -178,7 +188,7 @@ Test(capacity, end_to_end_finds_the_service_rate)
                         "/tmp/ss-capacity-constant", "--quiet"};
     cr_assert_eq(cmd_capacity(14, constant), 0);
     found = capacity_answer("/tmp/ss-capacity-constant/capacity.txt", "Capacity: %lf req/s is served");
-    cr_assert(found > 0.85 * service && found < 1.04 * service, "constant arrivals: capacity %g req/s, service rate %g",
+    cr_assert(found > 0.85 * service && found < 1.07 * service, "constant arrivals: capacity %g req/s, service rate %g",
               found, service);
     char *closed[] = {"capacity", "--set", "workload.arrival=closed", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, closed), 2);
@@ -228,6 +238,52 @@ Test(capacity, repeat_searches_each_seed_as_alone)
                        served[2]);
     char *bad[] = {"capacity", "--repeat", "101", "--out", "/tmp/ss-capacity-bad"};
     cr_assert_eq(cmd_capacity(5, bad), 2);
+    /* seeds that served --max-rate have no answer to take a median of: said as such, no median */
+    system("rm -rf /tmp/ss-capacity-repeat-max");
+    char *max[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2], "--set",
+                   (char *)sets[3], "--max-rate", "1", "--repeat", "2", "--out", "/tmp/ss-capacity-repeat-max",
+                   "--quiet"};
+    cr_assert_eq(cmd_capacity(16, max), 0);
+    f = fopen("/tmp/ss-capacity-repeat-max/capacity.txt", "r");
+    cr_assert_not_null(f);
+    bool said = false;
+    while (fgets(line, sizeof line, f)) said |= strcmp(line, "Over 2 seeds (0-1): >= 1 and >= 1 req/s served.\n") == 0;
+    fclose(f);
+    cr_assert(said, "no median of --max-rate answers");
+}
+
+/* A probe whose requests stay long against its span runs again, spanning 20 P90 E2E latencies:
+ * 50 s at 1 req/s wants 1,000 requests; none more when it sent them, when its queue grew past
+ * doubt (keep_up < 0.9), or past 1e7. */
+Test(capacity, a_probe_of_long_stays_runs_again_longer)
+{
+    summary s = {.keep_up = 0.95};
+    s.e2el_ms.p90 = 50000;
+    cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 1000);
+    cr_assert_eq(cap_reprobe_requests(&s, 1, 1000), 0);
+    cr_assert_eq(cap_reprobe_requests(&s, 2.5, 300), 2500);
+    cr_assert_eq(cap_reprobe_requests(&s, 1e6, 300), 1e7);
+    s.keep_up = 0.89;
+    cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 0);
+}
+
+/* 4,000-token answers stay 30-90 s. With 300-second probes whatever the stay, the fill read as
+ * a growing queue: 100 requests (probes of 300 s) answered 0.92 req/s where 1,000 (1,000 s)
+ * answered 1.39 (review). Probes now span 20 stays: the two agree within 10%. */
+Test(capacity, long_stays_do_not_shrink_a_capacity)
+{
+    double found[2];
+    const char *counts[] = {"workload.num_requests=100", "workload.num_requests=1000"};
+    for (int i = 0; i < 2; i++) {
+        system("rm -rf /tmp/ss-capacity-long");
+        char *argv[] = {"capacity", "--set", "model.preset=qwen3-8b", "--set", "hardware.preset=h100", "--set",
+                        "workload.prompt_len=fixed:500", "--set", "workload.output_len=fixed:4000", "--set",
+                        "workload.arrival=constant", "--set", "workload.rate=1", "--set", (char *)counts[i], "--out",
+                        "/tmp/ss-capacity-long", "--quiet"};
+        cr_assert_eq(cmd_capacity(18, argv), 0);
+        found[i] = capacity_answer("/tmp/ss-capacity-long/capacity.txt", "Capacity: %lf req/s is served");
+    }
+    cr_assert(found[0] > 0.9 * found[1] && found[0] < 1.1 * found[1], "%g and %g req/s", found[0], found[1]);
 }
 
 /* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,

@@ -411,24 +411,35 @@ Test(metrics, rejections_are_said_with_their_reasons)
     met_free(m);
 }
 
-/* keep_up by hand. Five requests sent at 0, 1, 2, 3 and 4 s: halves [0, 2] and [2, 4], H = 2 s,
- * two sent in the second (at 3 and 4).
- *   steady, each in the system 0.5 s: 1.0 request-seconds in each half, growth 0 -> 1;
- *   growing, request i ends at 2i + 0.5 (0.5, 2.5, 4.5, 6.5, 8.5): the first half holds
- *   0.5 + 1.0 + 0 = 1.5, the second 0.5 + 2.0 + 1.0 + 0 = 3.5; 1 - (3.5 - 1.5) / 2 / 2 = 0.5;
- *   every request sent at once: 0. */
+/* keep_up by hand. The first P90 of the times in the system (at most a third of the sending)
+ * is left out, the rest of the sending split in halves.
+ *   steady: five requests sent at 0-4 s, each in the system 0.5 s: P90 0.5, from 0.5, halves
+ *   [0.5, 2.25] and [2.25, 4] hold 0.75 request-seconds each -> 1;
+ *   growing: seven sent at 0-6 s, request i ending at 2i + 1 (one ends every 2 s, one comes
+ *   every second): the P90 stay, 6.4 s, is cut to a third of the 6 s, from 2; halves [2, 4]
+ *   and [4, 6] hold 1 + 2 + 1 = 4 and 1 + 2 + 2 + 1 = 6, two sent in the second (at 5 and 6):
+ *   1 - (6 - 4) / 2 / 2 = 0.5, the served rate over the offered one;
+ *   every request sent at once: 0.
+ * Without the fill left out, a steady run of requests that stay long reads as growing: ten
+ * sent at 0-9 s, each staying 3 s, would be 1 - ((13.5 - 10.5) / 4.5) / 5 = 0.867 over halves
+ * of the whole sending; from the P90 stay, 3 s, halves [3, 6] and [6, 9] hold 9 and 9 -> 1. */
 Test(metrics, keep_up_by_hand)
 {
-    for (int growing = 0; growing < 2; growing++) {
+    const struct { int n; double gap, stay, grow, want; } cases[] = {
+        {5, 1, 0.5, 0, 1.0},
+        {7, 1, 1, 1, 0.5},
+        {10, 1, 3, 0, 1.0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         met_acc *m = met_create();
-        for (int i = 0; i < 5; i++) {
-            double end = growing ? 2 * i + 0.5 : i + 0.5;
-            met_on_request(m, &(req_record){.arrival_time = i, .first_token_time = end, .finish_time = end,
+        for (int i = 0; i < cases[k].n; i++) {
+            double sent = i * cases[k].gap, end = sent + cases[k].stay + cases[k].grow * i;
+            met_on_request(m, &(req_record){.arrival_time = sent, .first_token_time = end, .finish_time = end,
                                             .output_len = 1, .stop = STOP_LENGTH});
         }
         summary s;
         cr_assert_eq(met_summarize(m, NULL, &s), 0);
-        cr_assert_float_eq(s.keep_up, growing ? 0.5 : 1.0, EPS, "growing %d: %.17g", growing, s.keep_up);
+        cr_assert_float_eq(s.keep_up, cases[k].want, EPS, "case %zu: %.17g", k, s.keep_up);
         met_free(m);
     }
     met_acc *m = met_create();
@@ -439,16 +450,19 @@ Test(metrics, keep_up_by_hand)
     cr_assert_eq(met_summarize(m, NULL, &s), 0);
     cr_assert_eq(s.keep_up, 0.0, "sent at once");
     met_free(m);
-    /* sent at 0, 1 and 2 (H = 1 s), ending at 0.5, 1.5 (rejected) and 2.5: 0.5 request-seconds in
-     * each half -> 1. Left out, the rejected request would make it 1.5; kept to the end, 0.5. */
+    /* a rejected request is in the system until its rejection: sent at 0-4 s, staying 0.5 s but
+     * the one sent at 1, rejected at 2.5. Stays 0.5 x 4 and 1.5: P90 1.1, from 1.1, halves
+     * [1.1, 2.55] and [2.55, 4] hold 1.4 + 0.5 and 0.5: 1 + 1.4 / 1.45 / 2 = 1.48276. Left out,
+     * the rejection would make it 0.857; kept in the system to the end, 1. */
     m = met_create();
-    met_on_request(m, &(req_record){.arrival_time = 0, .first_token_time = 0.5, .finish_time = 0.5,
-                                    .output_len = 1, .stop = STOP_LENGTH});
-    met_on_request(m, &(req_record){.arrival_time = 1, .first_token_time = NAN, .finish_time = 1.5,
-                                    .stop = STOP_KV_CAPACITY});
-    met_on_request(m, &(req_record){.arrival_time = 2, .first_token_time = 2.5, .finish_time = 2.5,
-                                    .output_len = 1, .stop = STOP_LENGTH});
+    for (int i = 0; i < 5; i++) {
+        bool rejected = i == 1;
+        double end = rejected ? 2.5 : i + 0.5;
+        met_on_request(m, &(req_record){.arrival_time = i, .first_token_time = rejected ? NAN : end,
+                                        .finish_time = end, .output_len = rejected ? 0 : 1,
+                                        .stop = rejected ? STOP_KV_CAPACITY : STOP_LENGTH});
+    }
     cr_assert_eq(met_summarize(m, NULL, &s), 0);
-    cr_assert_float_eq(s.keep_up, 1.0, EPS, "%.17g", s.keep_up);
+    cr_assert_float_eq(s.keep_up, 1 + 1.4 / 1.45 / 2, 1e-12, "%.17g", s.keep_up);
     met_free(m);
 }
