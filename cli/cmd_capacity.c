@@ -27,7 +27,8 @@ static const char capacity_usage[] =
     "  filled, the requests in it grow by less than 3% of those sent (summary's\n"
     "  keep_up >= 0.97) and at most 3% of the requests rejected. Each probe's arrivals span the\n"
     "  scenario's own span and at least 300 s (workload.num_requests grows with the rate), and\n"
-    "  20 of its P90 E2E latencies where its requests stay long (it runs again, longer).\n"
+    "  20 of its P90 E2E latencies where its requests stay long (it runs again, longer, unless\n"
+    "  its keep_up is below 0.5).\n"
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
@@ -129,6 +130,19 @@ static int measure(search_ctx *s, double rate)
         if (more == 0) break;
         sent = more;
     }
+    /* rejections do not depend on the rate (a prompt too long for scheduler.max_model_len or
+     * the KV pool): past the share a served rate allows at the first probe, every rate is
+     * unserved, and a search halving to 1e-6 req/s would say so without saying why (review) */
+    int ended = j.sum.completed + j.sum.rejected;
+    if (s->n == 0 && ended > 0 && j.sum.rejected > (1 - CAP_KEEP_UP) * ended) {
+        snprintf(s->err, sizeof s->err,
+                 "%s: %d of %d requests (%.1f%%) are rejected at %.4g req/s, and a rate with more than %.0f%% "
+                 "rejected is not served; rejections do not depend on the rate. %s",
+                 s->base->path[0] ? s->base->path : "built-in scenario", j.sum.rejected, ended,
+                 100.0 * j.sum.rejected / ended, rate, 100 * (1 - CAP_KEEP_UP), j.rejected);
+        s->status = EXIT_BAD_INPUT;
+        return -1;
+    }
     s->pts[s->n] = (cap_point){rate, j.have_summary, j.sum};
     char why[256];
     s->served[s->n] = j.have_summary && cap_served(s->cli->slo, s->cli->nslo, &j.sum, why, sizeof why);
@@ -229,7 +243,8 @@ static void write_seeds(FILE *f, const seed_answer *seeds, int n)
     if (m > 0) {
         double med = met_median(best, (size_t)m);
         fprintf(f, "; median %.4g, range %.4g-%.4g (%.0f%% of the median)", med, lo, hi, 100 * (hi - lo) / med);
-        if (m < n) fprintf(f, " over the %d seeds with an answer", m);
+        if (m == 1) fputs(" of the one seed with an answer", f);
+        else if (m < n) fprintf(f, " over the %d seeds with an answer", m);
     }
     fputs(".\n", f);
 }
@@ -258,8 +273,12 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     char note[700];
     job_scheduler_note(s->base, note, sizeof note);
     if (*note) fprintf(f, "%s\n", note);
-    if (res->best == 0) fprintf(f, "Capacity: no rate down to %.4g req/s is served.\n", res->fail);
-    else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
+    if (res->best == 0) {
+        char why[256] = "no request finished";
+        int i = find_point(s, res->fail);
+        if (i >= 0 && s->pts[i].have) cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, why, sizeof why);
+        fprintf(f, "Capacity: no rate down to %.4g req/s is served (there: %s).\n", res->fail, why);
+    } else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
     else {
         char why[256];
         int i = find_point(s, res->fail);

@@ -69,7 +69,8 @@ static void table(void)
            "cache (model.quantization=fp8, kv.cache_dtype=fp8), \"fp8 weights\" FP8 weights with the\n"
            "KV cache in model.dtype (model.quantization=fp8 alone), \"fp8 kv\" an FP8 KV cache beside\n"
            "model.dtype weights (kv.cache_dtype=fp8 alone); under a GPU with FP8 tables, \"fp8 fit\": its FP8\n"
-           "peak and the roofline fitted to those tables, which model.quantization=fp8 takes)\n", data);
+           "peak (\"-\": none, FP8 weights' layers at the bf16 one) and the roofline fitted to those tables,\n"
+           "which model.quantization=fp8 takes)\n", data);
     printf("  %-13s %8s %7s %6s   %-30s %-13s %s\n", "name", "TFLOP/s", "GB/s", "GiB",
            "roofline: compute memory attn step", "error", "measured tables");
     for (size_t i = 0; hw_preset_at(i); i++) {
@@ -86,7 +87,9 @@ static void table(void)
         hw_fit f8;
         if (hw_preset_fit_fp8(h->name, &f8)) {
             snprintf(err, sizeof err, "%.0f%% / %.0f%%", 100 * f8.holdout_median_error, 100 * f8.holdout_max_error);
-            printf("    %-11s %8g %7s %6s   %7.2f %6.2f %4.2f %5.2fms   %s\n", "fp8 fit", h->fp8_tflops, "", "",
+            char peak[32] = "-"; /* none: FP8 weights' layers run at the bf16 peak (the B60) */
+            if (h->fp8_tflops > 0) snprintf(peak, sizeof peak, "%g", h->fp8_tflops);
+            printf("    %-11s %8s %7s %6s   %7.2f %6.2f %4.2f %5.2fms   %s\n", "fp8 fit", peak, "", "",
                    f8.compute_efficiency, f8.memory_efficiency, f8.attention_efficiency, f8.step_overhead_ms, err);
         }
     }

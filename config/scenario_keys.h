@@ -21,7 +21,7 @@
     X(hardware, vllm_version, TEXT, "", "", "", "vLLM version of the measured table (empty: the newest there is for the GPU)") \
     X(hardware, cost_table, PATH, "", "", "", "a cost table file (servesim calibrate, or one of costs/); replaces both") \
     X(hardware, peak_tflops, NUM, "0", "0", "100000", "roofline: dense bf16 TFLOP/s (0 = preset)") \
-    X(hardware, fp8_tflops, NUM, "0", "0", "100000", "roofline: dense FP8 TFLOP/s, the rate of the linear layers with model.quantization = fp8 (0 = preset; a preset without FP8, the A100, computes them at peak_tflops)") \
+    X(hardware, fp8_tflops, NUM, "0", "0", "100000", "roofline: dense FP8 TFLOP/s, the rate of the linear layers with model.quantization = fp8 (0 = preset; a preset without FP8, the A100 and the B60, computes them at peak_tflops)") \
     X(hardware, mem_bandwidth_gbs, NUM, "0", "0", "100000", "roofline: memory bandwidth, GB/s (0 = preset)") \
     X(hardware, mem_gib, NUM, "0", "0", "100000", "device memory, GiB (0 = preset)") \
     X(hardware, compute_efficiency, NUM, "0", "0", "1", "roofline: fraction of peak FLOP/s GEMMs reach (0 = fitted to the GPU's measured tables, `servesim presets`; with model.quantization = fp8, to its FP8 tables, `servesim roofline-fit`)") \

@@ -97,8 +97,8 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t l
      * served at any rate) */
     int sent = s->completed + s->rejected;
     if (sent > 0 && s->rejected > (1 - CAP_KEEP_UP) * sent) {
-        snprintf(why, len, "%d of %d requests rejected, more than %.0f%%: requests.csv's stop_reason says why",
-                 s->rejected, sent, 100 * (1 - CAP_KEEP_UP));
+        snprintf(why, len, "%d of %d requests rejected, more than %.0f%%: `servesim run` at this rate writes "
+                 "requests.csv, whose stop_reason says why", s->rejected, sent, 100 * (1 - CAP_KEEP_UP));
         return false;
     }
     if (s->keep_up < CAP_KEEP_UP) {
@@ -215,7 +215,8 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
 {
     fputs("SLO:", f);
     for (int i = 0; i < n; i++) fprintf(f, " %s <= %g,", sumf_at((size_t)slo[i].field)->name, slo[i].limit);
-    fprintf(f, " kept up (keep_up >= %.2f)\n", CAP_KEEP_UP);
+    fprintf(f, " kept up (keep_up >= %.2f), at most %.0f%% of the requests rejected\n", CAP_KEEP_UP,
+            100 * (1 - CAP_KEEP_UP));
     if (!n) /* a capacity whatever the latency: say so, lest it read as a served one */
         fputs("No latency limit was given (--slo ttft_p99_ms=...,tpot_p99_ms=...): capacity is the highest rate\n"
               "kept up with, whatever its latency ([slo] keys set goodput's objectives, not these).\n", f);
@@ -223,7 +224,7 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
 
 double cap_reprobe_requests(const summary *s, double rate, double sent)
 {
-    double need = fmin(ceil(rate * CAP_SETTLE_STAYS * s->e2el_ms.p90 / 1000), 1e7);
+    double need = fmin(fmin(ceil(rate * CAP_SETTLE_STAYS * s->e2el_ms.p90 / 1000), CAP_REPROBE_MAX * sent), 1e7);
     return s->keep_up >= CAP_REPROBE_BELOW && need > sent ? need : 0;
 }
 

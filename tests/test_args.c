@@ -452,7 +452,8 @@ Test(args, dash_q_is_quiet, .init = cr_redirect_stderr)
  * leftover: model.quantization=fp8 took a fit no listing showed): `--csv hardware` gives each
  * GPU 22 columns, the A100's last nine (the FP8 peak and fit) empty, the H100's FP8 peak twice
  * its bf16 one and its FP8 compute efficiency below its bf16 one; the table has an "fp8 fit"
- * line under the H100 and none under the A100. */
+ * line under the H100 and none under the A100; the B60's, which has FP8 tables but no FP8 peak,
+ * shows "-" for it (it showed 0). */
 Test(args, presets_show_the_fp8_fit)
 {
     FILE *out = tmpfile();
@@ -471,7 +472,7 @@ Test(args, presets_show_the_fp8_fit)
     cr_assert_eq(status_table, EXIT_OK);
     rewind(out);
     char line[16384], prev[16384] = "";
-    bool h100 = false, a100 = false, h100_fit_line = false, a100_fit_line = false;
+    bool h100 = false, a100 = false, h100_fit_line = false, a100_fit_line = false, b60_dash = false;
     while (fgets(line, sizeof line, out)) {
         int fields = 1;
         for (char *c = line; *c; c++) fields += *c == ',';
@@ -494,6 +495,9 @@ Test(args, presets_show_the_fp8_fit)
         if (strncmp(line, "    fp8 fit", 11) == 0) {
             h100_fit_line |= strncmp(prev, "  h100 ", 7) == 0;
             a100_fit_line |= strncmp(prev, "  a100 ", 7) == 0;
+            char peak[32] = "";
+            if (strncmp(prev, "  b60 ", 6) == 0 && sscanf(line, "    fp8 fit %31s", peak) == 1)
+                b60_dash = strcmp(peak, "-") == 0;
         }
         strcpy(prev, line);
     }
@@ -501,4 +505,5 @@ Test(args, presets_show_the_fp8_fit)
     cr_assert(h100 && a100);
     cr_assert(h100_fit_line, "an fp8 fit line under the H100");
     cr_assert_not(a100_fit_line);
+    cr_assert(b60_dash, "the B60's FP8 peak is none");
 }

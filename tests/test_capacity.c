@@ -100,7 +100,8 @@ Test(capacity, slo_names_in_both_spellings)
     cr_assert(cap_served(slo, n, &s, why, sizeof why), "3 of 100: %s", why);
     s.rejected = 4;
     cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
-    cr_assert_str_eq(why, "4 of 101 requests rejected, more than 3%: requests.csv's stop_reason says why");
+    cr_assert_str_eq(why, "4 of 101 requests rejected, more than 3%: `servesim run` at this rate writes requests.csv, "
+                          "whose stop_reason says why");
 }
 
 Test(capacity, findings_follow_their_definitions)
@@ -253,23 +254,26 @@ Test(capacity, repeat_searches_each_seed_as_alone)
 }
 
 /* A probe whose requests stay long against its span runs again, spanning 20 P90 E2E latencies:
- * 50 s at 1 req/s wants 1,000 requests; none more when it sent them, when its queue grew past
- * doubt (keep_up < 0.9), or past 1e7. */
+ * 50 s at 1 req/s wants 1,000 requests; none more when it sent them, or when its queue grew
+ * past doubt (keep_up < 0.5: 0.89 was the fill alone, review); at most ten times what it sent,
+ * and 1e7. */
 Test(capacity, a_probe_of_long_stays_runs_again_longer)
 {
-    summary s = {.keep_up = 0.95};
+    summary s = {.keep_up = 0.89};
     s.e2el_ms.p90 = 50000;
     cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 1000);
     cr_assert_eq(cap_reprobe_requests(&s, 1, 1000), 0);
     cr_assert_eq(cap_reprobe_requests(&s, 2.5, 300), 2500);
-    cr_assert_eq(cap_reprobe_requests(&s, 1e6, 300), 1e7);
-    s.keep_up = 0.89;
+    cr_assert_eq(cap_reprobe_requests(&s, 1e6, 300), 3000);
+    cr_assert_eq(cap_reprobe_requests(&s, 1e6, 2e6), 1e7);
+    s.keep_up = 0.49;
     cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 0);
 }
 
 /* 4,000-token answers stay 30-90 s. With 300-second probes whatever the stay, the fill read as
  * a growing queue: 100 requests (probes of 300 s) answered 0.92 req/s where 1,000 (1,000 s)
- * answered 1.39 (review). Probes now span 20 stays: the two agree within 10%. */
+ * answered 1.39, and 1.34 against 1.42 while probes under keep_up 0.9 stayed short (reviews).
+ * Probes now span 20 stays: the two agree within 2%, the search's resolution. */
 Test(capacity, long_stays_do_not_shrink_a_capacity)
 {
     double found[2];
@@ -283,7 +287,7 @@ Test(capacity, long_stays_do_not_shrink_a_capacity)
         cr_assert_eq(cmd_capacity(18, argv), 0);
         found[i] = capacity_answer("/tmp/ss-capacity-long/capacity.txt", "Capacity: %lf req/s is served");
     }
-    cr_assert(found[0] > 0.9 * found[1] && found[0] < 1.1 * found[1], "%g and %g req/s", found[0], found[1]);
+    cr_assert(found[0] > 0.98 * found[1] && found[0] < 1.02 * found[1], "%g and %g req/s", found[0], found[1]);
 }
 
 /* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,
@@ -324,6 +328,26 @@ Test(capacity, every_request_rejected_is_bad_input)
     cr_assert_null(f);
 }
 
+/* Rejections do not depend on the rate: a scenario rejecting more than 3% of its requests at the
+ * first probe is refused (exit 2, the share and the reason said, nothing written). It went on
+ * halving to 4e-6 req/s and said no rate was served, without a reason (review). */
+Test(capacity, rejections_past_the_share_are_bad_input, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-capacity-rejects");
+    char *argv[] = {"capacity", "--set", "scheduler.max_model_len=1000", "--set", "workload.num_requests=200",
+                    "--out", "/tmp/ss-capacity-rejects", "--quiet"};
+    cr_assert_eq(cmd_capacity(8, argv), 2);
+    cr_assert_null(fopen("/tmp/ss-capacity-rejects", "r"), "nothing written");
+    char out[2048];
+    fflush(stderr);
+    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stderr())] = 0;
+    cr_assert(strstr(out, "servesim: built-in scenario: "), "%s", out);
+    cr_assert(strstr(out, "rejected at 10 req/s, and a rate with more than 3% rejected is not served; rejections do "
+                          "not depend on the rate. Rejected: "),
+              "%s", out);
+    cr_assert(strstr(out, "longer than scheduler.max_model_len (1000 tokens)"), "%s", out);
+}
+
 /* A search halving from below 1 req/s went under workload.rate's least (1e-6) and failed on a
  * --set nobody gave (exit 2), where one from 10 req/s reported "no rate down to 1.907e-05 req/s
  * is served" (bad-input campaign): the halving stops at 1e-6, that floor probed itself, and a
@@ -345,7 +369,8 @@ Test(capacity, the_halving_stops_at_the_least_rate, .init = cr_redirect_stderr)
     cr_assert_not_null(f);
     char line[512];
     bool said = false;
-    while (fgets(line, sizeof line, f)) said |= strcmp(line, "Capacity: no rate down to 1e-06 req/s is served.\n") == 0;
+    while (fgets(line, sizeof line, f))
+        said |= strncmp(line, "Capacity: no rate down to 1e-06 req/s is served (there: p99_ttft_ms = ", 70) == 0;
     fclose(f);
     cr_assert(said, "capacity.txt names the floor");
     char *tiny_max[] = {"capacity", "--max-rate", "1e-300", "--out", "/tmp/ss-capacity-tiny-max"};

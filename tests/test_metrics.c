@@ -450,10 +450,11 @@ Test(metrics, keep_up_by_hand)
     cr_assert_eq(met_summarize(m, NULL, &s), 0);
     cr_assert_eq(s.keep_up, 0.0, "sent at once");
     met_free(m);
-    /* a rejected request is in the system until its rejection: sent at 0-4 s, staying 0.5 s but
-     * the one sent at 1, rejected at 2.5. Stays 0.5 x 4 and 1.5: P90 1.1, from 1.1, halves
-     * [1.1, 2.55] and [2.55, 4] hold 1.4 + 0.5 and 0.5: 1 + 1.4 / 1.45 / 2 = 1.48276. Left out,
-     * the rejection would make it 0.857; kept in the system to the end, 1. */
+    /* a rejected request is in the system until its rejection, and its stay does not set the
+     * fill: sent at 0-4 s, staying 0.5 s but the one sent at 1, rejected at 2.5. The finished
+     * ones' P90 stay is 0.5: from 0.5, halves [0.5, 2.25] and [2.25, 4] hold 1.25 + 0.25 and
+     * 0.25 + 0.25 + 0.5: 1 + 0.5 / 1.75 / 2 = 1.142857. Left out, the rejection would make it
+     * 0.857; kept in the system to the end, 0.714; its stay in the P90 (1.1), 1.483. */
     m = met_create();
     for (int i = 0; i < 5; i++) {
         bool rejected = i == 1;
@@ -463,6 +464,6 @@ Test(metrics, keep_up_by_hand)
                                         .stop = rejected ? STOP_KV_CAPACITY : STOP_LENGTH});
     }
     cr_assert_eq(met_summarize(m, NULL, &s), 0);
-    cr_assert_float_eq(s.keep_up, 1 + 1.4 / 1.45 / 2, 1e-12, "%.17g", s.keep_up);
+    cr_assert_float_eq(s.keep_up, 1 + 0.5 / 1.75 / 2, 1e-12, "%.17g", s.keep_up);
     met_free(m);
 }
