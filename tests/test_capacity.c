@@ -328,6 +328,13 @@ Test(capacity, every_request_rejected_is_bad_input)
     cr_assert_null(f);
 }
 
+/* What the commands wrote to the redirected stderr so far, into OUT (at most LEN - 1 bytes). */
+static void redirected_stderr(char *out, size_t len)
+{
+    fflush(stderr);
+    out[fread(out, 1, len - 1, cr_get_redirected_stderr())] = 0;
+}
+
 /* Rejections do not depend on the rate: a scenario rejecting more than 3% of its requests at the
  * first probe is refused (exit 2, the share and the reason said, nothing written). It went on
  * halving to 4e-6 req/s and said no rate was served, without a reason (review). */
@@ -339,8 +346,7 @@ Test(capacity, rejections_past_the_share_are_bad_input, .init = cr_redirect_stde
     cr_assert_eq(cmd_capacity(8, argv), 2);
     cr_assert_null(fopen("/tmp/ss-capacity-rejects", "r"), "nothing written");
     char out[2048];
-    fflush(stderr);
-    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stderr())] = 0;
+    redirected_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: built-in scenario: "), "%s", out);
     cr_assert(strstr(out, "rejected at 10 req/s, and a rate with more than 3% rejected is not served; rejections do "
                           "not depend on the rate. Rejected: "),
@@ -377,7 +383,6 @@ Test(capacity, the_halving_stops_at_the_least_rate, .init = cr_redirect_stderr)
     cr_assert_eq(cmd_capacity(5, tiny_max), 2);
     cr_assert_null(fopen("/tmp/ss-capacity-tiny-max", "r"), "nothing made");
     char out[1024];
-    fflush(stderr);
-    out[fread(out, 1, sizeof out - 1, cr_get_redirected_stderr())] = 0;
+    redirected_stderr(out, sizeof out);
     cr_assert(strstr(out, "servesim: --max-rate 1e-300: expected a rate in [1e-06, 1e7] requests/s\n"), "%s", out);
 }
