@@ -254,7 +254,7 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
     c->kind = "roofline";
     snprintf(c->device, sizeof c->device, "%s roofline", r->hw.name);
     const roofline_params *p = &r->roofline;
-    char tp[300] = "";
+    char tp[400] = "";
     int n = 0;
     if (r->tensor_parallel > 1)
         n = snprintf(tp, sizeof tp, ", tensor parallel %d: all-reduce %g us + 2 (tp-1)/tp x bytes / %g GB/s",
@@ -265,6 +265,11 @@ int job_cost_init(job_cost *c, const scenario_resolved *r, char *err, size_t err
         n += snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 linear layers%s%s", units,
                       r->roofline_fit_fp8 ? ", efficiencies fitted to the GPU's FP8 tables" : "");
     }
+    /* the FP8 peak prices FP8 weights only: given beside model.dtype weights it would be
+     * unused without a word (review) */
+    if (!r->fp8_weights && strstr(r->roofline_keys_set, "hardware.fp8_tflops") && n >= 0 && (size_t)n < sizeof tp)
+        n += snprintf(tp + n, sizeof tp - (size_t)n, ", hardware.fp8_tflops unused (the weights are not FP8: "
+                      "model.quantization = fp8 uses it)");
     if (r->fp8_kv && n >= 0 && (size_t)n < sizeof tp) snprintf(tp + n, sizeof tp - (size_t)n, ", FP8 KV cache");
     snprintf(c->source, sizeof c->source,
              "%s roofline: %g TFLOP/s x %.2f, %g GB/s x %.2f, attention x %.2f, %.3g ms per step%s (%s)",

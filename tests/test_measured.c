@@ -154,6 +154,21 @@ Test(measured, a_run_takes_the_measured_table_else_says_why_it_priced_with_the_r
     cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0);
     cr_assert(strstr(c.source, "ignored, roofline only: hardware.compute_efficiency"), "%s", c.source);
     job_cost_free(&c);
+    /* the roofline's FP8 peak beside bf16 weights is said to be unused, and with FP8 weights
+     * named as the rate of their layers (review: it was silent) */
+    scenario rf = sc;
+    cr_assert_eq(scenario_set(&rf, "hardware.cost_model=roofline", err, sizeof err), 0);
+    cr_assert_eq(scenario_set(&rf, "hardware.fp8_tflops=1000", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&rf, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, ", hardware.fp8_tflops unused (the weights are not FP8: model.quantization = fp8 uses "
+                               "it)"), "%s", c.source);
+    job_cost_free(&c);
+    cr_assert_eq(scenario_set(&rf, "model.quantization=fp8", err, sizeof err), 0);
+    cr_assert_eq(scenario_resolve(&rf, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(job_cost_init(&c, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(c.source, ", FP8 linear layers at 1000 TFLOP/s") && !strstr(c.source, "unused"), "%s", c.source);
+    job_cost_free(&c);
     /* a model without a table, fp32, or cost_model = roofline: the roofline, and why */
     const char *cases[][2] = {{"model.preset=qwen3-8b", "covers this model's shape"},
                               {"model.dtype=fp32", "bf16 kernels"},
