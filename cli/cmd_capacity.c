@@ -27,8 +27,8 @@ static const char capacity_usage[] =
     "  filled, the requests in it grow by less than 3% of those sent (summary's\n"
     "  keep_up >= 0.97) and at most 3% of the requests rejected. Each probe's arrivals span the\n"
     "  scenario's own span and at least 300 s (workload.num_requests grows with the rate), and\n"
-    "  20 of its P90 E2E latencies where its requests stay long (it runs again, longer, unless\n"
-    "  its keep_up is below 0.5).\n"
+    "  20 of its P90 E2E latencies (60 where KV ran out) where its requests stay long (it runs\n"
+    "  again, longer, unless its keep_up is below 0.5 or an SLO already fails).\n"
     "  Doubling brackets it, bisection narrows it to 2%; then a profile at 1/8 .. 2x of it finds\n"
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
@@ -126,7 +126,8 @@ static int measure(search_ctx *s, double rate)
         }
         j = (simjob){.sc = &sc};
         if ((s->status = simjob_run(&j, s->err, sizeof s->err)) != EXIT_OK) return -1;
-        double more = j.have_summary ? cap_reprobe_requests(&j.sum, rate, sent) : 0;
+        double more = j.have_summary && cap_slos_hold(s->cli->slo, s->cli->nslo, &j.sum)
+                          ? cap_reprobe_requests(&j.sum, rate, sent) : 0;
         if (more == 0) break;
         sent = more;
     }

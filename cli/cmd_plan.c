@@ -372,7 +372,8 @@ static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
     /* once more, longer, where its requests stayed long against its span (study/capacity.h);
      * a trace is replayed whole */
     double sent = (double)sc.v[K_workload_num_requests].i;
-    double more = p->trace_rate > 0 || !j.have_summary ? 0 : cap_reprobe_requests(&j.sum, rate, sent);
+    double more = p->trace_rate > 0 || !j.have_summary || !cap_slos_hold(p->cli->slo, p->cli->nslo, &j.sum)
+                      ? 0 : cap_reprobe_requests(&j.sum, rate, sent);
     if (more > 0) {
         if (set(&sc, p->err, sizeof p->err, "workload.num_requests=%.0f", more) < 0) {
             p->status = EXIT_BAD_INPUT;

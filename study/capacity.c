@@ -82,6 +82,13 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
     return 0;
 }
 
+bool cap_slos_hold(const cap_slo *slo, int n, const summary *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!(sumf_get(sumf_at((size_t)slo[i].field), s) <= slo[i].limit)) return false;
+    return true;
+}
+
 bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t len)
 {
     for (int i = 0; i < n; i++) {
@@ -224,7 +231,8 @@ void cap_write_slo(FILE *f, const cap_slo *slo, int n)
 
 double cap_reprobe_requests(const summary *s, double rate, double sent)
 {
-    double need = fmin(fmin(ceil(rate * CAP_SETTLE_STAYS * s->e2el_ms.p90 / 1000), CAP_REPROBE_MAX * sent), 1e7);
+    double stays = s->num_preemptions > 0 ? CAP_SETTLE_STAYS_PREEMPTED : CAP_SETTLE_STAYS;
+    double need = fmin(fmin(ceil(rate * stays * s->e2el_ms.p90 / 1000), CAP_REPROBE_MAX * sent), 1e7);
     return s->keep_up >= CAP_REPROBE_BELOW && need > sent ? need : 0;
 }
 

@@ -89,7 +89,14 @@ Test(capacity, slo_names_in_both_spellings)
     cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
     cr_assert(strstr(why, "p99_ttft_ms"), "%s", why);
     s.ttft_ms.p99 = 400;
+    /* the SLOs alone, which decide whether a probe runs again, longer: not where one fails */
+    cr_assert(cap_slos_hold(slo, n, &s));
+    s.ttft_ms.p99 = 501;
+    cr_assert_not(cap_slos_hold(slo, n, &s));
+    cr_assert(cap_slos_hold(slo, 0, &s), "no SLO");
+    s.ttft_ms.p99 = 400;
     s.keep_up = 0.969;
+    cr_assert(cap_slos_hold(slo, n, &s), "keep_up is no SLO");
     cr_assert_not(cap_served(slo, n, &s, why, sizeof why), "a queue growing by 3.1%% of what is sent");
     cr_assert_str_eq(why, "keep_up = 0.969 < 0.97: its queue grows; 9.5 req/s achieved");
     /* rejected requests leave at once and grow no queue: more than 3% of them is not served
@@ -266,6 +273,10 @@ Test(capacity, a_probe_of_long_stays_runs_again_longer)
     cr_assert_eq(cap_reprobe_requests(&s, 2.5, 300), 2500);
     cr_assert_eq(cap_reprobe_requests(&s, 1e6, 300), 3000);
     cr_assert_eq(cap_reprobe_requests(&s, 1e6, 2e6), 1e7);
+    /* where KV ran out (a preemption), 60 stays: 3,000 requests, within ten times 300 */
+    s.num_preemptions = 1;
+    cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 3000);
+    cr_assert_eq(cap_reprobe_requests(&s, 1, 1000), 3000);
     s.keep_up = 0.49;
     cr_assert_eq(cap_reprobe_requests(&s, 1, 300), 0);
 }
