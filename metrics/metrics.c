@@ -371,9 +371,9 @@ static double overlap(const req_span *r, double a, double b)
 
 /* Whether the service kept up with its arrivals. The measured requests in the system start
  * from none and fill for about as long as a request stays, so the first KEEP_UP_SETTLE (P90)
- * of the finished ones' times in the system, at most a third of the sending, is left out: a steady run
- * whose requests stay 37 s read 0.97 over 300 s without it. What is left of the sending,
- * up to the last arrival, splits in halves of H seconds: the mean number of requests in the
+ * of the finished ones' times in the system, at most a third of the sending, is left out: a
+ * steady run whose requests stay 37 s read 0.97 over 300 s without it. What is left of the
+ * sending, up to the last arrival, splits in halves of H seconds: the mean number of requests in the
  * system grows from the first half to the second by (offered - served rate) x H when the
  * queue grows, and not at all when it holds steady. keep_up = 1 - that growth / the
  * requests sent in the second half: about 1 when steady, the served rate over the offered

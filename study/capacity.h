@@ -2,9 +2,9 @@
  * service leaves its stable region. Definitions (docs/study.md):
  *  - a rate is served when every SLO holds and the service keeps up with it: summary's
  *    keep_up (metrics/metrics.c) at least CAP_KEEP_UP, the requests in the system growing,
- *    once it has filled, by less than 3% of those sent (a queue that grows
- *    without bound fails any SLO later), and at most 3% of the requests (1 - CAP_KEEP_UP) were
- *    rejected (they leave at once, and grow no queue);
+ *    once it has filled, by less than 3% of those sent (a queue that grows without bound
+ *    fails any SLO later), and at most 3% of the requests (1 - CAP_KEEP_UP) were rejected
+ *    (they leave at once, and grow no queue);
  *  - the knee is the lowest tried rate whose keep_up is below CAP_KEEP_UP: where the queue
  *    starts to grow, and throughput stops growing with load;
  *  - P99 TTFT takes off at the lowest tried rate whose P99 TTFT exceeds CAP_TAKEOFF times the
@@ -20,8 +20,9 @@
 #include "metrics/metrics.h"
 
 /* 0.97: keep_up of steady runs moves by about 1.5% with the seed (Qwen3-8B on an H100 at
- * 1.6-9.2 req/s, 300 s each: 0.990-1.015); a margin of twice that. The old test, achieved throughput >= 90%
- * of the offered rate, passed runs 9% past what the GPU serves (docs/study.md). */
+ * 1.6-9.2 req/s, 300 s each: 0.990-1.015); a margin of twice that. The old test, achieved
+ * throughput >= 90% of the offered rate, passed runs 9% past what the GPU serves
+ * (docs/study.md). */
 #define CAP_KEEP_UP 0.97
 #define CAP_TAKEOFF 2.0
 /* The least rate a search probes: workload.rate's minimum (config/scenario_keys.h). A search
@@ -40,7 +41,8 @@ typedef struct cap_slo {
  * STAT one of mean, median, p90, p99 (summary.json's p99_ttft_ms spelling works too). */
 int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errlen);
 
-/* The answer's SLO line ("SLO: p99_ttft_ms <= 500, kept up (keep_up >= 0.97)"), and where
+/* The answer's SLO line ("SLO: p99_ttft_ms <= 500, kept up (keep_up >= 0.97), at most 3% of
+ * the requests rejected"), and where
  * no latency limit was given, a line saying the capacity holds whatever the latency. */
 void cap_write_slo(FILE *f, const cap_slo *slo, int n);
 /* Whether S is served (see above). WHY gets the first failure. */
