@@ -204,15 +204,19 @@ static void write_csv(FILE *f, const search_ctx *s, const cap_point *sorted)
     }
 }
 
+/* Each probe's requests and keep_up beside its latencies: probes differ in length (20 or 60
+ * stays where requests stay long), and a longer one has a longer queue, so latencies need
+ * not rise with the rate (new-user trial). */
 static void print_table(const search_ctx *s, const cap_point *sorted)
 {
-    printf("%10s %6s %8s %9s %9s %9s %9s %9s %8s\n", "rate", "served", "req/s", "out tok/s", "TTFT p50", "TTFT p99",
-           "TPOT p99", "E2EL p99", "min free");
+    printf("%10s %6s %8s %7s %8s %9s %9s %9s %9s %9s %8s\n", "rate", "served", "requests", "keep_up", "req/s",
+           "out tok/s", "TTFT p50", "TTFT p99", "TPOT p99", "E2EL p99", "min free");
     for (int i = 0; i < s->n; i++) {
         const summary *m = &sorted[i].sum;
-        printf("%10.4g %6s %8.2f %9.0f %9.1f %9.1f %9.2f %9.0f %8d\n", sorted[i].rate,
-               s->served[find_point(s, sorted[i].rate)] ? "yes" : "no", m->request_throughput, m->output_throughput,
-               m->ttft_ms.median, m->ttft_ms.p99, m->tpot_ms.p99, m->e2el_ms.p99, m->min_free_blocks);
+        printf("%10.4g %6s %8d %7.3f %8.2f %9.0f %9.1f %9.1f %9.2f %9.0f %8d\n", sorted[i].rate,
+               s->served[find_point(s, sorted[i].rate)] ? "yes" : "no", m->completed + m->rejected, m->keep_up,
+               m->request_throughput, m->output_throughput, m->ttft_ms.median, m->ttft_ms.p99, m->tpot_ms.p99,
+               m->e2el_ms.p99, m->min_free_blocks);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "metrics/sumfield.h"
 #include "study/capacity.h"
@@ -299,6 +300,45 @@ Test(capacity, long_stays_do_not_shrink_a_capacity)
         found[i] = capacity_answer("/tmp/ss-capacity-long/capacity.txt", "Capacity: %lf req/s is served");
     }
     cr_assert(found[0] > 0.98 * found[1] && found[0] < 1.02 * found[1], "%g and %g req/s", found[0], found[1]);
+}
+
+/* The printed table gives each probe's requests and keep_up (probes differ in length, so their
+ * latencies need not rise with the rate: new-user trial), the same as capacity.csv's. */
+Test(capacity, the_table_shows_each_probes_requests_and_keep_up)
+{
+    system("rm -rf /tmp/ss-capacity-table");
+    FILE *out = tmpfile();
+    cr_assert_not_null(out);
+    int saved = dup(1);
+    fflush(stdout);
+    dup2(fileno(out), 1);
+    char *argv[] = {"capacity", "--set", "scheduler.policy=kv_single", "--set", "workload.prompt_len=fixed:64", "--set",
+                    "workload.output_len=fixed:64", "--set", "workload.num_requests=200", "--out",
+                    "/tmp/ss-capacity-table"};
+    int status = cmd_capacity(11, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    cr_assert_eq(status, 0);
+    rewind(out);
+    char line[1024];
+    cr_assert(fgets(line, sizeof line, out));
+    cr_assert(strstr(line, "rate served requests keep_up    req/s"), "%s", line);
+    double rate, kept;
+    int sent;
+    cr_assert(fgets(line, sizeof line, out));
+    cr_assert_eq(sscanf(line, "%lf %*s %d %lf", &rate, &sent, &kept), 3, "%s", line);
+    fclose(out);
+    FILE *f = fopen("/tmp/ss-capacity-table/capacity.csv", "r");
+    cr_assert_not_null(f);
+    cr_assert(fgets(line, sizeof line, f) && fgets(line, sizeof line, f));
+    fclose(f);
+    double csv_rate;
+    int completed, rejected;
+    cr_assert_eq(sscanf(line, "%lf,%*d,%d,%d", &csv_rate, &completed, &rejected), 3, "%s", line);
+    cr_assert_float_eq(rate, csv_rate, 1e-3 * csv_rate, "the lowest rate first in both");
+    cr_assert_eq(sent, completed + rejected);
+    cr_assert(kept > 0.9 && kept < 1.1, "the lowest rate keeps up: %g", kept);
 }
 
 /* A probe sends as many requests as span the scenario's own span and at least 300 s (plan's rule,
