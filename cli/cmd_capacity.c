@@ -113,24 +113,17 @@ static int measure(search_ctx *s, double rate)
     }
     scenario sc = *s->base;
     char rate_set[64], requests_set[64];
-    double sent = cap_probe_requests(s->base->v[K_workload_num_requests].d, s->base->v[K_workload_rate].d, rate);
-    simjob j;
-    /* once more, longer, where its requests stayed long against its span (study/capacity.h) */
-    for (int tries = 0; tries < 2; tries++) {
-        snprintf(rate_set, sizeof rate_set, "workload.rate=%.17g", rate);
-        snprintf(requests_set, sizeof requests_set, "workload.num_requests=%.0f", sent);
-        if (scenario_set(&sc, rate_set, s->err, sizeof s->err) < 0 ||
-            scenario_set(&sc, requests_set, s->err, sizeof s->err) < 0) {
-            s->status = EXIT_BAD_INPUT;
-            return -1;
-        }
-        j = (simjob){.sc = &sc};
-        if ((s->status = simjob_run(&j, s->err, sizeof s->err)) != EXIT_OK) return -1;
-        double more = j.have_summary && cap_slos_hold(s->cli->slo, s->cli->nslo, &j.sum)
-                          ? cap_reprobe_requests(&j.sum, rate, sent) : 0;
-        if (more == 0) break;
-        sent = more;
+    snprintf(rate_set, sizeof rate_set, "workload.rate=%.17g", rate);
+    snprintf(requests_set, sizeof requests_set, "workload.num_requests=%.0f",
+             cap_probe_requests(s->base->v[K_workload_num_requests].d, s->base->v[K_workload_rate].d, rate));
+    if (scenario_set(&sc, rate_set, s->err, sizeof s->err) < 0 ||
+        scenario_set(&sc, requests_set, s->err, sizeof s->err) < 0) {
+        s->status = EXIT_BAD_INPUT;
+        return -1;
     }
+    simjob j;
+    if ((s->status = cap_run_probe(&sc, rate, s->cli->slo, s->cli->nslo, true, &j, s->err, sizeof s->err)) != EXIT_OK)
+        return -1;
     /* rejections do not depend on the rate (a prompt too long for scheduler.max_model_len or
      * the KV pool): past the share a served rate allows at the first probe, every rate is
      * unserved, and a search halving to 1e-6 req/s would say so without saying why (review) */

@@ -367,21 +367,11 @@ static int measure(plan *p, int replicas, double rate, bool *ok, summary *sum)
         p->status = EXIT_BAD_INPUT;
         return -1;
     }
-    simjob j = {.sc = &sc};
-    if ((p->status = simjob_run(&j, p->err, sizeof p->err)) != EXIT_OK) return -1;
-    /* once more, longer, where its requests stayed long against its span (study/capacity.h);
-     * a trace is replayed whole */
-    double sent = (double)sc.v[K_workload_num_requests].i;
-    double more = p->trace_rate > 0 || !j.have_summary || !cap_slos_hold(p->cli->slo, p->cli->nslo, &j.sum)
-                      ? 0 : cap_reprobe_requests(&j.sum, rate, sent);
-    if (more > 0) {
-        if (set(&sc, p->err, sizeof p->err, "workload.num_requests=%.0f", more) < 0) {
-            p->status = EXIT_BAD_INPUT;
-            return -1;
-        }
-        j = (simjob){.sc = &sc};
-        if ((p->status = simjob_run(&j, p->err, sizeof p->err)) != EXIT_OK) return -1;
-    }
+    simjob j;
+    /* a trace is replayed whole: never again, longer */
+    if ((p->status = cap_run_probe(&sc, rate, p->cli->slo, p->cli->nslo, p->trace_rate <= 0, &j, p->err,
+                                   sizeof p->err)) != EXIT_OK)
+        return -1;
     char why[256] = "no request finished";
     *ok = j.have_summary && cap_served(p->cli->slo, p->cli->nslo, &j.sum, why, sizeof why);
     *sum = j.sum;

@@ -82,22 +82,23 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
     return 0;
 }
 
-bool cap_slos_hold(const cap_slo *slo, int n, const summary *s)
+/* The first of SLO[0..n) that S fails, or -1 when every one holds. */
+static int failed_slo(const cap_slo *slo, int n, const summary *s)
 {
     for (int i = 0; i < n; i++)
-        if (!(sumf_get(sumf_at((size_t)slo[i].field), s) <= slo[i].limit)) return false;
-    return true;
+        if (!(sumf_get(sumf_at((size_t)slo[i].field), s) <= slo[i].limit)) return i;
+    return -1;
 }
+
+bool cap_slos_hold(const cap_slo *slo, int n, const summary *s) { return failed_slo(slo, n, s) < 0; }
 
 bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t len)
 {
-    for (int i = 0; i < n; i++) {
-        const sumf *f = sumf_at((size_t)slo[i].field);
-        double v = sumf_get(f, s);
-        if (!(v <= slo[i].limit)) {
-            snprintf(why, len, "%s = %.4g > %.4g", f->name, v, slo[i].limit);
-            return false;
-        }
+    int failed = failed_slo(slo, n, s);
+    if (failed >= 0) {
+        const sumf *f = sumf_at((size_t)slo[failed].field);
+        snprintf(why, len, "%s = %.4g > %.4g", f->name, sumf_get(f, s), slo[failed].limit);
+        return false;
     }
     /* rejected requests leave at once, so they never grow the queue: counted here instead, as
      * achieved throughput once counted them (a scenario rejecting 56% of its requests was
@@ -234,6 +235,21 @@ double cap_reprobe_requests(const summary *s, double rate, double sent)
     double stays = s->num_preemptions > 0 ? CAP_SETTLE_STAYS_PREEMPTED : CAP_SETTLE_STAYS;
     double need = fmin(fmin(ceil(rate * stays * s->e2el_ms.p90 / 1000), CAP_REPROBE_MAX * sent), 1e7);
     return s->keep_up >= CAP_REPROBE_BELOW && need > sent ? need : 0;
+}
+
+int cap_run_probe(scenario *sc, double rate, const cap_slo *slo, int n, bool again, simjob *j, char *err,
+                  size_t errlen)
+{
+    *j = (simjob){.sc = sc};
+    int status = simjob_run(j, err, errlen);
+    if (status != EXIT_OK || !again || !j->have_summary || !cap_slos_hold(slo, n, &j->sum)) return status;
+    double more = cap_reprobe_requests(&j->sum, rate, (double)sc->v[K_workload_num_requests].i);
+    if (more == 0) return status;
+    char set[64];
+    snprintf(set, sizeof set, "workload.num_requests=%.0f", more);
+    if (scenario_set(sc, set, err, errlen) < 0) return EXIT_BAD_INPUT;
+    *j = (simjob){.sc = sc};
+    return simjob_run(j, err, errlen);
 }
 
 double cap_probe_requests(double num_requests, double base_rate, double rate)

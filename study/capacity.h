@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "metrics/metrics.h"
+#include "study/simjob.h"
 
 /* 0.97: keep_up of steady runs moves by about 1.5% with the seed (Qwen3-8B on an H100 at
  * 1.6-9.2 req/s, 300 s each: 0.990-1.015); a margin of twice that. The old test, achieved
@@ -77,6 +78,12 @@ double cap_reprobe_requests(const summary *s, double rate, double sent);
 /* Whether every SLO holds on S: a probe whose SLO already fails is not probed again, longer
  * (a longer run only lengthens a queue; plan's example took three times as long otherwise). */
 bool cap_slos_hold(const cap_slo *slo, int n, const summary *s);
+
+/* One probe of SC at RATE into J (SC's workload.num_requests as the probe sends): run once,
+ * and, where AGAIN and cap_reprobe_requests asks for more (the SLOs holding), once more with
+ * that many. capacity's and plan's probes both. Returns simjob_run's exit status. */
+int cap_run_probe(scenario *sc, double rate, const cap_slo *slo, int n, bool again, simjob *j, char *err,
+                  size_t errlen);
 
 /* One probe of the search: *OK tells whether RATE is served. Returns 0, or -1 to stop. */
 typedef int (*cap_probe_fn)(void *ctx, double rate, bool *ok);
