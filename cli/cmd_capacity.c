@@ -380,7 +380,8 @@ static int search(const scenario *sc, const capacity_cli *c)
         }
         *t = (search_ctx){.base = &sk, .cli = c, .seed = seed0 + k, .status = EXIT_OK};
         cap_search_result rk;
-        if (scenario_set(&sk, set, t->err, sizeof t->err) < 0 || cap_search(start, c->max_rate, 0.02, probe, t, &rk) < 0) {
+        if (scenario_set(&sk, set, t->err, sizeof t->err) < 0 ||
+            cap_search(start, c->max_rate, 0.02, probe, t, &rk) < 0) {
             fprintf(stderr, "servesim: %s\n", t->err);
             status = t->status == EXIT_OK ? EXIT_BAD_INPUT : t->status;
         } else {

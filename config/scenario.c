@@ -960,7 +960,8 @@ void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t l
     if (c->chunk_size > 0 && c->chunked_prefill)
         snprintf(chunks, sizeof chunks, " in chunks of at most %d tokens", c->chunk_size);
     else if (c->chunk_size > 0)
-        snprintf(chunks, sizeof chunks, " (scheduler.chunk_size = %d unused: it computes each prompt whole)", c->chunk_size);
+        snprintf(chunks, sizeof chunks, " (scheduler.chunk_size = %d unused: it computes each prompt whole)",
+                 c->chunk_size);
     snprintf(out, len, "%s, chunked prefill %s%s, prefix caching %s, %d sequences and %d tokens a step%s",
              sched_policy_name(c->policy), c->chunked_prefill ? "on" : "off", chunks, c->prefix_caching ? "on" : "off",
              c->max_num_seqs, c->max_num_batched_tokens, from);

@@ -525,8 +525,8 @@ static int report_rate(report *rp)
     }
     fprintf(rp->md, "\nDefinitions (`servesim capacity` uses the same): the knee is the lowest rate whose "
                     "keep_up (1 - the growth of the mean number of requests in the system from the first half of the "
-                    "sending, once filled, to the second / the requests sent in the second) is below %.2f; P99 TTFT takes off at "
-                    "the lowest rate whose P99 TTFT is more than %.0f× that at the lowest rate.\n\n## Plots\n\n",
+                    "sending, once filled, to the second / the requests sent in the second) is below %.2f; P99 TTFT "
+                    "takes off at the lowest rate whose P99 TTFT is more than %.0f× that at the lowest rate.\n\n## Plots\n\n",
             CAP_KEEP_UP, CAP_TAKEOFF);
     embed(rp, "rate.png", "latency and throughput against rate");
     embed(rp, "queues.png", "queues and free KV blocks");
