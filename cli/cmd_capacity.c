@@ -33,9 +33,10 @@ static const char capacity_usage[] =
     "  the knee, where P99 TTFT takes off and where free KV blocks reach zero. Writes\n"
     "  DIR/capacity.csv, capacity.txt (the findings) and latency.png (default DIR:\n"
     "  results/runs/NAME-capacity).\n"
-    "  --repeat N searches again with seeds seed+1 .. seed+N-1 and adds their answers, median and\n"
-    "  range to capacity.txt and DIR/seeds.csv (one seed's arrivals move a capacity by several\n"
-    "  percent); the table, the knee and the plot stay the first seed's.\n";
+    "  --repeat N searches again with seeds seed+1 .. seed+N-1 (one seed's arrivals move a\n"
+    "  capacity by several percent): the answer is then the seeds' median, with every seed's\n"
+    "  answer and their range (and DIR/seeds.csv); the table, the knee and the plot stay the\n"
+    "  first seed's.\n";
 
 enum { MAX_POINTS = 128, MAX_REPEAT = 100 };
 
@@ -226,23 +227,27 @@ static void write_seeds(FILE *f, const seed_answer *seeds, int n)
 {
     double best[MAX_REPEAT], lo = INFINITY, hi = -INFINITY;
     int m = 0;
-    fprintf(f, "Over %d seeds (%lld-%lld):", n, seeds[0].seed, seeds[n - 1].seed);
-    for (int i = 0; i < n; i++) {
-        char r[48];
-        seed_rate(r, sizeof r, &seeds[i].res);
-        fprintf(f, "%s %s", i == 0 ? "" : i == n - 1 ? " and" : ",", r);
+    for (int i = 0; i < n; i++)
         if (seeds[i].res.best > 0 && seeds[i].res.fail > 0) {
             best[m++] = seeds[i].res.best;
             lo = fmin(lo, seeds[i].res.best);
             hi = fmax(hi, seeds[i].res.best);
         }
+    /* the median leads, as the answer to quote: one seed's arrivals move it by several percent */
+    if (m > 0) fprintf(f, "Capacity: %.4g req/s, the median", met_median(best, (size_t)m));
+    else fputs("Capacity", f);
+    fprintf(f, " over %d seeds (%lld-%lld):", n, seeds[0].seed, seeds[n - 1].seed);
+    for (int i = 0; i < n; i++) {
+        char r[48];
+        seed_rate(r, sizeof r, &seeds[i].res);
+        fprintf(f, "%s %s", i == 0 ? "" : i == n - 1 ? " and" : ",", r);
     }
     fputs(" req/s served", f);
     if (m > 0) {
-        double med = met_median(best, (size_t)m);
-        fprintf(f, "; median %.4g, range %.4g-%.4g (%.0f%% of the median)", med, lo, hi, 100 * (hi - lo) / med);
-        if (m == 1) fputs(" of the one seed with an answer", f);
-        else if (m < n) fprintf(f, " over the %d seeds with an answer", m);
+        fprintf(f, "; range %.4g-%.4g (%.0f%% of the median)", lo, hi,
+                100 * (hi - lo) / met_median(best, (size_t)m));
+        if (m == 1) fputs(", the one seed with an answer", f);
+        else if (m < n) fprintf(f, ", the median of the %d seeds with an answer", m);
     }
     fputs(".\n", f);
 }
@@ -271,19 +276,24 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     char note[700];
     job_scheduler_note(s->base, note, sizeof note);
     if (*note) fprintf(f, "%s\n", note);
+    /* with --repeat the seeds' median is the answer; the first seed's, below it, is the table's */
+    char lead[64] = "Capacity";
+    if (nseeds > 1) {
+        write_seeds(f, seeds, nseeds);
+        snprintf(lead, sizeof lead, "Seed %lld (the table's)", seeds[0].seed);
+    }
     if (res->best == 0) {
         char why[256] = "no request finished";
         int i = find_point(s, res->fail);
         if (i >= 0 && s->pts[i].have) cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, why, sizeof why);
-        fprintf(f, "Capacity: no rate down to %.4g req/s is served (there: %s).\n", res->fail, why);
-    } else if (res->fail == 0) fprintf(f, "Capacity: at least %.4g req/s (--max-rate) is served.\n", res->best);
+        fprintf(f, "%s: no rate down to %.4g req/s is served (there: %s).\n", lead, res->fail, why);
+    } else if (res->fail == 0) fprintf(f, "%s: at least %.4g req/s (--max-rate) is served.\n", lead, res->best);
     else {
         char why[256];
         int i = find_point(s, res->fail);
         cap_served(s->cli->slo, s->cli->nslo, &s->pts[i].sum, why, sizeof why);
-        fprintf(f, "Capacity: %.4g req/s is served; %.4g req/s is not (%s).\n", res->best, res->fail, why);
+        fprintf(f, "%s: %.4g req/s is served; %.4g req/s is not (%s).\n", lead, res->best, res->fail, why);
     }
-    if (nseeds > 1) write_seeds(f, seeds, nseeds);
 }
 
 static int plot_latency(const char *dir, char *err, size_t errlen)
@@ -323,7 +333,7 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
     }
     if (status == 0 && (f = od_fopen(&od, "capacity.txt", err, errlen))) {
         write_answer(f, s, res, seeds, nseeds);
-        cap_write_findings(f, sorted, s->n, &fd, false);
+        cap_write_findings(f, sorted, s->n, &fd, s->cli->slo, s->cli->nslo, false);
         status = od_fclose(f, "capacity.txt", err, errlen);
     } else {
         status = -1;
@@ -337,7 +347,7 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
     if (!s->cli->quiet) {
         print_table(s, sorted);
         write_answer(stdout, s, res, seeds, nseeds);
-        cap_write_findings(stdout, sorted, s->n, &fd, false);
+        cap_write_findings(stdout, sorted, s->n, &fd, s->cli->slo, s->cli->nslo, false);
         printf("Results in %s/\n", out);
     }
     return 0;

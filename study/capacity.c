@@ -184,7 +184,20 @@ static void between(char *buf, size_t len, const cap_point *pts, int i)
     else snprintf(buf, len, ", the lowest rate tried");
 }
 
-void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, bool bullets)
+/* ", within the SLO's p99_ttft_ms <= 1000" where an SLO limits P99 TTFT (a take-off under
+ * the limit read as a reason the capacity stopped there), else "". */
+static void takeoff_slo(char *buf, size_t len, double p99_ttft, const cap_slo *slo, int nslo)
+{
+    int field = sumf_find("p99_ttft_ms");
+    buf[0] = '\0';
+    for (int i = 0; i < nslo; i++)
+        if (slo[i].field == field)
+            snprintf(buf, len, ", %s the SLO's p99_ttft_ms <= %g", p99_ttft <= slo[i].limit ? "within" : "past",
+                     slo[i].limit);
+}
+
+void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, const cap_slo *slo, int nslo,
+                        bool bullets)
 {
     const char *b = bullets ? "- " : "";
     char where[128];
@@ -200,9 +213,11 @@ void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings
     }
     if (fd->takeoff >= 0) {
         between(where, sizeof where, pts, fd->takeoff);
-        fprintf(f, "%sP99 TTFT takes off at %.4g req/s: %.4g ms, more than %.0f× the %.4g ms at %.4g req/s%s.\n", b,
+        char limit[96];
+        takeoff_slo(limit, sizeof limit, pts[fd->takeoff].sum.ttft_ms.p99, slo, nslo);
+        fprintf(f, "%sP99 TTFT takes off at %.4g req/s: %.4g ms, more than %.0f× the %.4g ms at %.4g req/s%s%s.\n", b,
                 pts[fd->takeoff].rate, pts[fd->takeoff].sum.ttft_ms.p99, CAP_TAKEOFF, pts[0].sum.ttft_ms.p99,
-                pts[0].rate, where);
+                pts[0].rate, limit, where);
     } else {
         fprintf(f, "%sP99 TTFT stayed within %.0f× its value at the lowest rate (%.4g ms) at every rate tried.\n", b,
                 CAP_TAKEOFF, pts[0].sum.ttft_ms.p99);

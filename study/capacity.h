@@ -113,7 +113,9 @@ typedef struct cap_findings {
 
 /* PTS sorted by rate, N > 0. */
 void cap_analyze(const cap_point *pts, int n, cap_findings *out);
-/* Sentences stating the findings over PTS, one per line, "- " bullets when BULLETS. */
-void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, bool bullets);
+/* Sentences stating the findings over PTS, one per line, "- " bullets when BULLETS; the
+ * take-off says whether it is within an SLO of SLO[0..NSLO) on P99 TTFT. */
+void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings *fd, const cap_slo *slo, int nslo,
+                        bool bullets);
 
 #endif

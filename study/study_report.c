@@ -509,7 +509,7 @@ static int report_rate(report *rp)
     if (nq && plot_queues(rp, queues, nq, "queues.png", "queues and free blocks: the highest rate and the knee") < 0)
         return -1;
     fputs("## What the numbers say\n\n", rp->md);
-    if (n > 0) cap_write_findings(rp->md, cp, n, &fd, true);
+    if (n > 0) cap_write_findings(rp->md, cp, n, &fd, NULL, 0, true);
     int all = -1;
     for (int i = 0; i < num_points(rp); i++) {
         scenario sc;

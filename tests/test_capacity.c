@@ -136,6 +136,26 @@ Test(capacity, findings_follow_their_definitions)
     cr_assert_eq(fd.knee, 4);
     cr_assert_eq(fd.takeoff, 4);
     cr_assert_eq(fd.kv_zero, 4);
+    /* a take-off under a P99 TTFT limit says so, lest it read as where the capacity stopped */
+    cap_slo slo[CAP_MAX_SLO];
+    int n = 0;
+    char err[256], text[2048];
+    cr_assert_eq(cap_parse_slo("tpot_p99_ms=50,ttft_p99_ms=1000", slo, &n, err, sizeof err), 0, "%s", err);
+    FILE *f = fmemopen(text, sizeof text, "w");
+    cap_write_findings(f, p, 5, &fd, slo, n, false);
+    fclose(f);
+    cr_assert(strstr(text, "P99 TTFT takes off at 16 req/s: 900 ms, more than 2× the 100 ms at 1 req/s, within the "
+                           "SLO's p99_ttft_ms <= 1000, so between 8 and 16 req/s.\n"), "%s", text);
+    slo[1].limit = 500;
+    f = fmemopen(text, sizeof text, "w");
+    cap_write_findings(f, p, 5, &fd, slo, n, false);
+    fclose(f);
+    cr_assert(strstr(text, "900 ms, more than 2× the 100 ms at 1 req/s, past the SLO's p99_ttft_ms <= 500, so"), "%s",
+              text);
+    f = fmemopen(text, sizeof text, "w");
+    cap_write_findings(f, p, 5, &fd, slo, 1, false); /* a TPOT limit alone */
+    fclose(f);
+    cr_assert(strstr(text, "at 1 req/s, so between 8 and 16 req/s.\n"), "%s", text);
 }
 
 /* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
@@ -148,9 +168,14 @@ static double capacity_answer(const char *path, const char *format)
 {
     FILE *f = fopen(path, "r");
     cr_assert(f, "%s", path);
-    char line[512];
+    char line[512], whole[256];
+    snprintf(whole, sizeof whole, "%s%%n", format); /* the whole format matched, not its number alone */
     double rate = -1;
-    while (fgets(line, sizeof line, f)) sscanf(line, format, &rate);
+    while (fgets(line, sizeof line, f)) {
+        double r;
+        int used = 0;
+        if (sscanf(line, whole, &r, &used) == 1 && used > 0) rate = r;
+    }
     fclose(f);
     return rate;
 }
@@ -204,7 +229,8 @@ Test(capacity, end_to_end_finds_the_service_rate)
 }
 
 /* --repeat 3: seeds.csv holds each seed's search, the first being the answer's own, each the
- * same as a search run alone with that --seed; capacity.txt adds their median and range. */
+ * same as a search run alone with that --seed; capacity.txt's answer is their median, with their
+ * range, and the first seed's, whose table it shows, below it. */
 Test(capacity, repeat_searches_each_seed_as_alone)
 {
     const char *sets[] = {"scheduler.policy=kv_single", "workload.prompt_len=fixed:64", "workload.output_len=fixed:64",
@@ -227,8 +253,11 @@ Test(capacity, repeat_searches_each_seed_as_alone)
         cr_assert_eq(seed, 5 + i);
         cr_assert(served[i] > 0 && unserved > served[i] && probes > 2, "%s", line);
         if (i == 0) {
-            double answer = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Capacity: %lf req/s is served");
-            cr_assert_float_eq(answer, served[0], 1e-3 * served[0], "the answer is the first seed's");
+            double answer = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt",
+                                            "Seed 5 (the table's): %lf req/s is served");
+            cr_assert_float_eq(answer, served[0], 1e-3 * served[0], "the table is the first seed's");
+            cr_assert_eq(capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Capacity: %lf req/s is served"), -1,
+                         "no headline of one seed's beside the median");
         }
         if (i == 2) { /* the last seed searched alone */
             char *alone[] = {"capacity", "--set", (char *)sets[0], "--set", (char *)sets[1], "--set", (char *)sets[2],
@@ -242,7 +271,7 @@ Test(capacity, repeat_searches_each_seed_as_alone)
     fclose(f);
     double sorted[3] = {served[0], served[1], served[2]};
     qsort(sorted, 3, sizeof *sorted, met_cmp_double);
-    double median = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Over 3 seeds (5-7): %*[^;]; median %lf");
+    double median = capacity_answer("/tmp/ss-capacity-repeat/capacity.txt", "Capacity: %lf req/s, the median over 3 seeds (5-7)");
     cr_assert_float_eq(median, sorted[1], 1e-3 * sorted[1], "median %g of %g, %g, %g", median, served[0], served[1],
                        served[2]);
     char *bad[] = {"capacity", "--repeat", "101", "--out", "/tmp/ss-capacity-bad"};
@@ -256,7 +285,7 @@ Test(capacity, repeat_searches_each_seed_as_alone)
     f = fopen("/tmp/ss-capacity-repeat-max/capacity.txt", "r");
     cr_assert_not_null(f);
     bool said = false;
-    while (fgets(line, sizeof line, f)) said |= strcmp(line, "Over 2 seeds (0-1): >= 1 and >= 1 req/s served.\n") == 0;
+    while (fgets(line, sizeof line, f)) said |= strcmp(line, "Capacity over 2 seeds (0-1): >= 1 and >= 1 req/s served.\n") == 0;
     fclose(f);
     cr_assert(said, "no median of --max-rate answers");
 }
