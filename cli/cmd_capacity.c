@@ -296,15 +296,47 @@ static void write_answer(FILE *f, const search_ctx *s, const cap_search_result *
     }
 }
 
-static int plot_latency(const char *dir, char *err, size_t errlen)
+/* One panel of latency.png: P50 and P99 of METRIC ("ttft") against rate, on a log scale where
+ * they span 20x (a queue's TTFT runs from tens of ms to minutes), with each --slo limit on it. */
+static bool slo_limits(const cap_slo *slo, const char *tail)
 {
-    return plot_script(dir, "latency.png", "latency against arrival rate", 1200, 500,
-                       "set multiplot layout 1,2\nset xlabel 'arrival rate (requests/s)'\nset logscale x\n"
-                       "set title 'TTFT (ms)'\nplot 'capacity.csv' using 'rate':'median_ttft_ms' title 'P50', "
-                       "'' using 'rate':'p99_ttft_ms' title 'P99'\n"
-                       "set title 'TPOT (ms)'\nplot 'capacity.csv' using 'rate':'median_tpot_ms' title 'P50', "
-                       "'' using 'rate':'p99_tpot_ms' title 'P99'\nunset multiplot\n",
-                       err, errlen);
+    const char *name = sumf_at((size_t)slo->field)->name;
+    size_t n = strlen(name), t = strlen(tail);
+    return n > t && strcmp(name + n - t, tail) == 0;
+}
+
+static void plot_panel(FILE *f, const char *metric, const char *title, const cap_slo *slo, int nslo)
+{
+    char p50[32], p99[32], tail[16];
+    snprintf(p50, sizeof p50, "median_%s_ms", metric);
+    snprintf(p99, sizeof p99, "p99_%s_ms", metric);
+    snprintf(tail, sizeof tail, "_%s_ms", metric);
+    double limit = 0; /* the axis reaches the highest limit */
+    for (int i = 0; i < nslo; i++)
+        if (slo_limits(&slo[i], tail)) limit = fmax(limit, slo[i].limit);
+    fprintf(f, "set title '%s (ms)'\n", title);
+    plot_log_y_if_wide(f, "capacity.csv", p50, p99, limit, false);
+    fprintf(f, "plot 'capacity.csv' using 'rate':'%s' title 'P50', '' using 'rate':'%s' title 'P99'", p50, p99);
+    for (int i = 0; i < nslo; i++)
+        if (slo_limits(&slo[i], tail)) plot_slo_line(f, sumf_at((size_t)slo[i].field)->name, slo[i].limit);
+    fputc('\n', f);
+}
+
+static int plot_latency(const char *dir, const cap_slo *slo, int nslo, char *err, size_t errlen)
+{
+    char term[32];
+    if (!plot_available(term, sizeof term)) {
+        printf("note: gnuplot not found, no plots\n");
+        return 0;
+    }
+    plot pl;
+    FILE *f = plot_begin(&pl, term, "latency.png", "latency against arrival rate", 1200, 500);
+    if (!f) return -1;
+    fputs("set multiplot layout 1,2\nset xlabel 'arrival rate (requests/s)'\nset logscale x\n", f);
+    plot_panel(f, "ttft", "TTFT", slo, nslo);
+    plot_panel(f, "tpot", "TPOT", slo, nslo);
+    fputs("unset multiplot\n", f);
+    return plot_finish(&pl, dir, err, errlen);
 }
 
 static int write_outputs(const search_ctx *s, const cap_search_result *res, const seed_answer *seeds, int nseeds,
@@ -338,7 +370,7 @@ static int write_outputs(const search_ctx *s, const cap_search_result *res, cons
     } else {
         status = -1;
     }
-    if (status == 0) status = plot_latency(od.tmp_path, err, errlen);
+    if (status == 0) status = plot_latency(od.tmp_path, s->cli->slo, s->cli->nslo, err, errlen);
     if (status == 0) status = od_commit(&od, err, errlen);
     if (status < 0) {
         od_abort(&od);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/plot.h"
 #include "metrics/sumfield.h"
 #include "study/capacity.h"
 #include "cli/commands.h"
@@ -394,6 +395,8 @@ Test(capacity, a_short_scenario_is_not_cut_short_by_its_drain)
     double at_least = capacity_answer("/tmp/ss-capacity-short/capacity.txt",
                                       "Capacity: at least %lf req/s (--max-rate) is served");
     cr_assert_eq(at_least, 8, "the --max-rate of 8 req/s is served");
+    char term[32]; /* the plot draws the SLO's line on a log axis (a script gnuplot refuses fails the command) */
+    if (plot_available(term, sizeof term)) cr_assert_eq(access("/tmp/ss-capacity-short/latency.png", F_OK), 0);
 }
 
 /* With every request rejected there is no capacity to find: exit 2 and nothing written (gnuplot
