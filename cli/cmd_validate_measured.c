@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "core/sched.h"
@@ -228,6 +229,86 @@ static int write_json(const outdir *od, const char *path, const measured_run *m,
     return f ? od_fclose(f, "validation.json", err, errlen) : -1;
 }
 
+/* The scenario's model with a measured folder's own model.* keys (its summary.json's
+ * "scenario") in their place, resolved: false where they cannot be read back, so nothing is
+ * judged. */
+static bool measured_model(const scenario *sc, json_t *keys, model_shape *shape, bool *fp8)
+{
+    scenario own = *sc;
+    json_t *mine = scenario_json(sc);
+    const char *name;
+    json_t *v;
+    bool ok = mine != NULL;
+    json_object_foreach(keys, name, v) {
+        if (!ok || strncmp(name, "model.", 6) != 0 || json_equal(v, json_object_get(mine, name))) continue;
+        char set[600], err[600];
+        int n = json_is_string(v)    ? snprintf(set, sizeof set, "%s=%s", name, json_string_value(v))
+                : json_is_integer(v) ? snprintf(set, sizeof set, "%s=%lld", name, (long long)json_integer_value(v))
+                : json_is_real(v)    ? snprintf(set, sizeof set, "%s=%.17g", name, json_real_value(v))
+                : json_is_boolean(v) ? snprintf(set, sizeof set, "%s=%s", name, json_is_true(v) ? "on" : "off")
+                                     : -1;
+        ok = n > 0 && (size_t)n < sizeof set && scenario_set(&own, set, err, sizeof err) == 0;
+    }
+    json_decref(mine);
+    scenario_resolved r;
+    char err[1300];
+    if (!ok || scenario_resolve(&own, &r, err, sizeof err) < 0) return false;
+    *shape = r.model;
+    *fp8 = r.fp8_weights;
+    return true;
+}
+
+static bool same_shape(const model_shape *a, const model_shape *b)
+{
+    return a->num_layers == b->num_layers && a->hidden == b->hidden && a->num_heads == b->num_heads &&
+           a->num_kv_heads == b->num_kv_heads && a->head_dim == b->head_dim && a->intermediate == b->intermediate &&
+           a->vocab == b->vocab && a->num_experts == b->num_experts && a->experts_per_token == b->experts_per_token;
+}
+
+/* A servesim folder says what made it (summary.json): a simulated run is no measurement, and
+ * one that served another model than the scenario simulates compares two models. Both were
+ * once compared without a word (a new user's trial: an engine run of the tiny model against
+ * the default Llama-3-8B). A folder without summary.json (made by hand) is taken as it is. */
+static int check_measured_folder(const char *path, const scenario *sc, const scenario_resolved *r, char *err,
+                                 size_t errlen)
+{
+    struct stat st;
+    char file[4200];
+    snprintf(file, sizeof file, "%s/summary.json", path);
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || stat(file, &st) != 0) return 0;
+    json_error_t je;
+    json_t *doc = json_load_file(file, 0, &je);
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "%s:%d: not the JSON object a servesim run writes (%s)", file, je.line, doc ? "not an object" : je.text);
+        json_decref(doc);
+        return -1;
+    }
+    const char *executor = json_string_value(json_object_get(doc, "executor"));
+    int rc = 0;
+    if (executor && strcmp(executor, "simulator") == 0) {
+        snprintf(err, errlen, "%s is a simulated run (its summary.json's executor is \"simulator\"): --measured takes "
+                 "what a real server served, a `servesim load` or `servesim engine` folder or vLLM's saved benchmark "
+                 "JSON", path);
+        rc = -1;
+    }
+    model_shape shape;
+    bool fp8;
+    json_t *keys = json_object_get(doc, "scenario");
+    if (rc == 0 && json_is_object(keys) && measured_model(sc, keys, &shape, &fp8) &&
+        (!same_shape(&shape, &r->model) || fp8 != r->fp8_weights)) {
+        char theirs[300], ours[300];
+        model_shape_string(&shape, theirs, sizeof theirs);
+        model_shape_string(&r->model, ours, sizeof ours);
+        snprintf(err, errlen, "%s served %s%s (%s; its summary.json's model.* keys), and the scenario simulates %s%s "
+                 "(%s): name the scenario it ran, or set its model (--set model.preset=%s)", path,
+                 shape.name ? shape.name : "a model", fp8 ? " in FP8" : "", theirs, r->model.name ? r->model.name : "a model",
+                 r->fp8_weights ? " in FP8" : "", ours, shape.name ? shape.name : "NAME");
+        rc = -1;
+    }
+    json_decref(doc);
+    return rc;
+}
+
 int validate_measured(const scenario *base, const scenario_args *a, const char *out)
 {
     char err[1300];
@@ -251,6 +332,12 @@ int validate_measured(const scenario *base, const scenario_args *a, const char *
     if (job_spec_init(&spec, &r, err, sizeof err) < 0) {
         job_cost_free(&cost);
         fprintf(stderr, "servesim: %s\n", err);
+        return EXIT_BAD_INPUT;
+    }
+    if (check_measured_folder(a->measured, &sc, &r, err, sizeof err) < 0) {
+        job_spec_free(&spec);
+        job_cost_free(&cost);
+        fprintf(stderr, "servesim: --measured %s\n", err);
         return EXIT_BAD_INPUT;
     }
     if (measured_read(a->measured, &m, err, sizeof err) < 0) {

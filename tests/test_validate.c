@@ -70,6 +70,15 @@ static void case_close(const case_dir *c)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* A simulated run's folder as a measured one made by hand: its summary.json, which says it
+ * was simulated (validate --measured refuses that), removed. */
+static void as_hand_made(const char *run)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/summary.json", run);
+    cr_assert_eq(unlink(path), 0);
+}
+
 static int validate(const char **args)
 {
     char *argv[32];
@@ -247,6 +256,54 @@ Test(validate, a_measured_run_with_nothing_to_compare_is_refused_saying_why, .in
     case_close(&c);
 }
 
+/* validate --measured compared a simulated run's folder as if a server had served it, and an
+ * engine run of the tiny model against the default scenario's Llama-3-8B, without a word (a
+ * new user's trial). A folder's summary.json says what made it and which model: a simulated
+ * one is refused, and so is another model than the scenario's, naming both; the same model
+ * under another preset's name is the same model. */
+Test(validate, a_simulated_run_or_another_models_is_refused_as_measured, .init = cr_redirect_stderr)
+{
+    char measured[600], path[700];
+    case_dir c;
+    case_open(&c, "small.ini", scenario_text);
+    snprintf(measured, sizeof measured, "%s/measured", c.dir);
+    cr_assert_eq(mkdir(measured, 0755), 0);
+    snprintf(path, sizeof path, "%s/requests.csv", measured);
+    write_path(path, "request_id,arrival_time,first_token_time,finish_time,prompt_len,output_len,stop_reason,warmup\n"
+                     "0,1.0,1.1,1.2,20,5,length,0\n1,1.5,1.6,1.7,20,5,length,0\n");
+    snprintf(path, sizeof path, "%s/summary.json", measured);
+    const struct { const char *summary; int status; const char *says; } cases[] = {
+        {"{\"executor\": \"simulator\", \"scenario\": {\"model.preset\": \"tiny\"}}", 2,
+         "/measured is a simulated run (its summary.json's executor is \"simulator\")"},
+        {"{\"executor\": \"engine\", \"scenario\": {\"model.preset\": \"llama-3-8b\"}}", 2,
+         "/measured served llama-3-8b (layers=32 hidden=4096 heads=32 kv_heads=8 head_dim=128 intermediate=14336 "
+         "vocab=128256; its summary.json's model.* keys), and the scenario simulates tiny (layers=2 hidden=256 heads=8 "
+         "kv_heads=2 head_dim=32 intermediate=688 vocab=2048): name the scenario it ran, or set its model "
+         "(--set model.preset=llama-3-8b)"},
+        {"{\"executor\": \"load\", \"scenario\": {\"model.preset\": \"tiny\", \"model.quantization\": \"fp8\"}}", 2,
+         "/measured served tiny in FP8 ("},
+        {"{\"executor\": \"engine\", \"scenario\": {\"model.preset\": \"tiny\", \"model.dtype\": \"bf16\"}}", 0, NULL},
+        {"{\"executor\": \"load\"}", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_path(path, cases[i].summary);
+        const char *args[] = {"validate", c.ini, "--measured", measured, "--out", c.out, "--quiet", NULL};
+        int status = validate(args);
+        struct stat st;
+        if (cases[i].status == 2) {
+            cr_assert_eq(status, 2, "%s", cases[i].summary);
+            cr_assert_neq(stat(c.out, &st), 0, "nothing written");
+            cr_assert(strstr(stderr_text(), cases[i].says), "%s", stderr_text());
+        } else {
+            cr_assert(status == 0 || status == 3, "%s: compared, %d", cases[i].summary, status);
+            char rm[100];
+            snprintf(rm, sizeof rm, "rm -rf %s", c.out);
+            cr_assert_eq(system(rm), 0);
+        }
+    }
+    case_close(&c);
+}
+
 /* A pool that holds no measured request (kv.num_blocks = 1) ran the engine, whose every
  * request was rejected, and exited 1, validate's "past its limits" (bad-input campaign): it is
  * refused before any calibration or engine run, saying why, and nothing is written. */
@@ -328,6 +385,7 @@ Test(validate, measured_requests_the_scenario_rejects_are_left_out_of_both_sides
     snprintf(run, sizeof run, "%s/run", c.dir);
     char *sim[] = {"run", ini, "--out", run, "--quiet", NULL};
     cr_assert_eq(cmd_run(5, sim), 0);
+    as_hand_made(run);
     snprintf(path, sizeof path, "%s/requests.csv", run);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f);
@@ -384,6 +442,7 @@ Test(validate, a_verdict_past_the_limits_exits_3_with_its_report_written, .init 
     snprintf(run, sizeof run, "%s/run", c.dir);
     char *sim[] = {"run", c.ini, "--out", run, "--quiet", NULL};
     cr_assert_eq(cmd_run(5, sim), 0);
+    as_hand_made(run);
     const char *same[] = {"validate", c.ini, "--measured", run, "--out", c.out, "--quiet", NULL};
     cr_assert_eq(validate(same), 0, "%s", stderr_text());
     /* one sequence at a time against a run of eight: its P99 TTFT is more than twice the run's */
