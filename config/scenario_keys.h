@@ -66,7 +66,7 @@
     X(frontend, step_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per engine step with tokens (its output received and unpacked; -1 = the preset's)") \
     X(frontend, token_ms, NUM, "-1", "-1", "100000", "simulator: the API server's time per streamed chunk, one request's tokens of a step (detokenized, formatted, sent; -1 = the preset's)") \
     X(frontend, servers, INT, "1", "1", FRONTEND_TEXT(FRONTEND_MAX_SERVERS), "simulator: API server processes sharing the engine, as vLLM's --api-server-count: request i is taken in and streamed by server i mod servers, each its own event loop") \
-    X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to this many)") \
+    X(workload, num_requests, INT, "1000", "1", "100000000", "measured requests (a trace is replayed whole unless this is set; then it is cut to its earliest this many)") \
     X(workload, arrival, CHOICE, "poisson", "all_at_once|poisson|gamma|constant|trace|closed", "", "how requests are sent") \
     X(workload, rate, NUM, "10", "0.000001", "10000000", "requests/s for poisson, gamma, constant") \
     X(workload, burstiness, NUM, "1", "0.001", "1000", "gamma shape: < 1 burstier than poisson, > 1 steadier") \
@@ -77,7 +77,7 @@
     X(workload, shared_prefix_len, INT, "0", "0", "1000000", "tokens of each shared prefix") \
     X(workload, num_prefixes, INT, "1", "1", "1000000", "distinct shared prefixes") \
     X(workload, prefix_fraction, NUM, "1", "0", "1", "fraction of requests that start with a shared prefix") \
-    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, and optionally acceptance_rate (each request's own, for speculative decoding; every row then needs one in [0, 1]); others ignored") \
+    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, and optionally acceptance_rate (each request's own, for speculative decoding; every row then needs one in [0, 1]); others ignored; rows in any order, taken by time (a run's requests.csv replays)") \
     X(workload, trace_time_scale, NUM, "1", "0.000001", "1000000", "trace gaps are multiplied by this") \
     X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
     X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \

@@ -210,40 +210,73 @@ static int read_header(reader *r)
     return -1;
 }
 
+/* A row with its time as read, to sort by (the line breaks ties: stable). */
+typedef struct timed_row {
+    raw_time t;
+    trace_row row;
+} timed_row;
+
+static int earlier(const void *a, const void *b)
+{
+    const timed_row *x = a, *y = b;
+    if (x->t.ticks != y->t.ticks) return x->t.ticks < y->t.ticks ? -1 : 1;
+    if (x->t.seconds != y->t.seconds) return x->t.seconds < y->t.seconds ? -1 : 1;
+    return (x->row.line > y->row.line) - (x->row.line < y->row.line);
+}
+
+/* Rows in any order are taken in time order: a run's requests.csv lists its requests as they
+ * finished, and replaying one as a trace stopped at its first row out of order ("time goes
+ * backwards", a new user's trial; the README offers it as a trace). In order, the rows after
+ * MAX_ROWS are not read; out of order, every row is, to find the MAX_ROWS earliest. */
 static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
 {
     if (read_header(r))
         return -1;
     size_t cap = 0;
-    raw_time first = {0}, prev = {0};
+    timed_row *all = NULL;
+    raw_time prev = {0};
+    bool sorted = true;
     int got = 0;
-    while ((max_rows == 0 || *n < max_rows) && (got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
-        raw_time t = {0};
-        trace_row row;
-        if (parse_row(r, &t, &row))
-            return -1;
-        if (*n == 0)
-            first = prev = t;
-        if (t.ticks < prev.ticks || t.seconds < prev.seconds) {
-            fail(r, "time goes backwards (rows must be in arrival order)");
+    while ((!sorted || max_rows == 0 || *n < max_rows) && (got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
+        timed_row x = {0};
+        if (parse_row(r, &x.t, &x.row)) {
+            free(all);
             return -1;
         }
-        prev = t;
-        row.line = r->csv.lineno;
-        row.time = r->fmt == TRACE_AZURE ? (double)(t.ticks - first.ticks) / TICKS_PER_SECOND
-                                         : t.seconds - first.seconds;
+        if (*n > 0 && (x.t.ticks < prev.ticks || x.t.seconds < prev.seconds)) sorted = false;
+        prev = x.t;
+        x.row.line = r->csv.lineno;
         if (*n == cap) {
             cap = cap ? 2 * cap : 1024;
-            trace_row *grown = realloc(*rows, cap * sizeof **rows);
+            timed_row *grown = realloc(all, cap * sizeof *all);
             if (!grown) {
+                free(all);
                 fail(r, "out of memory");
                 return -1;
             }
-            *rows = grown;
+            all = grown;
         }
-        (*rows)[(*n)++] = row;
+        all[(*n)++] = x;
     }
-    return got < 0 ? -1 : 0;
+    if (got < 0) {
+        free(all);
+        return -1;
+    }
+    if (!sorted) qsort(all, *n, sizeof *all, earlier);
+    if (max_rows > 0 && *n > max_rows) *n = max_rows;
+    *rows = malloc((*n ? *n : 1) * sizeof **rows);
+    if (!*rows) {
+        free(all);
+        fail(r, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        (*rows)[i] = all[i].row;
+        (*rows)[i].time = r->fmt == TRACE_AZURE ? (double)(all[i].t.ticks - all[0].t.ticks) / TICKS_PER_SECOND
+                                                : all[i].t.seconds - all[0].t.seconds;
+    }
+    free(all);
+    return 0;
 }
 
 int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, char *err,
