@@ -86,7 +86,7 @@ static int write_vllm_json(res_dir *dir, recorder_files *rf, const summary *s, c
     int bad = !doc || json_put(doc, "date", json_string(date)) | json_put(doc, "endpoint_type", json_string("openai")) |
               json_put(doc, "backend", json_string("openai")) | json_put(doc, "label", json_null()) |
               json_put(doc, "model_id", json_text(st->model)) | json_put(doc, "tokenizer_id", json_text(st->model)) |
-              json_put(doc, "num_prompts", json_integer(s->completed + s->rejected)) |
+              json_put(doc, "num_prompts", json_integer(s->completed + s->rejected + s->failed)) |
               json_put(doc, "request_rate", strcmp(arrival, "poisson") == 0 || strcmp(arrival, "gamma") == 0 ||
                                                      strcmp(arrival, "constant") == 0
                                                  ? json_real(sc->v[K_workload_rate].d)
@@ -96,7 +96,7 @@ static int write_vllm_json(res_dir *dir, recorder_files *rf, const summary *s, c
                                                : sc->v[K_workload_max_concurrency].i ? json_integer(sc->v[K_workload_max_concurrency].i)
                                                                                      : json_null()) |
               json_put(doc, "duration", json_num(s->duration)) | json_put(doc, "completed", json_integer(s->completed)) |
-              json_put(doc, "failed", json_integer(s->rejected)) |
+              json_put(doc, "failed", json_integer(s->failed + s->rejected)) |
               json_put(doc, "total_input_tokens", json_integer(s->total_input_tokens)) |
               json_put(doc, "total_output_tokens", json_integer(s->total_output_tokens)) |
               json_put(doc, "request_throughput", json_num(s->request_throughput)) |

@@ -38,8 +38,8 @@ struct met_acc {
 
     req_latency *lat;          /* measured requests that finished, in the order they ended */
     size_t num_lat, lat_cap;
-    int rejected;
-    int rejected_by[STOP_HANDOFF + 1]; /* by stop reason */
+    int rejected, failed;      /* refused by the scheduler; failed on a server (or aborted) */
+    int rejected_by[STOP_HANDOFF + 1]; /* both, by stop reason */
     req_span *spans;           /* every measured request that ended, finished or not */
     size_t num_spans, spans_cap;
     double first_arrival, last_arrival, last_finish;
@@ -263,7 +263,9 @@ void met_on_request(met_acc *m, const req_record *r)
         m->spans = grow(m->spans, &m->spans_cap, sizeof *m->spans);
     m->spans[m->num_spans++] = (req_span){r->arrival_time, r->finish_time, r->stop == STOP_LENGTH};
     if (r->stop != STOP_LENGTH) {
-        m->rejected++;
+        /* a load's failures were counted as "Rejected requests" (a new user's trial) */
+        if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) m->failed++;
+        else m->rejected++;
         if ((unsigned)r->stop <= STOP_HANDOFF) m->rejected_by[r->stop]++;
         return;
     }
@@ -422,6 +424,7 @@ static void summarize_requests(const met_acc *m, const slo_config *slo, summary 
     }
     s->completed = (int)m->num_lat;
     s->rejected = m->rejected;
+    s->failed = m->failed;
     s->total_input_tokens = m->input_tokens;
     s->total_output_tokens = m->output_tokens;
     s->duration = m->last_finish > m->first_arrival ? m->last_finish - m->first_arrival : 0;
@@ -512,13 +515,18 @@ void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_
     };
     size_t used = 0;
     buf[0] = 0;
-    for (int k = 0; k <= STOP_HANDOFF && used < len; k++) {
-        if (!m->rejected_by[k] || !why[k]) continue;
-        char reason[160];
-        snprintf(reason, sizeof reason, why[k], max_model_len);
-        int n = snprintf(buf + used, len - used, "%s%d %s", used ? "; " : "Rejected: ", m->rejected_by[k], reason);
-        if (n < 0) break;
-        used += (size_t)n;
+    for (int failed = 0; failed < 2; failed++) {
+        const char *head = failed ? "Failed: " : "Rejected: ";
+        for (int k = 0; k <= STOP_HANDOFF && used < len; k++) {
+            if (!m->rejected_by[k] || !why[k] || (k == STOP_ERROR || k == STOP_ABORTED) != failed) continue;
+            char reason[160];
+            snprintf(reason, sizeof reason, why[k], max_model_len);
+            int n = snprintf(buf + used, len - used, "%s%s%d %s", head == NULL ? "; " : used ? ". " : "",
+                             head ? head : "", m->rejected_by[k], reason);
+            if (n < 0) break;
+            used += (size_t)n;
+            head = NULL;
+        }
     }
     if (used && used < len) snprintf(buf + used, len - used, " (requests.csv's stop_reason)");
 }

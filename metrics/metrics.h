@@ -31,7 +31,8 @@ typedef struct latency_stats {
  *                                    p90 and p99. Keys: STAT_NAME_ms, e.g. p99_ttft_ms. */
 #define SUMMARY_FIELDS(S, L) \
     S(completed, INT, 1, "Successful requests:", "measured requests that finished (STOP_LENGTH)") \
-    S(rejected, INT, 1, "Rejected requests:", "measured requests that ended any other way") \
+    S(rejected, INT, 1, "Rejected requests:", "measured requests the scheduler refused: longer than max_model_len, or than the KV pool") \
+    S(failed, INT, 0, "Failed requests:", "measured requests the server answered with an error or not at all, or whose client went away (a served run's)") \
     S(duration, DBL, 1, "Benchmark duration (s):", "last measured finish - first measured arrival, s") \
     S(total_input_tokens, I64, 1, "Total input tokens:", "prompt tokens of the finished measured requests") \
     S(total_output_tokens, I64, 1, "Total generated tokens:", "output tokens of the finished measured requests") \
@@ -123,8 +124,9 @@ void met_keep_requests(met_acc *m);
 int met_summarize(met_acc *m, const slo_config *slo, summary *out);
 /* Why measured requests did not finish, in words, into BUF ("" when every one did): "Rejected:
  * 3 longer than scheduler.max_model_len (4096 tokens) in prompt + output, as vLLM rejects
- * them; ..." (MAX_MODEL_LEN names the limit); requests.csv's stop_reason says which. A run
- * prints it under its summary, whose "Rejected requests:" line alone left a newcomer guessing. */
+ * them; ..." (MAX_MODEL_LEN names the limit), then "Failed: 2 answered with an error or not
+ * at all" for a served run's; requests.csv's stop_reason says which. A run prints it under its
+ * summary, whose "Rejected requests:" line alone left a newcomer guessing. */
 void met_describe_rejected(const met_acc *m, int max_model_len, char *buf, size_t len);
 /* The request records in the order they ended; none unless met_keep_requests was called. */
 const req_record *met_requests(const met_acc *m, size_t *n);

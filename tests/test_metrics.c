@@ -411,6 +411,39 @@ Test(metrics, rejections_are_said_with_their_reasons)
     met_free(m);
 }
 
+/* `servesim load` counted the requests its server failed (HTTP errors, refused connections)
+ * as "Rejected requests", the scheduler's word (a new user's trial): a failed or aborted
+ * request is counted as failed, said apart, after the rejections. */
+Test(metrics, failed_requests_are_counted_apart_from_rejected_ones)
+{
+    met_acc *m = met_create();
+    req_record ok = req(1, 1.0, 1.25, 1.75, 10, 3, STOP_LENGTH, false);
+    req_record error = req(2, 1.0, NAN, 1.5, 10, 0, STOP_ERROR, false);
+    req_record error2 = req(3, 1.1, NAN, 1.2, 10, 0, STOP_ERROR, false);
+    req_record aborted = req(4, 1.2, 1.3, 1.4, 10, 1, STOP_ABORTED, false);
+    req_record too_long = req(5, 2.0, NAN, 2.0, 5000, 0, STOP_TOO_LONG, false);
+    met_on_request(m, &ok);
+    met_on_request(m, &error);
+    met_on_request(m, &error2);
+    met_on_request(m, &aborted);
+    summary s;
+    slo_config none = {0};
+    cr_assert_eq(met_summarize(m, &none, &s), 0);
+    cr_assert(s.completed == 1 && s.failed == 3 && s.rejected == 0, "%d %d %d", s.completed, s.failed, s.rejected);
+    char buf[400];
+    met_describe_rejected(m, 4096, buf, sizeof buf);
+    cr_assert_str_eq(buf, "Failed: 1 aborted by their client; 2 answered with an error or not at all (requests.csv's "
+                          "stop_reason)");
+    met_on_request(m, &too_long);
+    cr_assert_eq(met_summarize(m, &none, &s), 0);
+    cr_assert(s.failed == 3 && s.rejected == 1);
+    met_describe_rejected(m, 4096, buf, sizeof buf);
+    cr_assert_str_eq(buf, "Rejected: 1 longer than scheduler.max_model_len (4096 tokens) in prompt + output, as vLLM "
+                          "rejects them. Failed: 1 aborted by their client; 2 answered with an error or not at all "
+                          "(requests.csv's stop_reason)");
+    met_free(m);
+}
+
 /* keep_up by hand. The first P90 of the times in the system (at most a third of the sending)
  * is left out, the rest of the sending split in halves.
  *   steady: five requests sent at 0-4 s, each in the system 0.5 s: P90 0.5, from 0.5, halves
