@@ -171,7 +171,7 @@ Test(results, summary_json_order_format_and_determinism)
     char *ja = slurp(a, "summary.json"), *jb = slurp(b, "summary.json");
     cr_assert_str_eq(ja, jb, "identical inputs, identical bytes");
     /* integers as integers, reals with 10 significant digits (and a ".0" jansson keeps) */
-    const char *head = "{\n  \"completed\": 3,\n  \"rejected\": 1,\n  \"duration\": 2.0,\n"
+    const char *head = "{\n  \"completed\": 3,\n  \"rejected\": 1,\n  \"failed\": 0,\n  \"duration\": 2.0,\n"
                        "  \"total_input_tokens\": 350,\n  \"total_output_tokens\": 18,\n"
                        "  \"request_throughput\": 1.5,\n  \"request_goodput\": 1.0,\n"
                        "  \"output_throughput\": 9.0,\n  \"total_token_throughput\": 184.0,\n"
