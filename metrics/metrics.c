@@ -382,7 +382,8 @@ static double overlap(const req_span *r, double a, double b)
  * one when not. Means over halves, not counts at two instants: the counts move by a few
  * percent with the arrivals' bursts, the means by a tenth of that. Achieved throughput
  * cannot tell: it counts the drain after the last arrival, so a run overloaded by 10% for
- * 300 s still achieves 91% of its offered rate. 0 when every request was sent at one time. */
+ * 300 s still achieves 91% of its offered rate. 0 when every request was sent at one time,
+ * and at worst. */
 #define KEEP_UP_SETTLE 90
 static double keep_up(const met_acc *m)
 {
@@ -403,7 +404,9 @@ static double keep_up(const met_acc *m)
         second += overlap(&m->spans[i], mid, t1);
         sent_late += m->spans[i].arrival > mid;
     }
-    return sent_late ? 1 - (second - first) / (mid - from) / (double)sent_late : 0;
+    /* a served rate that falls as the queue grows (longer contexts, preemptions) gains the
+     * second half more than was sent in it: below 0, which no served-over-offered rate is */
+    return sent_late ? fmax(0, 1 - (second - first) / (mid - from) / (double)sent_late) : 0;
 }
 
 static int meets_slo(const slo_config *slo, double ttft, double tpot, int has_tpot, double e2el)

@@ -499,4 +499,20 @@ Test(metrics, keep_up_by_hand)
     cr_assert_eq(met_summarize(m, NULL, &s), 0);
     cr_assert_float_eq(s.keep_up, 1 + 0.5 / 1.75 / 2, 1e-12, "%.17g", s.keep_up);
     met_free(m);
+    /* a served rate that falls as the queue grows gains the second half more than was sent in
+     * it, and keep_up read -0.026 at 48 req/s in the arrival-rate report (a new user's trial),
+     * where it means served over offered: 0 at worst. Sent at 0-3 s staying 0.1 s, five at 4 s
+     * and one each at 5 and 6 staying 100 s: the P90 stay (100 s) is cut to 2 s; halves [2, 4]
+     * and [4, 6] hold 0.2 and 5 x 2 + 1 = 11 request-seconds, two sent in the second (at 5 and
+     * 6): 1 - 10.8 / 2 / 2 = -1.7, read as 0. */
+    m = met_create();
+    const double at[] = {0, 1, 2, 3, 4, 4, 4, 4, 4, 5, 6};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        double end = at[i] + (at[i] < 4 ? 0.1 : 100);
+        met_on_request(m, &(req_record){.arrival_time = at[i], .first_token_time = end, .finish_time = end,
+                                        .output_len = 1, .stop = STOP_LENGTH});
+    }
+    cr_assert_eq(met_summarize(m, NULL, &s), 0);
+    cr_assert_eq(s.keep_up, 0.0, "%.17g", s.keep_up);
+    met_free(m);
 }
