@@ -272,6 +272,19 @@ static void print_rule(FILE *f, char fill, const char *title)
 
 /* Mean, median, P90, P99, the other percentiles asked for, and for the inter-token
  * latency the longest stall. */
+static void print_int(FILE *f, const char *label, int64_t v)
+{
+    if (*label) fprintf(f, "%-40s %" PRId64 "\n", label, v);
+}
+
+/* "-" for a figure with no sample (a latency where no request finished) */
+static void print_num(FILE *f, const char *label, double v)
+{
+    if (!*label) return;
+    if (isnan(v)) fprintf(f, "%-40s -\n", label);
+    else fprintf(f, "%-40s %.2f\n", label, v);
+}
+
 static void print_latency(FILE *f, const char *title, const char *name, const latency_stats *st, const summary *s)
 {
     const struct { const char *stat; double v; } rows[] = {
@@ -281,7 +294,7 @@ static void print_latency(FILE *f, const char *title, const char *name, const la
     char label[64];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         snprintf(label, sizeof label, "%s %s (ms):", rows[i].stat, name);
-        fprintf(f, "%-40s %.2f\n", label, rows[i].v);
+        print_num(f, label, rows[i].v);
     }
     for (int i = 0; i < s->num_percentiles; i++) {
         double q = s->percentiles[i];
@@ -289,22 +302,12 @@ static void print_latency(FILE *f, const char *title, const char *name, const la
         char ql[32];
         met_percentile_label(q, ql, sizeof ql);
         snprintf(label, sizeof label, "P%s %s (ms):", ql, name);
-        fprintf(f, "%-40s %.2f\n", label, st->extra[i]);
+        print_num(f, label, st->extra[i]);
     }
     if (strcmp(name, "ITL") == 0) {
         snprintf(label, sizeof label, "Max %s (ms):", name);
-        fprintf(f, "%-40s %.2f\n", label, st->max);
+        print_num(f, label, st->max);
     }
-}
-
-static void print_int(FILE *f, const char *label, int64_t v)
-{
-    if (*label) fprintf(f, "%-40s %" PRId64 "\n", label, v);
-}
-
-static void print_num(FILE *f, const char *label, double v)
-{
-    if (*label) fprintf(f, "%-40s %.2f\n", label, v);
 }
 
 #define print_INT print_int

@@ -7,6 +7,8 @@
 
 double cmp_rel_error(double simulated, double measured)
 {
+    /* a latency with no sample is NAN: both without one agree, one without one does not */
+    if (isnan(simulated) || isnan(measured)) return isnan(simulated) && isnan(measured) ? 0 : INFINITY;
     if (measured == 0) return simulated == 0 ? 0 : INFINITY;
     return (simulated - measured) / fabs(measured);
 }

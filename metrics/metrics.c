@@ -310,11 +310,21 @@ static double percentile(const double *v, const int64_t *w, size_t n, double q)
 
 /* Statistics of sorted values V with weights W (NULL = 1 each), in seconds, reported in ms.
  * The median is numpy's: the mean of the two middle values when their count is even. */
+/* No sample (no request finished, or none had a second token): every stat NAN, null in
+ * summary.json and an empty CSV field. They read 0.0 ms, a perfect latency, where every
+ * request was rejected (a new user's trial); vLLM's benchmark writes 0 there too. */
+static latency_stats no_samples(void)
+{
+    latency_stats st = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, {0}};
+    for (int i = 0; i < MET_MAX_PERCENTILES; i++) st.extra[i] = NAN;
+    return st;
+}
+
 static latency_stats stats_ms(const met_acc *m, const double *v, const int64_t *w, size_t n)
 {
     latency_stats st = {0};
     if (n == 0)
-        return st;
+        return no_samples();
     int64_t total = w ? weight_total(w, n) : (int64_t)n;
     double sum = 0, sq = 0;
     for (size_t i = 0; i < n; i++)
@@ -345,7 +355,7 @@ static latency_stats sorted_stats_ms(const met_acc *m, double *v, size_t n)
 static latency_stats itl_stats_ms(met_acc *m)
 {
     if (m->num_itl == 0)
-        return (latency_stats){0};
+        return no_samples();
     compact_itl(m);
     size_t n = m->num_itl;
     double *v = checked(malloc(n * sizeof *v));
@@ -383,12 +393,17 @@ static double overlap(const req_span *r, double a, double b)
  * percent with the arrivals' bursts, the means by a tenth of that. Achieved throughput
  * cannot tell: it counts the drain after the last arrival, so a run overloaded by 10% for
  * 300 s still achieves 91% of its offered rate. 0 when every request was sent at one time,
- * and at worst. */
+ * and at worst; NAN when none finished. */
 #define KEEP_UP_SETTLE 90
 static double keep_up(const met_acc *m)
 {
     double t0 = m->first_arrival, t1 = m->last_arrival;
-    if (!(t1 > t0) || m->num_spans == 0) return 0;
+    bool any_finished = false;
+    for (size_t i = 0; i < m->num_spans && !any_finished; i++) any_finished = m->spans[i].finished;
+    /* nothing served, nothing to measure: it read 1.0 where every request was rejected, as
+     * rejections leave at once and grow no queue (a new user's trial) */
+    if (!any_finished) return NAN;
+    if (!(t1 > t0)) return 0;
     /* the finished requests' stays: a share of rejections, which leave at once, lowered it */
     double *stay = checked(malloc(m->num_spans * sizeof *stay));
     size_t n = 0;

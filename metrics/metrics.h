@@ -40,7 +40,7 @@ typedef struct latency_stats {
     S(request_goodput, DBL, 1, "Request goodput (req/s):", "requests within every SLO / duration") \
     S(output_throughput, DBL, 1, "Output token throughput (tok/s):", "total_output_tokens / duration") \
     S(total_token_throughput, DBL, 1, "Total Token throughput (tok/s):", "(input + output tokens) / duration") \
-    S(keep_up, DBL, 1, "", "1 - growth of the mean number of requests in the system over the sending (once filled) / the requests sent in its second half: about 1 when the queue holds steady, the served over the offered rate when it grows (0 at worst); 0 when sent at once") \
+    S(keep_up, DBL, 1, "", "1 - growth of the mean number of requests in the system over the sending (once filled) / the requests sent in its second half: about 1 when the queue holds steady, the served over the offered rate when it grows (0 at worst); 0 when sent at once; null when none finished") \
     L(ttft, "Time to First Token", "TTFT", "first token - arrival") \
     L(tpot, "Time per Output Token (excl. 1st token)", "TPOT", "(E2EL - TTFT) / (output_len - 1), per request") \
     L(itl, "Inter-token Latency", "ITL", "every gap between consecutive tokens, pooled") \

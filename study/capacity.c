@@ -85,8 +85,12 @@ int cap_parse_slo(const char *spec, cap_slo *out, int *n, char *err, size_t errl
 /* The first of SLO[0..n) that S fails, or -1 when every one holds. */
 static int failed_slo(const cap_slo *slo, int n, const summary *s)
 {
-    for (int i = 0; i < n; i++)
-        if (!(sumf_get(sumf_at((size_t)slo[i].field), s) <= slo[i].limit)) return i;
+    for (int i = 0; i < n; i++) {
+        /* a latency without a sample (no second token: no TPOT) breaks no objective; where
+         * none finished, the rejections and keep_up say so (cap_served) */
+        double v = sumf_get(sumf_at((size_t)slo[i].field), s);
+        if (!isnan(v) && !(v <= slo[i].limit)) return i;
+    }
     return -1;
 }
 
@@ -107,6 +111,10 @@ bool cap_served(const cap_slo *slo, int n, const summary *s, char *why, size_t l
     if (sent > 0 && s->rejected > (1 - CAP_KEEP_UP) * sent) {
         snprintf(why, len, "%d of %d requests rejected, more than %.0f%%: `servesim run` at this rate writes "
                  "requests.csv, whose stop_reason says why", s->rejected, sent, 100 * (1 - CAP_KEEP_UP));
+        return false;
+    }
+    if (isnan(s->keep_up)) {
+        snprintf(why, len, "no measured request finished");
         return false;
     }
     if (s->keep_up < CAP_KEEP_UP) {
@@ -171,7 +179,7 @@ void cap_analyze(const cap_point *pts, int n, cap_findings *out)
     for (int i = 0; i < n; i++) {
         const summary *s = &pts[i].sum;
         if (!pts[i].have) continue;
-        if (out->knee < 0 && s->keep_up < CAP_KEEP_UP) out->knee = i;
+        if (out->knee < 0 && !(s->keep_up >= CAP_KEEP_UP)) out->knee = i;
         if (out->takeoff < 0 && s->ttft_ms.p99 > CAP_TAKEOFF * base) out->takeoff = i;
         if (out->kv_zero < 0 && s->min_free_blocks == 0) out->kv_zero = i;
     }

@@ -111,6 +111,16 @@ Test(capacity, slo_names_in_both_spellings)
     cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
     cr_assert_str_eq(why, "4 of 101 requests rejected, more than 3%: `servesim run` at this rate writes requests.csv, "
                           "whose stop_reason says why");
+    /* a latency without a sample is NAN (one-token outputs have no TPOT): it breaks no SLO, where
+     * NAN <= limit is false; keep_up NAN (none finished) is not served */
+    s.rejected = 0;
+    cap_parse_slo("tpot_p99_ms=50", slo, &n, err, sizeof err);
+    s.tpot_ms.p99 = NAN;
+    cr_assert(cap_slos_hold(slo, n, &s), "no TPOT, no TPOT objective broken");
+    cr_assert(cap_served(slo, n, &s, why, sizeof why), "%s", why);
+    s.keep_up = NAN;
+    cr_assert_not(cap_served(slo, n, &s, why, sizeof why));
+    cr_assert_str_eq(why, "no measured request finished");
 }
 
 Test(capacity, findings_follow_their_definitions)

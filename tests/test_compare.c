@@ -138,3 +138,16 @@ Test(compare, differing_simulations_give_the_error_between_the_medians)
     cr_assert_float_eq(row->measured, 9, 1e-12);
     cr_assert_float_eq(row->spread, 1.0 / 9, 1e-12);
 }
+
+/* A latency with no sample is NAN (every request's output one token: no TPOT). Two sides
+ * without one agree; one without one is infinitely off, never a pass: the comparisons are
+ * `!(|error| <= limit)`, and NAN was read as 0 ms on both sides before. */
+Test(compare, a_figure_without_samples_agrees_only_with_another_without)
+{
+    cr_assert_eq(cmp_rel_error(NAN, NAN), 0.0);
+    cr_assert(isinf(cmp_rel_error(NAN, 12.5)));
+    cr_assert(isinf(cmp_rel_error(12.5, NAN)));
+    cr_assert_float_eq(cmp_rel_error(11, 10), 0.1, 1e-12);
+    cr_assert_eq(cmp_rel_error(0, 0), 0.0);
+    cr_assert(isinf(cmp_rel_error(1, 0)));
+}
