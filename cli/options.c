@@ -48,6 +48,14 @@ int cli_take_opt(int argc, char **argv, int *i, const char *usage, const cli_opt
         return 0;
     }
     if (*i + 1 >= argc) return misuse(usage, arg, " needs a value");
+    /* `run --out --quiet` wrote a folder named --quiet, and `--set --out x` took --out for the
+     * assignment (a new user's trial): a value that reads as a long option is a forgotten one */
+    const char *next = argv[*i + 1];
+    if (next[0] == '-' && next[1] == '-' && next[2] != '-' && next[2] != '\0') {
+        char why[300];
+        snprintf(why, sizeof why, " needs a value, and %s is the next option (write %s=%s to mean it)", next, arg, next);
+        return misuse(usage, arg, why);
+    }
     *value = argv[++*i];
     return 0;
 }

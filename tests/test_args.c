@@ -149,12 +149,26 @@ Test(args, misuses_are_refused, .init = cr_redirect_stderr)
     cr_assert_eq(parse(0, &sc, &a, 3, two_files), -1);
     char *bad_repeat[] = {"run", "--repeat", "0"};
     cr_assert_eq(parse(SA_REPEAT, &sc, &a, 3, bad_repeat), -1);
+    /* a forgotten value: `run --out --quiet` wrote a folder named --quiet, `--set --out x`
+     * took --out for the assignment (a new user's trial); --out=--quiet means it, and a
+     * negative number is a value */
+    char *forgot_out[] = {"run", "--out", "--quiet"};
+    cr_assert_eq(parse(0, &sc, &a, 3, forgot_out), -1);
+    char *forgot_set[] = {"run", "--set", "--out", "x7"};
+    cr_assert_eq(parse(0, &sc, &a, 4, forgot_set), -1);
+    char *meant[] = {"run", "--out=--quiet", "--seed", "-1"};
+    cr_assert_eq(parse(0, &sc, &a, 4, meant), -1, "a negative seed is a value, refused by its range");
     fflush(stderr);
     cr_assert_stderr_eq_str("servesim: --quiet takes no value\nusage: test\n"
                             "servesim: --seed needs a value\nusage: test\n"
                             "servesim: --out needs a directory name, got \"\"\nusage: test\n"
                             "servesim: more than one scenario file: b.ini\nusage: test\n"
-                            "servesim: --repeat 0: expected an integer in [1, 10000]\n");
+                            "servesim: --repeat 0: expected an integer in [1, 10000]\n"
+                            "servesim: --out needs a value, and --quiet is the next option (write --out=--quiet to "
+                            "mean it)\nusage: test\n"
+                            "servesim: --set needs a value, and --out is the next option (write --set=--out to mean "
+                            "it)\nusage: test\n"
+                            "servesim: --seed -1: run.seed = -1 is out of range [0, 2147483647]\n");
 }
 
 /* roofline-fit --write overwrote any file it was given; it replaces only its own now, and
