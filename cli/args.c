@@ -48,8 +48,11 @@ static int on_scenario_opt(void *ctx, const char *flag, const char *value)
         a->out_dir = value;
     } else if (strcmp(flag, "--backend") == 0) {
         snprintf(assignment, sizeof assignment, "engine.backend=%s", value);
-        if (scenario_set(p->sc, assignment, err, sizeof err) < 0) {
-            fprintf(stderr, "servesim: %s\n", err);
+        /* named by the flag given: "--set engine.backend=foo" was a flag the user never wrote
+         * (a new user's trial) */
+        if (scenario_set_from(p->sc, assignment, "--backend", err, sizeof err) < 0) {
+            const char *why = strstr(err, ": ");
+            fprintf(stderr, "servesim: --backend %s%s\n", value, why ? why : "");
             return -1;
         }
     } else if (strcmp(flag, "--repeat") == 0) {

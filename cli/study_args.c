@@ -59,8 +59,9 @@ static int apply_common(void *ctx, const char *flag, const char *value)
         if (key >= 0) snprintf(w->sc->v[key].origin, sizeof w->sc->v[key].origin, "%s", flag);
         return 0;
     }
+    /* named by the flag given, not the --set it stands for */
     const char *why = strstr(err, ": ");
-    if (strcmp(flag, "--seed") == 0) fprintf(stderr, "servesim: --seed %s%s\n", value, why ? why : "");
+    if (key >= 0) fprintf(stderr, "servesim: %s %s%s\n", flag, value, why ? why : "");
     else fprintf(stderr, "servesim: %s\n", err);
     return -1;
 }

@@ -171,6 +171,24 @@ Test(args, misuses_are_refused, .init = cr_redirect_stderr)
                             "servesim: --seed -1: run.seed = -1 is out of range [0, 2147483647]\n");
 }
 
+/* A flag that stands for a key is named as given: `engine --backend foo` said "--set
+ * engine.backend=foo", a flag the user never wrote (a new user's trial). */
+Test(args, a_flag_for_a_key_is_named_as_given, .init = cr_redirect_stderr)
+{
+    scenario sc;
+    scenario_args a;
+    char *backend[] = {"engine", "--backend", "foo"};
+    cr_assert_eq(parse(0, &sc, &a, 3, backend), -1);
+    char *seed[] = {"run", "--seed", "x"};
+    cr_assert_eq(parse(0, &sc, &a, 3, seed), -1);
+    char *cpu[] = {"engine", "--backend", "cpu"};
+    cr_assert_eq(parse(0, &sc, &a, 3, cpu), 0);
+    cr_assert_str_eq(sc.v[K_engine_backend].origin, "--backend", "later messages name the flag too");
+    fflush(stderr);
+    cr_assert_stderr_eq_str("servesim: --backend foo: engine.backend: \"foo\" is not one of cpu|cuda\n"
+                            "servesim: --seed x: run.seed: expected an int, got \"x\"\n");
+}
+
 /* roofline-fit --write overwrote any file it was given; it replaces only its own now, and
  * says so before the fit */
 Test(args, roofline_fit_writes_only_over_its_own_file, .init = cr_redirect_stderr)
