@@ -1111,6 +1111,17 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
                         "req/s), or both\n%s", plan_usage);
         return EXIT_BAD_INPUT;
     }
+    /* a key also given on the command line (--set) was replaced by the --vary values without a
+     * word, as sweep's was (a new user's trial); a scenario file's value is there to vary */
+    for (int k = 0; k < c->nvary; k++)
+        for (int key = 0; key < K_COUNT; key++)
+            if (strcmp(sweep_key_name(key), c->vary[k].key) == 0 && strncmp(sc->v[key].origin, "--", 2) == 0) {
+                fprintf(stderr, "servesim: --vary %s=", c->vary[k].key);
+                for (int v = 0; v < c->vary[k].n; v++) fprintf(stderr, "%s%s", v ? "," : "", c->vary[k].values[v]);
+                fprintf(stderr, ": %s is also set by %s, whose value the --vary values would replace; give it once\n",
+                        c->vary[k].key, sc->v[key].origin);
+                return EXIT_BAD_INPUT;
+            }
     for (int k = 0; k < c->nvary; k++) /* every value a scenario takes, before any run */
         for (int v = 0; v < c->vary[k].n; v++) {
             scenario probe = *sc;

@@ -175,6 +175,17 @@ static bool set_by_a_point(const sweep_plan *p, int key)
     return false;
 }
 
+/* Whether KEY was given on the command line (--set, --seed, ...): `sweep --vary
+ * workload.rate=2,4 --set workload.rate=3` dropped the --set without a word (a new user's
+ * trial). A scenario file's value is the one a --vary or --point is there to replace. */
+static bool set_on_the_command_line(const sweep_plan *p, int key, char *why, size_t len, const char *by)
+{
+    const char *origin = p->base.v[key].origin;
+    if (strncmp(origin, "--", 2) != 0) return false;
+    snprintf(why, len, "%s is also set by %s, whose value the %s would replace; give it once", key_names[key], origin, by);
+    return true;
+}
+
 int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
 {
     char why[800], shown[2048];
@@ -191,6 +202,7 @@ int sweep_add_vary(sweep_plan *p, const char *spec, char *err, size_t errlen)
             snprintf(why, sizeof why, "%s is varied twice", key_names[ax.key]);
             goto bad;
         }
+    if (set_on_the_command_line(p, ax.key, why, sizeof why, "--vary values")) goto bad;
     if (set_by_a_point(p, ax.key)) {
         snprintf(why, sizeof why, "%s is also set by a --point, whose value the --vary values would replace; give "
                  "it with one of --vary and --point", key_names[ax.key]);
@@ -307,6 +319,8 @@ int sweep_add_point(sweep_plan *p, const char *spec, char *err, size_t errlen)
         goto bad;
     }
     if (parse_assignments(p, body, &pt, why, sizeof why) < 0) goto bad;
+    for (int i = 0; i < pt.n; i++)
+        if (set_on_the_command_line(p, pt.a[i].key, why, sizeof why, "point")) goto bad;
     for (int i = 0; i < pt.n; i++)
         for (int a = 0; a < p->naxes; a++)
             if (p->axes[a].key == pt.a[i].key) {

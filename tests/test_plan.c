@@ -371,6 +371,10 @@ Test(plan, what_a_user_can_get_wrong_is_exit_2_and_writes_nothing)
     cr_assert_eq(cmd_plan(7, comma), 2);
     char *vary[] = {"plan", "--gpus", "2", "--vary", "scheduler.nope=1,2", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, vary), 2);
+    /* a key given by --set too: the --vary values replaced it without a word (a new user's trial) */
+    char *set_vary[] = {"plan", "--gpus", "2", "--set", "scheduler.max_num_seqs=64", "--vary",
+                        "scheduler.max_num_seqs=128,256", "--out", "/tmp/ss-plan-bad"};
+    cr_assert_eq(cmd_plan(9, set_vary), 2);
     /* an API server in front is modelled for one instance; replicas would all be left out */
     char *fe[] = {"plan", "--gpus", "2", "--set", "frontend.preset=vllm", "--out", "/tmp/ss-plan-bad"};
     cr_assert_eq(cmd_plan(7, fe), 2);

@@ -40,9 +40,10 @@ static scenario tiny(void)
     scenario sc;
     char err[512];
     scenario_defaults(&sc);
-    cr_assert_eq(scenario_set(&sc, "workload.num_requests=40", err, sizeof err), 0, "%s", err);
-    cr_assert_eq(scenario_set(&sc, "workload.prompt_len=uniform:20:400", err, sizeof err), 0, "%s", err);
-    cr_assert_eq(scenario_set(&sc, "workload.output_len=uniform:5:60", err, sizeof err), 0, "%s", err);
+    /* as a scenario file sets them, which a --vary or --point may replace (a --set may not) */
+    cr_assert_eq(scenario_set_from(&sc, "workload.num_requests=40", "tiny.ini:2", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set_from(&sc, "workload.prompt_len=uniform:20:400", "tiny.ini:3", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set_from(&sc, "workload.output_len=uniform:5:60", "tiny.ini:4", err, sizeof err), 0, "%s", err);
     return sc;
 }
 
@@ -602,6 +603,32 @@ Test(sweep, a_key_given_by_both_point_and_vary_is_refused, .init = cr_redirect_s
     cr_assert(strstr(err, "--vary workload.rate=1,2: workload.rate is also set by a --point"), "%s", err);
     cr_assert_eq(sweep_add_vary(&p, "scheduler.max_num_seqs=8", err, sizeof err), -1);
     cr_assert_eq(sweep_add_vary(&p, "kv.block_size=16,32", err, sizeof err), 0, "another key: %s", err);
+    sweep_plan_free(&p);
+}
+
+/* `sweep --vary workload.rate=2,4 --set workload.rate=3` dropped the --set without a word (a
+ * new user's trial): a key given on the command line is refused by --vary and --point, naming
+ * the flag; one from the scenario file is what they are there to replace. */
+Test(sweep, a_key_given_on_the_command_line_and_varied_is_refused, .init = cr_redirect_stderr)
+{
+    system("rm -rf /tmp/ss-set-vary");
+    const char *args[] = {"sweep", "--vary", "workload.rate=2,4", "--set", "workload.rate=3", "--out", "/tmp/ss-set-vary",
+                          "--quiet", NULL};
+    cr_assert_eq(cli(cmd_sweep, args), 2);
+    cr_assert_not(exists("/tmp/ss-set-vary"));
+    char text[4096];
+    stderr_text(text, sizeof text);
+    cr_assert(strstr(text, "servesim: --vary workload.rate=2,4: workload.rate is also set by --set, whose value the "
+                           "--vary values would replace; give it once"), "%s", text);
+    scenario sc = tiny();
+    char err[1024];
+    cr_assert_eq(scenario_set_from(&sc, "run.seed=4", "--seed", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(scenario_set_from(&sc, "workload.rate=7", "my.ini:3", err, sizeof err), 0, "%s", err);
+    sweep_plan p;
+    sweep_plan_init(&p, &sc);
+    cr_assert_eq(sweep_add_point(&p, "b:run.seed=3", err, sizeof err), -1);
+    cr_assert(strstr(err, "run.seed is also set by --seed, whose value the point would replace"), "%s", err);
+    cr_assert_eq(sweep_add_vary(&p, "workload.rate=1,2", err, sizeof err), 0, "the file's value: %s", err);
     sweep_plan_free(&p);
 }
 
