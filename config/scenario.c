@@ -292,6 +292,18 @@ static int on_ini_value(void *user, const char *section, const char *name, const
         if (near >= 0) why = (snprintf(hint, sizeof hint, "; did you mean %s?", keys[near].key), hint);
         if (known_section(section))
             snprintf(c->err, c->errlen, "unknown key %s.%s%s (see `servesim keys`)", section, name, why);
+        else if (!*section) { /* it said "unknown section []" (a new user's trial) */
+            /* the sections that have a key of that name (preset: model, hardware, frontend) */
+            size_t used = 0;
+            for (int i = 0; i < K_COUNT && used < sizeof hint; i++)
+                if (strcmp(keys[i].key, name) == 0) {
+                    int n = snprintf(hint + used, sizeof hint - used, "%s[%s]", used ? " or " : ": put it under ",
+                                     keys[i].section);
+                    if (n > 0) used += (size_t)n;
+                }
+            if (!used) snprintf(hint, sizeof hint, " (see `servesim keys`)");
+            snprintf(c->err, c->errlen, "%s is outside any section: every key follows a [section] header%s", name, hint);
+        }
         else snprintf(c->err, c->errlen, "unknown section [%s]", section);
         return 0;
     }

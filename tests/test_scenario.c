@@ -44,6 +44,13 @@ static void expect_load_error(const char *text, const char *fragment, int line)
 Test(scenario, bad_files_name_the_line)
 {
     expect_load_error("[model]\npreset = tiny\n[nonsense]\nx = 1\n", "unknown section [nonsense]", 3);
+    /* a key before any header said "unknown section []" (a new user's trial) */
+    expect_load_error("rate = 3\n[workload]\nnum_requests = 5\n",
+                      "rate is outside any section: every key follows a [section] header: put it under [workload]", 1);
+    expect_load_error("preset = tiny\n", "preset is outside any section: every key follows a [section] header: put "
+                      "it under [model] or [hardware] or [frontend]", 1);
+    expect_load_error("speed = 3\n", "speed is outside any section: every key follows a [section] header (see "
+                      "`servesim keys`)", 1);
     expect_load_error("[model]\npreset = tiny\nlayers = 3\n", "unknown key model.layers", 3);
     expect_load_error("[kv]\n\nblock_size = sixteen\n", "expected an int, got \"sixteen\"", 3);
     expect_load_error("[workload\nnum_requests = 7\n", "a section header without its ']': \"[workload\"", 1);
