@@ -1211,11 +1211,13 @@ static int resolve_workload(const scenario *sc, scenario_resolved *out, char *er
 static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char *err, size_t errlen)
 {
     const char *p = V(run, percentiles).s;
+    double given[8];
+    int num_given = 0;
     out->num_percentiles = 0;
     while (*p) {
         char *end;
         double q = decimal_strtod(p, &end);
-        if (end == p || !(q > 0 && q <= 100) || (*end && (*end != ',' || !end[1])) || out->num_percentiles == 8) {
+        if (end == p || !(q > 0 && q <= 100) || (*end && (*end != ',' || !end[1])) || num_given == 8) {
             snprintf(err, errlen, "run.percentiles (%s): expected up to 8 numbers in (0, 100], comma-separated, got \"%s\"",
                      V(run, percentiles).origin, V(run, percentiles).s);
             return -1;
@@ -1230,13 +1232,16 @@ static int resolve_percentiles(const scenario *sc, scenario_resolved *out, char 
                      "p99.9_ttft_ms)", V(run, percentiles).origin, (int)(end - p), p);
             return -1;
         }
-        for (int i = 0; i < out->num_percentiles; i++)
-            if (out->percentiles[i] == q) { /* its summary keys would collide */
+        for (int i = 0; i < num_given; i++)
+            if (given[i] == q) { /* its summary keys would collide */
                 snprintf(err, errlen, "run.percentiles (%s): %.*s is given twice in \"%s\"", V(run, percentiles).origin,
                          (int)(end - p), p, V(run, percentiles).s);
                 return -1;
             }
-        out->percentiles[out->num_percentiles++] = q;
+        given[num_given++] = q;
+        /* P50, P90 and P99 are always reported: asked for again, the CSVs had their columns
+         * twice (a new user's trial) */
+        if (q != 50 && q != 90 && q != 99) out->percentiles[out->num_percentiles++] = q;
         p = *end ? end + 1 : end;
     }
     return 0;
