@@ -288,8 +288,14 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     if (k < 0) {
         char hint[300];
         const char *why = vllm_hint(name, hint, sizeof hint);
-        int near = *why ? -1 : nearest_key(section, name);
-        if (near >= 0) why = (snprintf(hint, sizeof hint, "; did you mean %s?", keys[near].key), hint);
+        /* the key of another section, as --set suggests it ("[scheduler] rate" had no hint: a
+         * new user's trial), or a typo */
+        int near = *why ? -1 : key_of_one_section(name);
+        if (near < 0 && !*why) near = nearest_key(section, name);
+        if (near >= 0)
+            why = strcmp(keys[near].section, section) == 0
+                      ? (snprintf(hint, sizeof hint, "; did you mean %s?", keys[near].key), hint)
+                      : (snprintf(hint, sizeof hint, "; did you mean %s under [%s]?", keys[near].key, keys[near].section), hint);
         if (known_section(section))
             snprintf(c->err, c->errlen, "unknown key %s.%s%s (see `servesim keys`)", section, name, why);
         else if (!*section) { /* it said "unknown section []" (a new user's trial) */

@@ -44,6 +44,9 @@ static void expect_load_error(const char *text, const char *fragment, int line)
 Test(scenario, bad_files_name_the_line)
 {
     expect_load_error("[model]\npreset = tiny\n[nonsense]\nx = 1\n", "unknown section [nonsense]", 3);
+    /* a key of another section had no hint in a file, where --set named it (a new user's trial) */
+    expect_load_error("[scheduler]\nrate = 5\n", "unknown key scheduler.rate; did you mean rate under [workload]?", 2);
+    expect_load_error("[scheduler]\nmax_num_seq = 5\n", "unknown key scheduler.max_num_seq; did you mean max_num_seqs?", 2);
     /* a key before any header said "unknown section []" (a new user's trial) */
     expect_load_error("rate = 3\n[workload]\nnum_requests = 5\n",
                       "rate is outside any section: every key follows a [section] header: put it under [workload]", 1);
