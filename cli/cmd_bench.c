@@ -234,7 +234,7 @@ int cmd_bench(int argc, char **argv)
         if (rows.reqs[i].output_len >= r.sched.max_model_len) {
             trace_row *tr = NULL;
             size_t nt = 0;
-            long line = trace_read(r.workload.trace_path, i + 1, &tr, &nt, err, sizeof err) == 0 && nt == i + 1
+            long line = trace_read(r.workload.trace_path, i + 1, &tr, &nt, NULL, err, sizeof err) == 0 && nt == i + 1
                             ? tr[i].line : 0;
             free(tr);
             char where[1200];

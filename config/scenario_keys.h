@@ -77,7 +77,7 @@
     X(workload, shared_prefix_len, INT, "0", "0", "1000000", "tokens of each shared prefix") \
     X(workload, num_prefixes, INT, "1", "1", "1000000", "distinct shared prefixes") \
     X(workload, prefix_fraction, NUM, "1", "0", "1", "fraction of requests that start with a shared prefix") \
-    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, and optionally acceptance_rate (each request's own, for speculative decoding; every row then needs one in [0, 1]); others ignored; rows in any order, taken by time (a run's requests.csv replays)") \
+    X(workload, trace, PATH, "", "", "", "CSV to replay: columns TIMESTAMP,ContextTokens,GeneratedTokens (Azure) or arrival_time,prompt_len,output_len, and optionally acceptance_rate (each request's own, for speculative decoding; every row then needs one in [0, 1]); others ignored; rows in any order, taken by time; a run's requests.csv replays, its warmup column kept and rows that did not finish left out") \
     X(workload, trace_time_scale, NUM, "1", "0.000001", "1000000", "trace gaps are multiplied by this") \
     X(slo, ttft_ms, NUM, "0", "0", "1e9", "goodput objective on TTFT (0 = none)") \
     X(slo, tpot_ms, NUM, "0", "0", "1e9", "goodput objective on TPOT (0 = none)") \

@@ -469,7 +469,7 @@ Test(workload, a_trace_out_of_order_is_taken_in_time_order)
     trace_row *rows;
     size_t n;
     char err[256];
-    cr_assert_eq(trace_read(path, 3, &rows, &n, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(trace_read(path, 3, &rows, &n, NULL, err, sizeof err), 0, "%s", err);
     cr_assert(n == 3 && rows[0].line == 3 && rows[1].line == 5 && rows[2].line == 2, "each keeps its line");
     free(rows);
     unlink(path);
@@ -480,6 +480,44 @@ Test(workload, a_trace_out_of_order_is_taken_in_time_order)
     cr_assert(w.n == 2 && w.reqs[0].prompt_len == 2 && w.reqs[0].arrival_time == 0);
     cr_assert_float_eq(w.reqs[1].arrival_time, 0.1, 1e-12);
     wl_free(&w);
+    unlink(path);
+}
+
+/* A run's requests.csv with a rejected request stopped at it, 'bad output_len "0"', and its
+ * warm-ups were replayed as measured requests (a new user's trial): rows whose stop_reason is
+ * not length are left out and counted, warm-ups stay warm-ups. */
+Test(workload, a_runs_requests_replay_as_they_ran)
+{
+    char path[64];
+    temp_trace(path, "request_id,arrival_time,prompt_len,output_len,stop_reason,warmup\n"
+                     "0,0.0,10,3,length,1\n2,0.5,5000,0,too_long,0\n1,0.25,20,4,length,0\n3,0.75,30,0,error,0\n"
+                     "4,1.0,40,6,length,0\n");
+    trace_row *rows;
+    size_t n, unfinished = 99;
+    char err[256];
+    cr_assert_eq(trace_read(path, 0, &rows, &n, &unfinished, err, sizeof err), 0, "%s", err);
+    cr_assert(n == 3 && unfinished == 2, "%zu rows, %zu left out", n, unfinished);
+    cr_assert(rows[0].warmup && !rows[1].warmup && !rows[2].warmup);
+    cr_assert(rows[1].prompt_len == 20 && rows[2].prompt_len == 40 && rows[2].line == 6);
+    free(rows);
+    wl_config c = trace_config(path, 0);
+    workload w = build_ok(&c);
+    cr_assert(w.n == 3 && w.reqs[0].warmup && !w.reqs[1].warmup && !w.reqs[2].warmup);
+    wl_free(&w);
+    c.warmup_requests = 2;
+    w = build_ok(&c);
+    cr_assert(w.reqs[0].warmup && w.reqs[1].warmup && !w.reqs[2].warmup, "run.warmup_requests adds its first rows");
+    wl_free(&w);
+    c.warmup_requests = 3;
+    build_fails(&c, "the trace has 3 requests, and run.warmup_requests = 3 leaves none to measure");
+    unlink(path);
+    temp_trace(path, "arrival_time,prompt_len,output_len,warmup\n0,10,3,1\n1,10,3,1\n");
+    c = trace_config(path, 0);
+    build_fails(&c, "every one of the trace's 2 requests is a warm-up (its warmup column, and run.warmup_requests = 0)");
+    unlink(path);
+    temp_trace(path, "arrival_time,prompt_len,output_len,warmup\n0,10,3,yes\n");
+    c = trace_config(path, 0);
+    build_fails(&c, ":2: bad warmup \"yes\" (expected 0 or 1)");
     unlink(path);
 }
 

@@ -34,6 +34,7 @@ typedef struct reader {
     trace_format fmt;
     int col[3];              /* time, prompt and output columns in the header */
     int acceptance_col;      /* the optional acceptance_rate column, or -1 */
+    int warmup_col, stop_col; /* a run's requests.csv: its warmup and stop_reason columns, or -1 */
     int num_columns;
     char *err;
     size_t errlen;
@@ -124,12 +125,19 @@ static int parse_len(const char *s, int *out)
     return 0;
 }
 
-static int parse_row(reader *r, raw_time *t, trace_row *row)
+/* 1 where the row is a run's request that did not finish (stop_reason other than length):
+ * its output length is not known. */
+static int unfinished(reader *r)
 {
     if (r->csv.nfields != r->num_columns) {
         fail(r, "expected %d fields as in the header, got %d", r->num_columns, r->csv.nfields);
         return -1;
     }
+    return r->stop_col >= 0 && strcmp(r->csv.field[r->stop_col], "length") != 0;
+}
+
+static int parse_row(reader *r, raw_time *t, trace_row *row)
+{
     const char *f[3];
     for (int i = 0; i < 3; i++) f[i] = r->csv.field[r->col[i]];
     if (r->fmt == TRACE_AZURE) {
@@ -153,6 +161,15 @@ static int parse_row(reader *r, raw_time *t, trace_row *row)
                  TRACE_LEN_LIMIT);
             return -1;
         }
+    }
+    row->warmup = false;
+    if (r->warmup_col >= 0) {
+        const char *w = r->csv.field[r->warmup_col];
+        if (strcmp(w, "0") != 0 && strcmp(w, "1") != 0) {
+            fail(r, "bad warmup \"%s\" (expected 0 or 1)", w);
+            return -1;
+        }
+        row->warmup = w[0] == '1';
     }
     row->acceptance_rate = -1;
     if (r->acceptance_col >= 0) {
@@ -202,7 +219,9 @@ static int read_header(reader *r)
         for (int i = 0; i < 3; i++)
             if ((r->col[i] = column(r, columns[k][i])) < 0) return -1;
         r->acceptance_col = column(r, "acceptance_rate");
-        return r->acceptance_col < -1 ? -1 : 0;
+        r->warmup_col = column(r, "warmup");
+        r->stop_col = column(r, "stop_reason");
+        return r->acceptance_col < -1 || r->warmup_col < -1 || r->stop_col < -1 ? -1 : 0;
     }
     fail(r, "unknown trace header (expected the columns %s,%s,%s or %s,%s,%s)", columns[TRACE_AZURE][0],
          columns[TRACE_AZURE][1], columns[TRACE_AZURE][2], columns[TRACE_PLAIN][0], columns[TRACE_PLAIN][1],
@@ -228,7 +247,7 @@ static int earlier(const void *a, const void *b)
  * finished, and replaying one as a trace stopped at its first row out of order ("time goes
  * backwards", a new user's trial; the README offers it as a trace). In order, the rows after
  * MAX_ROWS are not read; out of order, every row is, to find the MAX_ROWS earliest. */
-static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
+static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n, size_t *skipped)
 {
     if (read_header(r))
         return -1;
@@ -239,7 +258,12 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
     int got = 0;
     while ((!sorted || max_rows == 0 || *n < max_rows) && (got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
         timed_row x = {0};
-        if (parse_row(r, &x.t, &x.row)) {
+        int left_out = unfinished(r);
+        if (left_out > 0) {
+            (*skipped)++;
+            continue;
+        }
+        if (left_out < 0 || parse_row(r, &x.t, &x.row)) {
             free(all);
             return -1;
         }
@@ -279,15 +303,17 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n)
     return 0;
 }
 
-int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, char *err,
+int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, size_t *unfinished, char *err,
                size_t errlen)
 {
+    size_t skipped = 0;
     reader r = {.err = err, .errlen = errlen};
     if (csv_open(&r.csv, path, 0, err, errlen) < 0)
         return -1;
     *rows = NULL;
     *n = 0;
-    int rc = read_rows(&r, max_rows, rows, n);
+    int rc = read_rows(&r, max_rows, rows, n, &skipped);
+    if (unfinished) *unfinished = rc ? 0 : skipped;
     csv_close(&r.csv);
     if (rc) {
         free(*rows);

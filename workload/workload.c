@@ -145,8 +145,23 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
 {
     size_t want = c->num_requests > 0 ? (size_t)c->warmup_requests + c->num_requests : 0;
     trace_row *rows;
-    if (trace_read(c->trace_path, want, &rows, n, err, errlen))
+    size_t unfinished = 0;
+    if (trace_read(c->trace_path, want, &rows, n, &unfinished, err, errlen))
         return -1;
+    /* said once a process (a sweep opens the trace at each point) */
+    static char said[4096];
+    if ((unfinished || (want && *n < want)) && strcmp(said, c->trace_path) != 0) {
+        snprintf(said, sizeof said, "%s", c->trace_path);
+        if (unfinished)
+            fprintf(stderr, "servesim: warning: %s: %zu requests that did not finish (stop_reason other than length: "
+                            "rejected or failed, their output length not known) are left out of the replay\n",
+                    c->trace_path, unfinished);
+        /* a cut past the trace's end replayed fewer requests without a word (a new user's trial) */
+        if (want && *n < want)
+            fprintf(stderr, "servesim: warning: %s: workload.num_requests = %d%s asks for %zu, the trace has %zu: all "
+                            "are replayed\n", c->trace_path, c->num_requests,
+                    c->warmup_requests ? " with run.warmup_requests" : "", want, *n);
+    }
     if (*n == 0) {
         free(rows);
         snprintf(err, errlen, "%s: the trace has no requests", c->trace_path);
@@ -179,6 +194,7 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
         (*reqs)[i].output_len = rows[i].output_len;
         (*reqs)[i].has_acceptance_rate = rows[i].acceptance_rate >= 0;
         (*reqs)[i].acceptance_rate = rows[i].acceptance_rate;
+        (*reqs)[i].warmup = rows[i].warmup;   /* a run's requests.csv: its warm-ups stay warm-ups */
     }
     free(rows);
     return 0;
@@ -270,16 +286,24 @@ static int open_trace(const wl_config *cfg, workload *out, char *err, size_t err
         return -1;
     }
     out->prefix_seed = draw_u64(s.rng[STREAM_TOKENS]);
+    size_t measured = 0;
     for (size_t i = 0; i < n; i++) {
         wl_request *r = &reqs[i];
         r->id = (int64_t)i;
-        r->warmup = i < (size_t)cfg->warmup_requests;
+        r->warmup = r->warmup || i < (size_t)cfg->warmup_requests;
+        measured += !r->warmup;
         choose_prefix(cfg, s.rng[STREAM_PREFIX], r);
         if (r->prefix_len > r->prompt_len)
             r->prefix_len = r->prompt_len;
         r->token_seed = draw_u64(s.rng[STREAM_TOKENS]);
     }
     streams_free(&s);
+    if (measured == 0) { /* every row a warm-up by its warmup column */
+        free(reqs);
+        snprintf(err, errlen, "%s: every one of the trace's %zu requests is a warm-up (its warmup column, and "
+                 "run.warmup_requests = %d): none is left to measure", cfg->trace_path, n, cfg->warmup_requests);
+        return -1;
+    }
     out->reqs = reqs;
     out->n = n;
     return 0;
