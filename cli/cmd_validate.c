@@ -171,18 +171,35 @@ static bool within(const cmp_result *c, const char *metric, double limit)
     return row && fabs(row->rel_error) <= limit;
 }
 
-static bool point_passes(const point *p, const scenario *sc)
+/* Whether METRIC of R is within LIMIT; where not, it is added to P's failed list, as
+ * "WHAT METRIC +E% (limit L%)". */
+static bool judge(point *p, const cmp_result *r, const char *what, const char *metric, double limit)
+{
+    if (within(r, metric, limit)) return true;
+    const cmp_row *row = cmp_find(r, metric);
+    size_t used = strlen(p->failed);
+    if (used < sizeof p->failed)
+        snprintf(p->failed + used, sizeof p->failed - used, "%s%s%s %+.1f%% (limit %.3g%%)", used ? ", " : "", what,
+                 metric, row ? 100 * row->rel_error : NAN, 100 * limit);
+    return false;
+}
+
+static bool point_passes(point *p, const scenario *sc)
 {
     double med = sc->v[K_validate_max_median_error].d, p99 = sc->v[K_validate_max_p99_error].d;
     double thr = sc->v[K_validate_max_throughput_error].d, replay = sc->v[K_validate_max_replay_error].d;
     const char *lat[] = {"ttft", "tpot", "itl", "e2el"};
-    bool ok = within(&p->cmp, "request_throughput", thr) && within(&p->cmp, "output_throughput", thr);
+    p->failed[0] = 0;
+    bool ok = judge(p, &p->cmp, "", "request_throughput", thr);
+    ok &= judge(p, &p->cmp, "", "output_throughput", thr);
     for (int i = 0; i < 4; i++) {
         char m[40];
         snprintf(m, sizeof m, "p50_%s_ms", lat[i]);
-        ok = ok && within(&p->cmp, m, med) && within(&p->replay, m, replay);
+        ok &= judge(p, &p->cmp, "", m, med);
+        ok &= judge(p, &p->replay, "replay ", m, replay);
         snprintf(m, sizeof m, "p99_%s_ms", lat[i]);
-        ok = ok && within(&p->cmp, m, p99) && within(&p->replay, m, replay);
+        ok &= judge(p, &p->cmp, "", m, p99);
+        ok &= judge(p, &p->replay, "replay ", m, replay);
     }
     return ok;
 }

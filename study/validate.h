@@ -20,6 +20,9 @@ typedef struct point {
     int64_t replay_mismatch[MAX_ENGINE_RUNS]; /* first step whose batch differed; -1: none */
     int64_t replay_steps[MAX_ENGINE_RUNS];    /* steps the engine ran */
     bool passed;
+    /* the judged errors past their limits, "p99_itl_ms -40.2% (limit 25%), ...": a FAIL named
+     * none, and the stdout line has no ITL (a new user's trial) */
+    char failed[400];
 } point;
 
 /* What priced the runs, for the report's header. */

@@ -46,7 +46,8 @@ static json_t *point_json(const point *p)
 {
     json_t *o = json_object(), *metrics = NULL;
     int bad = !o || json_put(o, "rate", json_num(strtod(p->rate, NULL))) | json_put(o, "policy", json_text(p->policy)) |
-                        json_put(o, "passed", json_boolean(p->passed)) | json_put(o, "engine_runs", json_integer(p->num_runs)) |
+                        json_put(o, "passed", json_boolean(p->passed)) | json_put(o, "past_limits", json_text(p->failed)) |
+                        json_put(o, "engine_runs", json_integer(p->num_runs)) |
                         json_put(o, "step_time_mape", json_num(p->cmp.step_mape)) |
                         json_put(o, "steps_predicted", json_integer(p->cmp.steps_predicted)) |
                         json_put(o, "first_divergent_step", json_integer(p->cmp.first_divergence)) ||
@@ -173,6 +174,7 @@ static void report_replay(FILE *f, const point *p)
 static void report_point(FILE *f, int index, const point *p, bool plotted)
 {
     fprintf(f, "## %s at %s req/s: %s\n\n", p->policy, p->rate, p->passed ? "within the thresholds" : "OUTSIDE the thresholds");
+    if (!p->passed) fprintf(f, "Past its limit: %s.\n\n", p->failed);
     if (isfinite(p->cmp.step_mape))
         fprintf(f, "The cost table predicted the %lld steps the engine ran with a mean absolute error of "
                    "%.1f%%. ", (long long)p->cmp.steps_predicted, 100 * p->cmp.step_mape);
@@ -231,4 +233,5 @@ void validate_print_point(const point *p)
     const cmp_row *replay = cmp_find(&p->replay, "p50_e2el_ms"), *replay99 = cmp_find(&p->replay, "p99_e2el_ms");
     if (replay && replay99) printf("  replay: p50_e2el_ms %+.2f%% p99_e2el_ms %+.2f%%", 100 * replay->rel_error, 100 * replay99->rel_error);
     printf("\n");
+    if (!p->passed) printf("%-10s %8s past its limit: %s\n", "", "", p->failed);
 }
