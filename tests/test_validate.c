@@ -468,9 +468,17 @@ Test(validate, engine_runs_past_limits_of_zero_exit_3_with_the_report, .init = c
     char path[700];
     case_dir c;
     case_open(&c, "small.ini", scenario_text);
+    /* not quiet: the calibration says its range, where minutes of it went without a word,
+     * and calibrates no more sequences than the workload sends (14: 12 and 2 warm-ups), where
+     * the scheduler's limit (64 here; 1024, the GPU's vLLM default) took the tiny model over 8 minutes (a new
+     * user's trial) */
     const char *args[] = {"validate", c.ini, "--set", "validate.engine_runs=1", "--set", "validate.max_median_error=0",
-                          "--set", "validate.max_p99_error=0", "--out", c.out, "--quiet", NULL};
-    cr_assert_eq(validate(args), 3, "%s", stderr_text());
+                          "--set", "validate.max_p99_error=0", "--set", "scheduler.max_num_seqs=64", "--out", c.out,
+                          NULL};
+    cr_assert_eq(validate(args), 3);
+    const char *said = stderr_text();
+    cr_assert(strstr(said, "calibrating first, in 1 round, one before each engine run, up to 64 tokens a step, 14 "
+                           "sequences and a context of 256"), "%s", said);
     snprintf(path, sizeof path, "%s/report.md", c.out);
     /* and names what is past its limit: a FAIL named nothing, and stdout has no ITL (a new
      * user's trial); a P50 within 0% is not a real run's */
