@@ -291,6 +291,16 @@ static int check_measured_folder(const char *path, const scenario *sc, const sce
                  "JSON", path);
         rc = -1;
     }
+    /* a CPU engine run priced as a GPU read TTFT errors of -95% without a word (a new user's
+     * trial): its costs are the CPU's calibration table */
+    const char *backend = json_string_value(json_object_get(json_object_get(doc, "environment"), "backend"));
+    if (rc == 0 && executor && strcmp(executor, "engine") == 0 && backend && strcmp(backend, "cpu") == 0 &&
+        !r->cost_table_path[0]) {
+        snprintf(err, errlen, "%s ran the CPU engine (its summary.json's environment), and the scenario prices %s "
+                 "(hardware.preset, with no cost table): give the CPU's, --cost-table FILE from `servesim calibrate "
+                 "--backend cpu --model %s`", path, r->hw.name, r->model.name ? r->model.name : "NAME");
+        rc = -1;
+    }
     model_shape shape;
     bool fp8;
     json_t *keys = json_object_get(doc, "scenario");

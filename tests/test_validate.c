@@ -282,6 +282,10 @@ Test(validate, a_simulated_run_or_another_models_is_refused_as_measured, .init =
          "(--set model.preset=llama-3-8b)"},
         {"{\"executor\": \"load\", \"scenario\": {\"model.preset\": \"tiny\", \"model.quantization\": \"fp8\"}}", 2,
          "/measured served tiny in FP8 ("},
+        {"{\"executor\": \"engine\", \"environment\": {\"backend\": \"cpu\"}, \"scenario\": {\"model.preset\": "
+         "\"tiny\"}}", 2, "/measured ran the CPU engine (its summary.json's environment), and the scenario prices h200 "
+         "(hardware.preset, with no cost table): give the CPU's, --cost-table FILE from `servesim calibrate --backend "
+         "cpu --model tiny`"},
         {"{\"executor\": \"engine\", \"scenario\": {\"model.preset\": \"tiny\", \"model.dtype\": \"bf16\"}}", 0, NULL},
         {"{\"executor\": \"load\"}", 0, NULL},
     };
@@ -468,10 +472,10 @@ Test(validate, engine_runs_past_limits_of_zero_exit_3_with_the_report, .init = c
     char path[700];
     case_dir c;
     case_open(&c, "small.ini", scenario_text);
-    /* not quiet: the calibration says its range, where minutes of it went without a word,
-     * and calibrates no more sequences than the workload sends (14: 12 and 2 warm-ups), where
-     * the scheduler's limit (64 here; 1024, the GPU's vLLM default) took the tiny model over 8 minutes (a new
-     * user's trial) */
+    /* not quiet: the calibration says its range, where minutes of it went without a word, and
+     * calibrates no more sequences than the workload sends (14: 12 and 2 warm-ups), where the
+     * scheduler's limit (64 here; 1024, the GPU's vLLM default) took the tiny model over 8
+     * minutes (a new user's trial) */
     const char *args[] = {"validate", c.ini, "--set", "validate.engine_runs=1", "--set", "validate.max_median_error=0",
                           "--set", "validate.max_p99_error=0", "--set", "scheduler.max_num_seqs=64", "--out", c.out,
                           NULL};
