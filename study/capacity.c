@@ -211,10 +211,18 @@ void cap_write_findings(FILE *f, const cap_point *pts, int n, const cap_findings
     char where[128];
     if (fd->knee >= 0) {
         between(where, sizeof where, pts, fd->knee);
+        /* a sweep of 100 requests at 10 req/s read a knee that capacity's 300-s probes put
+         * past 26 req/s (a new user's trial): a short sending is said */
+        const summary *k = &pts[fd->knee].sum;
+        double span = (k->completed + k->rejected) / pts[fd->knee].rate;
+        char noisy[160] = "";
+        if (span < CAP_MIN_SPAN_S)
+            snprintf(noisy, sizeof noisy, ", over a sending of %.0f s, where keep_up is noisy (capacity's probes send "
+                     "for at least %.0f s)", span, CAP_MIN_SPAN_S);
         fprintf(f, "%sThe queue starts to grow: keep_up first fell below %.2f at %.4g req/s (%.3f; %.4g req/s "
-                   "achieved, %.0f output tokens/s)%s.\n",
-                b, CAP_KEEP_UP, pts[fd->knee].rate, pts[fd->knee].sum.keep_up, pts[fd->knee].sum.request_throughput,
-                pts[fd->knee].sum.output_throughput, where);
+                   "achieved, %.0f output tokens/s)%s%s.\n",
+                b, CAP_KEEP_UP, pts[fd->knee].rate, k->keep_up, k->request_throughput, k->output_throughput, where,
+                noisy);
     } else {
         fprintf(f, "%sThe service kept up with the offered rate at every rate tried (up to %.4g req/s).\n", b,
                 pts[n - 1].rate);

@@ -167,6 +167,21 @@ Test(capacity, findings_follow_their_definitions)
     cap_write_findings(f, p, 5, &fd, slo, 1, false); /* a TPOT limit alone */
     fclose(f);
     cr_assert(strstr(text, "at 1 req/s, so between 8 and 16 req/s.\n"), "%s", text);
+    /* a knee read over a short sending says so: a sweep of 100 requests read one at 10 req/s
+     * that capacity's 300-s probes put past 26 (a new user's trial). 790 + 10 sent at 16 req/s:
+     * 50 s; 8,000: 500 s, said as before */
+    p[4].sum.completed = 790;
+    p[4].sum.rejected = 10;
+    f = fmemopen(text, sizeof text, "w");
+    cap_write_findings(f, p, 5, &fd, NULL, 0, false);
+    fclose(f);
+    cr_assert(strstr(text, "so between 8 and 16 req/s, over a sending of 50 s, where keep_up is noisy (capacity's "
+                           "probes send for at least 300 s).\n"), "%s", text);
+    p[4].sum.completed = 8000;
+    f = fmemopen(text, sizeof text, "w");
+    cap_write_findings(f, p, 5, &fd, NULL, 0, false);
+    fclose(f);
+    cr_assert(strstr(text, "output tokens/s), so between 8 and 16 req/s.\n"), "%s", text);
 }
 
 /* One request at a time with fixed lengths: a deterministic server of rate 1 / (one request's
