@@ -938,6 +938,18 @@ static int read_exact(const json_t *v, double *out)
     return end == s || *end || errno || !isfinite(*out) || *out < 0 ? -1 : 0;
 }
 
+/* A latency may have no sample (one-token outputs have no TPOT): "nan", written as exact()
+ * writes NAN; a shard with one could not be merged (a review's find). */
+static int read_latency(const json_t *v, double *out)
+{
+    const char *s = json_string_value(v);
+    if (s && (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0)) {
+        *out = NAN;
+        return 0;
+    }
+    return read_exact(v, out);
+}
+
 /* The shard's command line without --shard, --out and --quiet: what the merge re-parses. */
 static int put_args(json_t *doc, const plan_cli *c)
 {
@@ -1301,10 +1313,11 @@ static int load_shard(plan *p, const json_t *doc, const char *dir, bool *loaded,
         l->at_target = (summary){0};
         if (read_exact(json_object_get(o, "capacity"), &l->capacity) < 0 || read_exact(json_object_get(o, "fail"), &l->fail) < 0 ||
             read_exact(json_array_get(at, 0), &l->at.output_throughput) < 0 ||
-            read_exact(json_array_get(at, 1), &l->at.tpot_ms.median) < 0 ||
-            read_exact(json_array_get(at, 2), &l->at.ttft_ms.p99) < 0 || read_exact(json_array_get(at, 3), &l->at.tpot_ms.p99) < 0 ||
-            read_exact(json_array_get(tg, 0), &l->at_target.ttft_ms.p99) < 0 ||
-            read_exact(json_array_get(tg, 1), &l->at_target.tpot_ms.p99) < 0 ||
+            read_latency(json_array_get(at, 1), &l->at.tpot_ms.median) < 0 ||
+            read_latency(json_array_get(at, 2), &l->at.ttft_ms.p99) < 0 ||
+            read_latency(json_array_get(at, 3), &l->at.tpot_ms.p99) < 0 ||
+            read_latency(json_array_get(tg, 0), &l->at_target.ttft_ms.p99) < 0 ||
+            read_latency(json_array_get(tg, 1), &l->at_target.tpot_ms.p99) < 0 ||
             !json_is_boolean(json_object_get(o, "have")) || !json_is_integer(json_object_get(o, "min_replicas")) ||
             !json_is_integer(json_object_get(o, "replica_limit")) || !json_is_boolean(json_object_get(o, "memory_limited"))) {
             snprintf(err, errlen, "%s/plan-shard.json: layout %d: a number is missing or malformed", dir, x);

@@ -304,7 +304,10 @@ static int check_measured_folder(const char *path, const scenario *sc, const sce
     model_shape shape;
     bool fp8;
     json_t *keys = json_object_get(doc, "scenario");
-    if (rc == 0 && json_is_object(keys) && measured_model(sc, keys, &shape, &fp8) &&
+    /* an engine run's model.* keys are the model it served; a load's only chose the token
+     * vocabulary of what it sent (the server's model is its own) */
+    if (rc == 0 && executor && strcmp(executor, "engine") == 0 && json_is_object(keys) &&
+        measured_model(sc, keys, &shape, &fp8) &&
         (!same_shape(&shape, &r->model) || fp8 != r->fp8_weights)) {
         char theirs[300], ours[300];
         model_shape_string(&shape, theirs, sizeof theirs);

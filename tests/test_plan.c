@@ -205,6 +205,29 @@ static int same_file(const char *a, const char *b)
     return system(cmd) == 0;
 }
 
+/* One-token outputs have no TPOT: NAN since latencies without a sample are, which a shard
+ * wrote as "nan" and the merge refused as malformed (a review's find). Merged, it is the
+ * unsharded plan's. */
+Test(plan, shards_of_outputs_without_a_tpot_merge)
+{
+    system("rm -rf /tmp/ss-plan-tpot && mkdir -p /tmp/ss-plan-tpot");
+    char *base[] = {"plan", "--gpus", "2", "--max-tp", "2", "--set", "workload.output_len=fixed:1", "--set",
+                    "workload.num_requests=100", "--max-rate", "64", "--quiet", "--out", NULL, NULL, NULL};
+    base[13] = "/tmp/ss-plan-tpot/whole";
+    cr_assert_eq(cmd_plan(14, base), 0);
+    base[13] = "/tmp/ss-plan-tpot/s1";
+    base[14] = "--shard=1/2";
+    cr_assert_eq(cmd_plan(15, base), 0);
+    base[13] = "/tmp/ss-plan-tpot/s2";
+    base[14] = "--shard=2/2";
+    cr_assert_eq(cmd_plan(15, base), 0);
+    cr_assert_eq(system("grep -q '\"nan\"' /tmp/ss-plan-tpot/s1/plan-shard.json"), 0, "a latency without a sample");
+    char *merge[] = {"merge", "/tmp/ss-plan-tpot/merged", "/tmp/ss-plan-tpot/s1", "/tmp/ss-plan-tpot/s2"};
+    cr_assert_eq(cmd_merge(4, merge), 0);
+    cr_assert(same_file("/tmp/ss-plan-tpot/whole/plan.csv", "/tmp/ss-plan-tpot/merged/plan.csv"));
+    system("rm -rf /tmp/ss-plan-tpot");
+}
+
 /* Three layouts (TP 1 and 2 on 2 GPUs, two routers: TP 2 is one replica either way) in two
  * shards, merged in the wrong order: every file as the unsharded plan writes it, the
  * --rate answer included. A missing shard, a shard twice and a shard of another search

@@ -280,8 +280,10 @@ Test(validate, a_simulated_run_or_another_models_is_refused_as_measured, .init =
          "vocab=128256; its summary.json's model.* keys), and the scenario simulates tiny (layers=2 hidden=256 heads=8 "
          "kv_heads=2 head_dim=32 intermediate=688 vocab=2048): name the scenario it ran, or set its model "
          "(--set model.preset=llama-3-8b)"},
-        {"{\"executor\": \"load\", \"scenario\": {\"model.preset\": \"tiny\", \"model.quantization\": \"fp8\"}}", 2,
+        {"{\"executor\": \"engine\", \"scenario\": {\"model.preset\": \"tiny\", \"model.quantization\": \"fp8\"}}", 2,
          "/measured served tiny in FP8 ("},
+        /* a load's model.* keys chose only the vocabulary it sent: the server's model is its own */
+        {"{\"executor\": \"load\", \"scenario\": {\"model.preset\": \"llama-3-8b\"}}", 0, NULL},
         {"{\"executor\": \"engine\", \"environment\": {\"backend\": \"cpu\"}, \"scenario\": {\"model.preset\": "
          "\"tiny\"}}", 2, "/measured ran the CPU engine (its summary.json's environment), and the scenario prices h200 "
          "(hardware.preset, with no cost table): give the CPU's, --cost-table FILE from `servesim calibrate --backend "

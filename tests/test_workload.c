@@ -466,6 +466,17 @@ Test(workload, a_trace_out_of_order_is_taken_in_time_order)
     w = build_ok(&c);
     cr_assert(w.n == 2 && w.reqs[0].prompt_len == 10 && w.reqs[1].prompt_len == 20, "the two earliest rows");
     wl_free(&w);
+    /* the earliest, not the first rows read: in time order up to a cut, then an earlier row
+     * (a review's find: reading stopped at the cut) */
+    unlink(path);
+    temp_trace(path, "arrival_time,prompt_len,output_len\n0,10,1\n1,20,1\n2,30,1\n0.5,40,1\n");
+    c = trace_config(path, 3);
+    w = build_ok(&c);
+    cr_assert(w.n == 3 && w.reqs[1].prompt_len == 40 && w.reqs[2].prompt_len == 20, "0, 0.5 and 1");
+    wl_free(&w);
+    unlink(path);
+    temp_trace(path, "request_id,arrival_time,prompt_len,output_len,stop_reason\n2,10.5,30,3,length\n"
+                     "0,10.0,10,1,length\n3,12.0,40,4,length\n1,10.25,20,2,length\n4,10.5,50,5,length\n");
     trace_row *rows;
     size_t n;
     char err[256];

@@ -245,8 +245,9 @@ static int earlier(const void *a, const void *b)
 
 /* Rows in any order are taken in time order: a run's requests.csv lists its requests as they
  * finished, and replaying one as a trace stopped at its first row out of order ("time goes
- * backwards", a new user's trial; the README offers it as a trace). In order, the rows after
- * MAX_ROWS are not read; out of order, every row is, to find the MAX_ROWS earliest. */
+ * backwards", a new user's trial; the README offers it as a trace). Every row is read, to find
+ * the MAX_ROWS earliest: a row past them may be earlier (a long request that finished late;
+ * a review's find). */
 static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n, size_t *skipped)
 {
     if (read_header(r))
@@ -256,7 +257,7 @@ static int read_rows(reader *r, size_t max_rows, trace_row **rows, size_t *n, si
     raw_time prev = {0};
     bool sorted = true;
     int got = 0;
-    while ((!sorted || max_rows == 0 || *n < max_rows) && (got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
+    while ((got = csv_next(&r->csv, r->err, r->errlen)) > 0) {
         timed_row x = {0};
         int left_out = unfinished(r);
         if (left_out > 0) {

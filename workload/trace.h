@@ -28,9 +28,8 @@ typedef struct trace_row {
     bool warmup;        /* optional column warmup (a run's requests.csv): 1 for a warm-up request */
 } trace_row;
 
-/* Reads the MAX_ROWS earliest rows (0 = all; in a file in time order, the rows after them
- * are not read); UNFINISHED (may be NULL) counts the rows left out by stop_reason. On error returns
- * -1 with "PATH:LINE: reason" (header = line 1) or "PATH: cannot open: reason" in ERR and
+/* Reads the MAX_ROWS earliest rows (0 = all; every row is read to find them); UNFINISHED
+ * (may be NULL) counts the rows left out by stop_reason. On error returns -1 with "PATH:LINE: reason" (header = line 1) or "PATH: cannot open: reason" in ERR and
  * allocates nothing. */
 int trace_read(const char *path, size_t max_rows, trace_row **rows, size_t *n, size_t *unfinished, char *err,
                size_t errlen);

@@ -149,7 +149,7 @@ static int load_trace(const wl_config *c, wl_request **reqs, size_t *n, char *er
     if (trace_read(c->trace_path, want, &rows, n, &unfinished, err, errlen))
         return -1;
     /* said once a process (a sweep opens the trace at each point) */
-    static char said[4096];
+    static _Thread_local char said[4096]; /* a sweep's workers build theirs at once */
     if ((unfinished || (want && *n < want)) && strcmp(said, c->trace_path) != 0) {
         snprintf(said, sizeof said, "%s", c->trace_path);
         if (unfinished)
