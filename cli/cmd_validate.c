@@ -353,7 +353,7 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
     char why[512];
     if (wl_build(&r.workload, &w, why, sizeof why) == 0) {
         int64_t prompts = 0;
-        for (size_t i = 0; i < w.n; i++) prompts += w.reqs[i].prompt_len + 1;
+        for (size_t i = 0; i < w.n; i++) prompts += w.reqs[i].prompt_len + w.reqs[i].output_len; /* a recompute too */
         if ((int64_t)w.n < max_seqs) max_seqs = (int)w.n;
         if (prompts < max_tokens) max_tokens = (int)prompts;
         wl_free(&w);
