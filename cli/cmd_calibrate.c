@@ -144,7 +144,7 @@ static void fill_defaults(calib_args *a, bool cuda)
     if (!a->rounds) a->rounds = cuda ? 1 : 3;
 }
 
-static void show_progress(void *ctx, int done, int total)
+void calibrate_show_progress(void *ctx, int done, int total)
 {
     (void)ctx;
     if (isatty(2)) fprintf(stderr, "\rcalibrating: %d/%d shapes%s", done, total, done == total ? "\n" : "");
@@ -180,7 +180,7 @@ int cmd_calibrate(int argc, char **argv)
                          m->intermediate, m->vocab, m->rope_theta, m->rms_eps}},
         .model_name = a.model, .block_size = (int)a.block_size, .max_tokens = (int)a.max_tokens,
         .max_context = (int)a.max_context, .max_seqs = (int)a.max_seqs, .repeats = (int)a.repeats,
-        .rounds = (int)a.rounds, .progress = show_progress, .stop = interrupt_flag(),
+        .rounds = (int)a.rounds, .progress = calibrate_show_progress, .stop = interrupt_flag(),
     };
     /* an output that cannot be written is found before minutes of calibration, not after; and
      * calibrate replaces only a cost table (a file of the user's was once overwritten whole) */

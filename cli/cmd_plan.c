@@ -1127,7 +1127,7 @@ static int plan_parse(int argc, char **argv, scenario *sc, plan_cli *c)
      * word, as sweep's was (a new user's trial); a scenario file's value is there to vary */
     for (int k = 0; k < c->nvary; k++)
         for (int key = 0; key < K_COUNT; key++)
-            if (strcmp(sweep_key_name(key), c->vary[k].key) == 0 && strncmp(sc->v[key].origin, "--", 2) == 0) {
+            if (strcmp(sweep_key_name(key), c->vary[k].key) == 0 && scenario_from_command_line(sc, (scenario_key)key)) {
                 fprintf(stderr, "servesim: --vary %s=", c->vary[k].key);
                 for (int v = 0; v < c->vary[k].n; v++) fprintf(stderr, "%s%s", v ? "," : "", c->vary[k].values[v]);
                 fprintf(stderr, ": %s is also set by %s, whose value the --vary values would replace; give it once\n",

@@ -296,12 +296,6 @@ typedef struct pricing {
     char table[1100], device[256];
 } pricing;
 
-static void show_progress(void *ctx, int done, int total)
-{
-    (void)ctx;
-    if (isatty(2)) fprintf(stderr, "\rcalibrating: %d/%d shapes%s", done, total, done == total ? "\n" : "");
-}
-
 static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table, int runs, bool quiet, char *err,
                         size_t errlen)
 {
@@ -368,7 +362,7 @@ static int pricing_open(pricing *pr, const scenario *sc, const char *flag_table,
     calib_options o = {.kb = kb, .model_name = r.model.name, .block_size = r.sched.block_size,
                        .max_tokens = max_tokens, .max_context = r.sched.max_model_len,
                        .max_seqs = max_seqs, .repeats = 5, .rounds = runs, .stop = interrupt_flag(),
-                       .progress = quiet ? NULL : show_progress};
+                       .progress = quiet ? NULL : calibrate_show_progress};
     pr->session = calibrate_begin(&o, err, errlen);
     pr->per_round = true;
     snprintf(pr->table, sizeof pr->table, "cost-table.csv (calibrated by this run)");

@@ -12,6 +12,8 @@ int cmd_serve(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 
 int cmd_calibrate(int argc, char **argv);
+/* "\rcalibrating: DONE/TOTAL shapes" on a terminal: calib_options.progress of calibrate and validate */
+void calibrate_show_progress(void *ctx, int done, int total);
 int cmd_validate(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_presets(int argc, char **argv);

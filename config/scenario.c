@@ -511,6 +511,8 @@ bool scenario_same_value(scenario_key k, const char *a, const char *b)
     }
 }
 
+bool scenario_from_command_line(const scenario *sc, scenario_key k) { return strncmp(sc->v[k].origin, "--", 2) == 0; }
+
 int scenario_set(scenario *sc, const char *assignment, char *err, size_t errlen)
 {
     return scenario_set_from(sc, assignment, "--set", err, errlen);

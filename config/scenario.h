@@ -132,6 +132,8 @@ void scenario_kv_cache_describe(const scenario_resolved *r, char *out, size_t le
  * sequences and 8192 tokens a step (vLLM's defaults for h200)"; SCENARIO_SCHED_TEXT holds it. */
 #define SCENARIO_SCHED_TEXT 384
 void scenario_scheduler_describe(const scenario_resolved *r, char *out, size_t len);
+/* Whether K was given on the command line (--set, --seed, ...), not by a file or the default. */
+bool scenario_from_command_line(const scenario *sc, scenario_key k);
 /* "section.key (origin)" of K in SC. */
 void scenario_key_label(const scenario *sc, scenario_key k, char *out, size_t len);
 /* Every key with its value, as JSON members ("model.preset": "llama-3-8b", ...). */

@@ -180,9 +180,9 @@ static bool set_by_a_point(const sweep_plan *p, int key)
  * trial). A scenario file's value is the one a --vary or --point is there to replace. */
 static bool set_on_the_command_line(const sweep_plan *p, int key, char *why, size_t len, const char *by)
 {
-    const char *origin = p->base.v[key].origin;
-    if (strncmp(origin, "--", 2) != 0) return false;
-    snprintf(why, len, "%s is also set by %s, whose value the %s would replace; give it once", key_names[key], origin, by);
+    if (!scenario_from_command_line(&p->base, (scenario_key)key)) return false;
+    snprintf(why, len, "%s is also set by %s, whose value the %s would replace; give it once", key_names[key],
+             p->base.v[key].origin, by);
     return true;
 }
 
